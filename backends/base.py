@@ -1,0 +1,148 @@
+"""The one small interface every backend implements.
+
+A backend turns token-id contexts into the model's most likely next tokens. It owns
+transport, caching and tokenization; it knows nothing about beams, cutoffs or pages
+(that is `weave.search`). Errors leave a backend only as `BackendError`.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One possible next token.
+
+    `raw` is the token's bytes when the backend knows them; a token may hold half of a
+    UTF-8 character, so beam text is built by joining `raw` and decoding once.
+    """
+
+    token_id: int
+    text: str
+    logprob: float
+    raw: bytes | None = None
+
+    @property
+    def piece(self) -> bytes:
+        return self.raw if self.raw is not None else self.text.encode("utf-8")
+
+
+class BackendError(RuntimeError):
+    """A backend could not answer: names the backend, where it looked, and what to check."""
+
+    def __init__(self, message: str, *, backend: str, url: str | None = None):
+        self.backend = backend
+        self.url = url
+        where = f" at {url}" if url else ""
+        super().__init__(f"{backend}{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a backend spent: see `BackendStats`."""
+
+    forward_calls: int = 0
+    model_tokens: int = 0
+    prefill_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.forward_calls + other.forward_calls,
+            self.model_tokens + other.model_tokens,
+            self.prefill_tokens + other.prefill_tokens,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.forward_calls - other.forward_calls,
+            self.model_tokens - other.model_tokens,
+            self.prefill_tokens - other.prefill_tokens,
+        )
+
+
+class BackendStats:
+    """Running counters, kept per calling thread, so that concurrent page sessions
+    sharing one backend each see only their own work (`weave.search` reads the
+    difference over one expansion). Call `add` from the thread that made the request.
+
+    forward_calls:  model forwards (local) or HTTP round trips (remote).
+    model_tokens:   token positions the model evaluated (prefill and beams).
+    prefill_tokens: context positions evaluated other than one-token steps after a cached
+                    prefix (those are a search's decode steps; the rest is story prefill).
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def add(self, *, forward_calls: int = 0, model_tokens: int = 0, prefill_tokens: int = 0):
+        self._local.usage = self.snapshot() + Usage(forward_calls, model_tokens, prefill_tokens)
+
+    def snapshot(self) -> Usage:
+        return getattr(self._local, "usage", Usage())
+
+
+class Backend(ABC):
+    """Batched, token-native next-token log-probabilities.
+
+    Class attributes describe capabilities:
+      name         short backend name ("mlx", "llamacpp", "vllm", "openai").
+      token_native False for backends whose API has no token ids (the search then works
+                   on token text; ids are local to one expansion).
+    An instance attribute:
+      special_token_ids  control tokens (end of text, chat markers) that the search never
+                   offers as story text; a backend fills it when it knows them.
+    """
+
+    name: str = "backend"
+    token_native: bool = True
+
+    def __init__(self) -> None:
+        self.stats = BackendStats()
+        self.special_token_ids: frozenset[int] = frozenset()
+
+    # -- what the page shows -------------------------------------------------------
+    @property
+    @abstractmethod
+    def model_name(self) -> str:
+        """The model in use, as the user would recognise it."""
+
+    @property
+    def url(self) -> str | None:
+        """The server address for remote backends (never a key); None for local ones."""
+        return None
+
+    @property
+    def context_length(self) -> int | None:
+        """The model's context window in tokens, when known."""
+        return None
+
+    # -- tokens --------------------------------------------------------------------
+    @abstractmethod
+    def tokenize(self, text: str) -> list[int]:
+        """The model's token ids for `text` (no BOS: contexts carry what the model needs)."""
+
+    @abstractmethod
+    def detokenize(self, ids: list[int]) -> str:
+        """Text for token ids."""
+
+    # -- log-probabilities -----------------------------------------------------------
+    @abstractmethod
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        """For each context, its k most likely next tokens, most likely first."""
+
+    def greedy_chains(
+        self, contexts: list[list[int]], k: int, lengths: list[int]
+    ) -> list[list[list[Candidate]]] | None:
+        """Optional: top-k at each of `lengths[i]` positions along each context's greedy path.
+
+        result[i][j] is the top-k after contexts[i] plus the first j greedy tokens; the
+        greedy token at j is result[i][j][0]. Remote backends answer a whole beam in one
+        request this way. Returns None when the backend has no such capability.
+        """
+        return None
+
+    def close(self) -> None:
+        """Release connections or memory; the backend is not used afterwards."""

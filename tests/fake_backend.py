@@ -1,0 +1,97 @@
+"""A deterministic fake model for the search's unit tests (and only those).
+
+Its vocabulary is a short list of strings; its next-token distribution is either given
+per context by a table (hand-checked cases) or drawn from a seeded generator keyed by
+the context (property tests). No tokenizer subtleties: text maps to ids greedily.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+from backends.base import Backend, Candidate
+
+VOCAB = ["a", "b", "c", ".", ",", "ab", " ", "x", "<eos>", " the", "é"]
+EOS = VOCAB.index("<eos>")
+
+Distribution = dict[str, float]
+
+
+class FakeBackend(Backend):
+    """`table(beam_text_tokens) -> {token: probability}`; unlisted tokens share the rest."""
+
+    name = "fake"
+
+    def __init__(
+        self,
+        table: Callable[[tuple[str, ...]], Distribution] | None = None,
+        *,
+        seed: int = 0,
+        chains: bool = False,
+        context_length: int | None = None,
+    ):
+        super().__init__()
+        self.table = table
+        self.seed = seed
+        self.chains = chains
+        self._context_length = context_length
+        self.special_token_ids = frozenset({EOS})
+        self.calls: list[int] = []  # contexts per call, for asserting on batching
+
+    @property
+    def model_name(self) -> str:
+        return "fake-model"
+
+    @property
+    def context_length(self) -> int | None:
+        return self._context_length
+
+    def tokenize(self, text: str) -> list[int]:
+        ids, i = [], 0
+        while i < len(text):
+            match = max((t for t in VOCAB if text.startswith(t, i)), key=len)
+            ids.append(VOCAB.index(match))
+            i += len(match)
+        return ids
+
+    def detokenize(self, ids: list[int]) -> str:
+        return "".join(VOCAB[i] for i in ids)
+
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        self.calls.append(len(contexts))
+        self.stats.add(forward_calls=1, model_tokens=len(contexts))
+        return [self.distribution(ctx)[:k] for ctx in contexts]
+
+    def greedy_chains(self, contexts, k, lengths):
+        if not self.chains:
+            return None
+        self.calls.append(len(contexts))
+        out = []
+        for ctx, length in zip(contexts, lengths, strict=True):
+            chain, ctx = [], list(ctx)
+            for _ in range(length):
+                top = self.distribution(ctx)[:k]
+                chain.append(top)
+                ctx.append(top[0].token_id)
+            self.stats.add(forward_calls=1, model_tokens=length)
+            out.append(chain)
+        return out
+
+    def distribution(self, ctx: list[int]) -> list[Candidate]:
+        """All tokens, most likely first (ties broken by id, as a real top-k would)."""
+        probs = self._probs(ctx)
+        ranked = sorted(range(len(VOCAB)), key=lambda i: (-probs[i], i))
+        return [Candidate(i, VOCAB[i], math.log(probs[i])) for i in ranked]
+
+    def _probs(self, ctx: list[int]) -> list[float]:
+        if self.table is not None:
+            given = self.table(tuple(VOCAB[i] for i in ctx[1:]))  # ctx[0] is the story
+            rest = [t for t in VOCAB if t not in given]
+            left = max(0.0, 1.0 - sum(given.values()))
+            return [given.get(t, left / len(rest) if rest else 0.0) or 1e-12 for t in VOCAB]
+        rng = random.Random(hash((self.seed, tuple(ctx))))
+        weights = [rng.random() ** 3 for _ in VOCAB]
+        total = sum(weights)
+        return [w / total for w in weights]

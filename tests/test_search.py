@@ -1,0 +1,189 @@
+"""The search's rules on a deterministic fake model: hand-checked cases, then properties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fake_backend import VOCAB, FakeBackend
+from weave.search import SearchParams, expand, fit_context, stop_cut
+
+STORY = [VOCAB.index("x")]
+
+
+def texts(result) -> list[str]:
+    return [s.text for s in result.suggestions]
+
+
+def run(table, **params):
+    defaults = dict(cutoff=0.25, max_depth=2, auto_stop=False, split_limit=3)
+    return expand(FakeBackend(table), STORY, SearchParams(**{**defaults, **params}))
+
+
+def test_top_token_always_continues_even_below_cutoff():
+    result = run(lambda beam: {"a": 0.1, "b": 0.09}, cutoff=0.9, max_depth=3)
+    assert texts(result) == ["aaa"]
+
+
+def test_candidates_clearing_the_cutoff_split():
+    table = {(): {"a": 0.5, "b": 0.3, "c": 0.15}}
+    result = run(lambda beam: table.get(beam, {"x": 0.9}), max_depth=2)
+    assert sorted(texts(result)) == ["ax", "bx"]
+
+
+def test_split_limit_caps_children_and_zero_means_no_limit():
+    table = {(): {"a": 0.3, "b": 0.3, "c": 0.3}}
+    dist = lambda beam: table.get(beam, {"x": 0.99})  # noqa: E731
+    assert sorted(texts(run(dist, split_limit=2))) == ["ax", "bx"]
+    assert sorted(texts(run(dist, split_limit=0))) == ["ax", "bx", "cx"]
+
+
+def test_multiplier_scales_the_cutoff_per_depth():
+    dist = lambda beam: {"a": 0.4, "b": 0.35}  # noqa: E731
+    # depth 0: cutoff 0.3 (both split); depth 1: 0.6 (neither splits)
+    assert sorted(texts(run(dist, cutoff=0.3, multiplier=2.0))) == ["aa", "ba"]
+    # depth 0: cutoff 0.38 (only 'a'); depth 1: 0.19 (both)
+    assert sorted(texts(run(dist, cutoff=0.38, multiplier=0.5))) == ["aa", "ab"]
+
+
+def test_max_depth_bounds_every_beam():
+    result = run(lambda beam: {"a": 0.5, "b": 0.4}, max_depth=4, max_suggestions=100)
+    assert all(len(s.token_ids) == 4 for s in result.suggestions)
+
+
+def test_auto_stop_cuts_after_the_stop_and_allows_a_leading_one():
+    table = {(): {",": 0.9}, (",",): {"a": 0.9}, (",", "a"): {".": 0.9}}
+    result = run(lambda beam: table.get(beam, {"b": 0.9}), auto_stop=True, max_depth=6)
+    assert texts(result) == [",a."]
+
+
+def test_auto_stop_cuts_inside_a_token():
+    table = {(): {"a": 0.9}, ("a",): {".": 0.5, "ab": 0.4}}
+    result = run(lambda beam: table.get(beam, {"b": 0.9}), auto_stop=True, max_depth=6)
+    assert "a." in texts(result)
+    assert stop_cut("x, y") == 2
+    assert stop_cut(" , then.") == 8
+    assert stop_cut("no stop") is None
+
+
+def test_max_suggestions_is_exact_and_never_exceeded():
+    flat = lambda beam: {t: 1 / 8 for t in "abc"}  # noqa: E731
+    for cap in (1, 2, 5, 7, 25):
+        result = run(flat, cutoff=0.0, split_limit=0, max_depth=8, max_suggestions=cap)
+        assert len(result.suggestions) == cap
+
+
+def test_duplicates_pool_probability():
+    table = {(): {"a": 0.5, "ab": 0.3}, ("a",): {"b": 0.6}}
+    dist = lambda beam: table.get(beam, {".": 0.9})  # noqa: E731
+    result = run(dist, max_depth=3, cutoff=0.2, auto_stop=True)
+    by_text = {s.text: s for s in result.suggestions}
+    assert list(by_text) == ["ab."]  # "a"+"b"+"." and "ab"+"." are one suggestion
+    pooled = by_text["ab."]
+    paths = [0.5 * 0.6 * 0.9, 0.3 * 0.9]
+    assert pooled.probability == pytest.approx(sum(paths), rel=1e-6)
+
+
+def test_lloom_score_sums_raw_probabilities():
+    table = {(): {"a": 0.5, "b": 0.4}, ("a",): {"c": 0.3}, ("b",): {"c": 0.9}}
+    dist = lambda beam: table.get(beam, {"c": 0.9})  # noqa: E731
+    joint = run(dist, score="joint", cutoff=0.35)
+    lloom = run(dist, score="lloom", cutoff=0.35)
+    assert texts(joint)[0] == "bc"  # 0.36 beats 0.15
+    assert lloom.suggestions[0].score == pytest.approx(0.4 + 0.9, rel=1e-6)
+
+
+def test_control_tokens_are_never_offered():
+    table = {(): {"<eos>": 0.6, "a": 0.3}}
+    result = run(lambda beam: table.get(beam, {"b": 0.9}), max_depth=2)
+    assert texts(result) == ["ab"]
+
+
+def test_each_depth_is_one_batched_call():
+    backend = FakeBackend(lambda beam: {"a": 0.4, "b": 0.35})
+    expand(backend, STORY, SearchParams(cutoff=0.3, max_depth=3, auto_stop=False))
+    assert backend.calls == [1, 2, 4]
+
+
+def test_greedy_chains_give_the_same_tree_with_fewer_calls():
+    params = SearchParams(cutoff=0.15, max_depth=8, max_suggestions=20, auto_stop=True)
+    plain = expand(FakeBackend(seed=3), STORY, params)
+    chained_backend = FakeBackend(seed=3, chains=True)
+    chained = expand(chained_backend, STORY, params)
+    assert [s.to_dict() for s in plain.suggestions] == [s.to_dict() for s in chained.suggestions]
+    assert len(chained_backend.calls) < params.max_depth
+
+
+def test_empty_story_is_a_clear_error():
+    with pytest.raises(ValueError, match="empty"):
+        expand(FakeBackend(seed=1), [], SearchParams())
+
+
+def test_over_long_story_keeps_its_end_on_block_boundaries():
+    ids = list(range(5000))
+    kept = fit_context(ids, 4096, 12)
+    assert len(kept) + 12 <= 4096 and kept[-1] == 4999 and kept[0] % 512 == 0
+    assert fit_context(ids[:100], 4096, 12) == ids[:100]
+    result = expand(FakeBackend(seed=1, context_length=64), STORY * 200, SearchParams())
+    assert len(result.context_ids) + 12 <= 64
+
+
+def test_progress_is_reported_each_depth():
+    seen = []
+    params = SearchParams(cutoff=0.9, max_depth=5, auto_stop=False)
+    expand(FakeBackend(seed=2), STORY, params, progress=seen.append)
+    assert [p.depth for p in seen] == [1, 2, 3, 4, 5]
+    assert seen[-1].beams_done >= 1 and seen[-1].tokens_evaluated > 0
+
+
+def test_parameters_are_bounded():
+    for bad in (dict(cutoff=1.5), dict(max_depth=0), dict(split_limit=11), dict(score="max")):
+        with pytest.raises(ValueError):
+            SearchParams(**bad)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    cutoff=st.floats(0.0, 0.6),
+    multiplier=st.floats(0.5, 1.5),
+    split_limit=st.integers(0, 4),
+    max_depth=st.integers(1, 7),
+    max_suggestions=st.integers(1, 30),
+    auto_stop=st.booleans(),
+    score=st.sampled_from(["joint", "lloom"]),
+    chains=st.booleans(),
+)
+def test_properties(seed, cutoff, multiplier, split_limit, max_depth, max_suggestions, auto_stop,
+                    score, chains):  # fmt: skip
+    params = SearchParams(
+        cutoff=cutoff,
+        multiplier=multiplier,
+        split_limit=split_limit,
+        max_depth=max_depth,
+        max_suggestions=max_suggestions,
+        auto_stop=auto_stop,
+        score=score,
+    )
+    backend = FakeBackend(seed=seed, chains=chains)
+    result = expand(backend, STORY, params)
+    leaves = result.tree.leaves()
+    assert 1 <= len(result.suggestions) <= max_suggestions
+    assert len(leaves) <= max_suggestions  # finished beams never exceed the cap
+    paths = {tuple(leaf.token_ids()) for leaf in leaves}
+    for s in result.suggestions:
+        assert s.token_ids in paths  # every suggestion is a path of the tree
+        assert 1 <= len(s.token_ids) <= max_depth
+        assert 0.0 <= s.probability <= 1.0 + 1e-9
+        assert s.logprob == pytest.approx(math.log(s.probability))
+        assert s.text and (not auto_stop or stop_cut(s.text) in (None, len(s.text)))
+    assert len({s.text for s in result.suggestions}) == len(result.suggestions)
+    scores = [s.score for s in result.suggestions]
+    assert scores == sorted(scores, reverse=True)
+    if score == "joint":
+        assert all(s.score == pytest.approx(s.logprob) for s in result.suggestions)
+    plain = expand(FakeBackend(seed=seed), STORY, params)
+    assert [s.to_dict() for s in plain.suggestions] == [s.to_dict() for s in result.suggestions]

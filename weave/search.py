@@ -1,0 +1,301 @@
+"""LLooM's threshold-splitting beam search, on tokens.
+
+Breadth-first, depth by depth: each depth's frontier goes to the backend in one batched
+call; every candidate that clears the cutoff spawns a beam (the top one always
+continues); the cutoff is scaled by the multiplier after each depth. The search is pure:
+it takes a backend and parameters and returns a token tree with ranked suggestions. It
+does no I/O of its own, reads no environment and knows nothing of pages.
+
+The rules, precisely (see ARCHITECTURE.md):
+- a beam's first candidate always continues; each further one only while p >= cutoff,
+  the beam has fewer than `split_limit` children (0 = no limit) and there is room;
+- at most `max_depth` tokens; auto-stop ends a beam once its text, after any stop
+  strings it starts with, contains '.' or ',' and cuts the text just after it;
+- finished plus live beams never exceed `max_suggestions`; once they reach it, each live
+  beam takes its top token and finishes;
+- control tokens (`backend.special_token_ids`) are never offered as text.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from backends.base import Backend, Candidate, Usage
+from weave.tree import Score, Suggestion, TreeNode, suggestions_from
+
+STOP_CHARS = ".,"
+MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
+BLOCK = 512  # an over-long story keeps its end, cut at multiples of this (cache-friendly)
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """The knobs of one expansion; bounds as LLooM v0.3's page."""
+
+    cutoff: float = 0.1
+    multiplier: float = 1.0
+    split_limit: int = 3
+    max_depth: int = 12
+    max_suggestions: int = 25
+    auto_stop: bool = True
+    score: Score = "joint"
+    use_chains: bool = True
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0.0 <= self.cutoff <= 1.0, "cutoff must be in 0..1"),
+            (0.0 <= self.multiplier <= 2.0, "multiplier must be in 0..2"),
+            (0 <= self.split_limit <= 10, "split_limit must be in 0..10"),
+            (1 <= self.max_depth <= 50, "max_depth must be in 1..50"),
+            (1 <= self.max_suggestions <= MAX_CANDIDATES, "max_suggestions must be in 1..100"),
+            (self.score in ("joint", "lloom"), "score must be 'joint' or 'lloom'"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reported after every depth, for a live status."""
+
+    depth: int
+    beams_done: int
+    beams_live: int
+    tokens_evaluated: int
+    seconds: float
+    latest: str
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    forward_calls: int
+    model_tokens: int
+    prefill_tokens: int
+    seconds: float
+    backend: str
+    model: str
+
+    def to_dict(self) -> dict:
+        return {
+            "forward_calls": self.forward_calls,
+            "model_tokens": self.model_tokens,
+            "prefill_tokens": self.prefill_tokens,
+            "seconds": round(self.seconds, 3),
+            "backend": self.backend,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    suggestions: list[Suggestion]
+    tree: TreeNode
+    stats: SearchStats
+    context_ids: tuple[int, ...]  # the context searched (the story's end if it was too long)
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(eq=False)
+class _Beam:
+    """A live beam: its last node and, from a greedy chain, the top-k at the next positions."""
+
+    node: TreeNode
+    lookahead: list[list[Candidate]] = field(default_factory=list)
+
+
+def expand(
+    backend: Backend,
+    context_ids: list[int],
+    params: SearchParams,
+    *,
+    progress: ProgressCallback | None = None,
+) -> SearchResult:
+    """Grow the suggestion tree after `context_ids`.
+
+    Raises ValueError for an empty context and lets `BackendError` through untouched.
+    """
+    if not context_ids:
+        raise ValueError("The story is empty: write a few words first.")
+    context = fit_context(context_ids, backend.context_length, params.max_depth)
+    started, usage_before = time.perf_counter(), backend.stats.snapshot()
+    search = _Search(backend, context, params, progress, started, usage_before)
+    root = search.run()
+    usage = backend.stats.snapshot() - usage_before
+    return SearchResult(
+        suggestions=suggestions_from(search.finished, params.score)[: params.max_suggestions],
+        tree=root,
+        stats=_stats(backend, usage, time.perf_counter() - started),
+        context_ids=tuple(context),
+    )
+
+
+def fit_context(ids: list[int], context_length: int | None, max_depth: int) -> list[int]:
+    """Keep the story's end when it would overflow the model's context window.
+
+    The cut falls on a multiple of BLOCK tokens so that successive searches share a
+    prefix (and a cache) while the story grows.
+    """
+    if context_length is None or len(ids) + max_depth <= context_length:
+        return list(ids)
+    budget = context_length - max_depth
+    if budget < 1:
+        raise ValueError(f"max depth {max_depth} does not fit the model's {context_length} tokens")
+    start = math.ceil((len(ids) - budget) / BLOCK) * BLOCK
+    if start >= len(ids):  # a window smaller than a block: cut exactly
+        start = len(ids) - budget
+    return list(ids[start:])
+
+
+def stop_cut(text: str) -> int | None:
+    """Where auto-stop cuts `text`: just after the first '.' or ',' past its leading ones."""
+    body = len(text) - len(text.lstrip(STOP_CHARS + " \t\n"))
+    for i in range(body, len(text)):
+        if text[i] in STOP_CHARS:
+            return i + 1
+    return None
+
+
+def _stats(backend: Backend, usage: Usage, seconds: float) -> SearchStats:
+    return SearchStats(
+        forward_calls=usage.forward_calls,
+        model_tokens=usage.model_tokens,
+        prefill_tokens=usage.prefill_tokens,
+        seconds=seconds,
+        backend=backend.name,
+        model=backend.model_name,
+    )
+
+
+class _Search:
+    """One expansion's state: the frontier, the finished beams, the running cutoff."""
+
+    def __init__(self, backend, context, params, progress, started, usage_before):
+        self.backend: Backend = backend
+        self.context: list[int] = context
+        self.params: SearchParams = params
+        self.progress: ProgressCallback | None = progress
+        self.started: float = started
+        self.usage_before: Usage = usage_before
+        self.root = TreeNode(None, b"", 0.0)
+        self.finished: list[TreeNode] = []
+        self.cutoff = params.cutoff
+
+    def run(self) -> TreeNode:
+        live = [_Beam(self.root)]
+        for depth in range(self.params.max_depth):
+            if not live:
+                break
+            candidates = self._candidates(live, depth)
+            capped = len(self.finished) + len(live) >= self.params.max_suggestions
+            live = self._grow(live, candidates, depth, capped)
+            self.cutoff *= self.params.multiplier
+            self._report(depth, live)
+        return self.root
+
+    # -- asking the backend ----------------------------------------------------------
+    def _k(self, depth: int) -> int:
+        """How many candidates a beam at `depth` can use under the current rules."""
+        room = self.params.max_suggestions
+        limit = self.params.split_limit or room
+        cutoff = self.params.cutoff * self.params.multiplier**depth
+        if cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
+            limit = min(limit, int(1 / cutoff) + 1)
+        # Control tokens are skipped, so ask for a few more than the rule needs.
+        spare = min(len(self.backend.special_token_ids), 2)
+        return max(1, min(limit, room, MAX_CANDIDATES)) + spare
+
+    def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+        needy = [beam for beam in live if not beam.lookahead]
+        if needy:
+            self._fill(needy, depth)
+        return [beam.lookahead.pop(0) for beam in live]
+
+    def _fill(self, needy: list[_Beam], depth: int) -> None:
+        contexts = [self.context + beam.node.token_ids() for beam in needy]
+        remaining = self.params.max_depth - depth
+        chains = None
+        if self.params.use_chains and remaining > 1:
+            k = max(self._k(d) for d in range(depth, self.params.max_depth))
+            chains = self.backend.greedy_chains(contexts, k, [remaining] * len(contexts))
+        if chains is None:
+            answers = self.backend.top_logprobs(contexts, self._k(depth))
+            chains = [[answer] for answer in answers]
+        for beam, chain in zip(needy, chains, strict=True):
+            beam.lookahead = list(chain)
+            if not beam.lookahead:
+                beam.lookahead = [[]]
+
+    # -- growing the tree --------------------------------------------------------------
+    def _grow(self, live, candidates, depth, capped) -> list[_Beam]:
+        budget = self.params.max_suggestions - len(self.finished) - len(live)
+        next_live: list[_Beam] = []
+        last_depth = depth + 1 == self.params.max_depth
+        for beam, options in zip(live, candidates, strict=True):
+            chosen = self._choose(options, budget if not capped else 0)
+            if not chosen:
+                self._finish(beam.node)  # nothing but control tokens: the beam ends here
+                continue
+            budget -= len(chosen) - 1
+            # A greedy chain went on through the raw top token; only that child inherits it.
+            on_chain = chosen[0].token_id == options[0].token_id
+            for i, cand in enumerate(chosen):
+                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                if capped or last_depth or self._stops(child):
+                    self._finish(child)
+                else:
+                    inherited = beam.lookahead if i == 0 and on_chain else []
+                    next_live.append(_Beam(child, inherited))
+        return next_live
+
+    def _choose(self, options: list[Candidate], room: int) -> list[Candidate]:
+        """The first usable candidate, then splits while they clear the cutoff and fit."""
+        usable = [c for c in options if c.token_id not in self.backend.special_token_ids]
+        if not usable:
+            return []
+        chosen = [usable[0]]
+        for cand in usable[1:]:
+            if math.exp(cand.logprob) < self.cutoff or room <= 0:
+                break
+            if self.params.split_limit and len(chosen) >= self.params.split_limit:
+                break
+            chosen.append(cand)
+            room -= 1
+        return chosen
+
+    def _stops(self, node: TreeNode) -> bool:
+        if not self.params.auto_stop:
+            return False
+        text = node.full_text()
+        cut = stop_cut(text)
+        if cut is None:
+            return False
+        if cut < len(text):
+            node.cut = cut
+        return True
+
+    def _finish(self, node: TreeNode) -> None:
+        if node.parent is None:
+            return
+        node.finished = True
+        self.finished.append(node)
+
+    def _report(self, depth: int, live: list[_Beam]) -> None:
+        if self.progress is None:
+            return
+        latest = self.finished[-1].text() if self.finished else ""
+        self.progress(
+            Progress(
+                depth=depth + 1,
+                beams_done=len(self.finished),
+                beams_live=len(live),
+                tokens_evaluated=(self.backend.stats.snapshot() - self.usage_before).model_tokens,
+                seconds=time.perf_counter() - self.started,
+                latest=latest,
+            )
+        )

@@ -1,0 +1,160 @@
+"""The token tree a search grows, and the suggestions read off its leaves.
+
+A `TreeNode` is one token on one beam; the root stands for the story. This module owns
+the tree's shape, its text (bytes joined once, so split UTF-8 characters come out whole),
+its JSON form and the ranked, de-duplicated `Suggestion` list. It does not search
+(`weave.search`) or draw (`weave.render`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+Score = Literal["joint", "lloom"]
+
+
+@dataclass(eq=False)
+class TreeNode:
+    """One token of a beam. `cut` is set when auto-stop cut the beam's text inside it."""
+
+    token_id: int | None
+    piece: bytes
+    logprob: float
+    parent: TreeNode | None = None
+    children: list[TreeNode] = field(default_factory=list)
+    finished: bool = False
+    cut: int | None = None  # characters of the beam's text kept, when auto-stop cut it
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.parent is None else self.parent.depth + 1
+
+    @property
+    def probability(self) -> float:
+        return math.exp(self.logprob)
+
+    def add_child(self, token_id: int, piece: bytes, logprob: float) -> TreeNode:
+        child = TreeNode(token_id, piece, logprob, parent=self)
+        self.children.append(child)
+        return child
+
+    def path(self) -> list[TreeNode]:
+        """The beam's nodes from the first token to this one (the root excluded)."""
+        nodes: list[TreeNode] = []
+        node: TreeNode | None = self
+        while node is not None and node.parent is not None:
+            nodes.append(node)
+            node = node.parent
+        return nodes[::-1]
+
+    def token_ids(self) -> list[int]:
+        return [n.token_id for n in self.path()]
+
+    def full_text(self) -> str:
+        """The beam's text, uncut."""
+        return b"".join(n.piece for n in self.path()).decode("utf-8", errors="replace")
+
+    def text(self) -> str:
+        """The beam's text as offered: cut just after the stop string when auto-stop fired."""
+        full = self.full_text()
+        return full if self.cut is None else full[: self.cut]
+
+    def leaves(self) -> list[TreeNode]:
+        if not self.children:
+            return [self] if self.parent is not None else []
+        return [leaf for child in self.children for leaf in child.leaves()]
+
+    def to_dict(self) -> dict:
+        """JSON form: piece text, id, log-prob, children (the root has no token)."""
+        out: dict = {
+            "token_id": self.token_id,
+            "text": self.piece.decode("utf-8", errors="replace"),
+            "logprob": round(self.logprob, 6),
+            "probability": round(self.probability, 6),
+        }
+        if self.finished:
+            out["finished"] = True
+        if self.children:
+            out["children"] = [child.to_dict() for child in self.children]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict, parent: TreeNode | None = None) -> TreeNode:
+        node = cls(
+            data.get("token_id"),
+            data.get("text", "").encode("utf-8"),
+            float(data.get("logprob", 0.0)),
+            parent=parent,
+            finished=bool(data.get("finished", False)),
+        )
+        node.children = [cls.from_dict(child, node) for child in data.get("children", [])]
+        return node
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A finished beam as the writer sees it.
+
+    logprob/probability are pooled over beams with the same text; token_ids and
+    token_logprobs belong to the best of them. `exact` says whether `text` is exactly the
+    decoded token ids (auto-stop may cut inside a token).
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    logprob: float
+    probability: float
+    score: float
+    token_pieces: tuple[str, ...]
+    token_logprobs: tuple[float, ...]
+    exact: bool
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "token_ids": list(self.token_ids),
+            "logprob": self.logprob,
+            "probability": self.probability,
+            "score": self.score,
+            "token_logprobs": list(self.token_logprobs),
+        }
+
+
+def beam_score(node: TreeNode, score: Score) -> float:
+    """joint: the sum of log-probs; lloom: LLooM v0.3's sum of raw probabilities."""
+    path = node.path()
+    if score == "lloom":
+        return sum(n.probability for n in path)
+    return sum(n.logprob for n in path)
+
+
+def suggestions_from(leaves: list[TreeNode], score: Score) -> list[Suggestion]:
+    """De-duplicate finished beams by text (pooling probability) and rank them by score."""
+    groups: dict[str, list[TreeNode]] = {}
+    for leaf in leaves:
+        text = leaf.text()
+        if text:
+            groups.setdefault(text, []).append(leaf)
+    ranked = [_suggestion(text, members, score) for text, members in groups.items()]
+    ranked.sort(key=lambda s: (-s.score, s.text))
+    return ranked
+
+
+def _suggestion(text: str, members: list[TreeNode], score: Score) -> Suggestion:
+    best = max(members, key=lambda n: beam_score(n, score))
+    path = best.path()
+    joint = [sum(n.logprob for n in m.path()) for m in members]
+    probability = sum(math.exp(lp) for lp in joint)
+    logprob = math.log(probability) if probability > 0 else max(joint)
+    return Suggestion(
+        text=text,
+        token_ids=tuple(n.token_id for n in path),
+        logprob=logprob,
+        probability=probability,
+        score=logprob if score == "joint" else beam_score(best, score),
+        token_pieces=tuple(n.piece.decode("utf-8", errors="replace") for n in path),
+        token_logprobs=tuple(n.logprob for n in path),
+        exact=best.cut is None,
+    )
