@@ -1,0 +1,185 @@
+"""The KV-cache fragment tree: a radix trie over token ids whose nodes hold KV.
+
+Each node keeps only the keys and values of its own tokens, all layers stacked into one
+array of shape (layers, kv_heads, tokens, head_dim), plus the next-token candidates
+after its last token when they are known. A context's cache is its path's fragments
+joined. Nodes split where contexts diverge, so an edited story reuses its longest common
+prefix; memory is capped by bytes, dropping the least recently used leaves first.
+
+This module owns the tree alone: it runs no model (that is `backends.mlx`) and is not
+thread-safe on its own (the backend holds its lock around every use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+
+import mlx.core as mx
+
+from backends.base import Candidate
+
+TOKEN_AXIS = 2
+
+
+@dataclass(eq=False)
+class Fragment:
+    """One trie node: a run of tokens and their KV; `top` is what may follow the last one."""
+
+    tokens: list[int]
+    keys: mx.array | None = None  # (layers, kv_heads, len(tokens), head_dim)
+    values: mx.array | None = None
+    parent: Fragment | None = None
+    children: dict[int, Fragment] = field(default_factory=dict)
+    top: list[Candidate] | None = None
+    last_used: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        if self.keys is None:
+            return 0
+        return self.keys.nbytes + self.values.nbytes
+
+
+@dataclass(frozen=True)
+class Match:
+    """How much of a context the tree holds: `steps` pairs each node with the tokens used."""
+
+    steps: tuple[tuple[Fragment, int], ...]
+    length: int
+
+    @property
+    def top(self) -> list[Candidate] | None:
+        """Cached candidates, when the match ends exactly at the end of a node."""
+        if not self.steps:
+            return None
+        node, used = self.steps[-1]
+        return node.top if used == len(node.tokens) else None
+
+
+class FragmentTree:
+    """A trie of KV fragments with a byte cap."""
+
+    def __init__(self, max_bytes: int):
+        self.root = Fragment(tokens=[])
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._clock = count(1)
+
+    # -- reading ---------------------------------------------------------------------
+    def match(self, ids: list[int]) -> Match:
+        """The longest prefix of `ids` the tree holds; marks its nodes as recently used."""
+        steps: list[tuple[Fragment, int]] = []
+        node, i, now = self.root, 0, next(self._clock)
+        while i < len(ids) and (child := node.children.get(ids[i])) is not None:
+            used = _common_prefix(child.tokens, ids, i)
+            steps.append((child, used))
+            child.last_used = now
+            i += used
+            if used < len(child.tokens):
+                break
+            node = child
+        return Match(tuple(steps), i)
+
+    def gather(self, match: Match, length: int) -> tuple[mx.array, mx.array] | None:
+        """The joined KV of the first `length` tokens of a match, or None for none."""
+        keys, values, taken = [], [], 0
+        for node, used in match.steps:
+            n = min(used, length - taken)
+            if n <= 0:
+                break
+            keys.append(node.keys[:, :, :n] if n < len(node.tokens) else node.keys)
+            values.append(node.values[:, :, :n] if n < len(node.tokens) else node.values)
+            taken += n
+        if not keys:
+            return None
+        if len(keys) == 1:
+            return keys[0], values[0]
+        return mx.concatenate(keys, axis=TOKEN_AXIS), mx.concatenate(values, axis=TOKEN_AXIS)
+
+    # -- writing ---------------------------------------------------------------------
+    def insert(
+        self,
+        ids: list[int],
+        start: int,
+        keys: mx.array,
+        values: mx.array,
+        top: list[Candidate] | None,
+    ) -> None:
+        """File the KV of ids[start:] (the tree must hold ids[:start]) and the candidates after.
+
+        Positions the tree already holds keep their KV; a node is split where `ids` leaves it.
+        """
+        match = self.match(ids)
+        if match.length < start:
+            raise ValueError("insert needs the context's prefix in the tree")
+        parent = self._split_at(match, match.length)
+        if match.length < len(ids):
+            offset = match.length - start
+            node = Fragment(
+                tokens=list(ids[match.length :]),
+                keys=mx.contiguous(keys[:, :, offset:]) if offset else keys,
+                values=mx.contiguous(values[:, :, offset:]) if offset else values,
+                parent=parent,
+                last_used=next(self._clock),
+            )
+            parent.children[node.tokens[0]] = node
+            self.nbytes += node.nbytes
+            parent = node
+        if top is not None:
+            parent.top = top
+
+    def evict(self) -> None:
+        """Drop least recently used leaves until the tree fits its byte cap."""
+        while self.nbytes > self.max_bytes:
+            leaf = min(self._leaves(), key=lambda n: n.last_used, default=None)
+            if leaf is None:
+                return
+            del leaf.parent.children[leaf.tokens[0]]
+            self.nbytes -= leaf.nbytes
+
+    def clear(self) -> None:
+        self.root.children.clear()
+        self.nbytes = 0
+
+    # -- internals -------------------------------------------------------------------
+    def _split_at(self, match: Match, length: int) -> Fragment:
+        """The node that ends exactly at `length` tokens of the match, splitting one if needed."""
+        if not match.steps:
+            return self.root
+        node, used = match.steps[-1]
+        if used == len(node.tokens):
+            return node
+        head = Fragment(
+            tokens=node.tokens[:used],
+            keys=mx.contiguous(node.keys[:, :, :used]),
+            values=mx.contiguous(node.values[:, :, :used]),
+            parent=node.parent,
+            last_used=node.last_used,
+        )
+        self.nbytes -= node.nbytes
+        node.tokens = node.tokens[used:]
+        node.keys = mx.contiguous(node.keys[:, :, used:])
+        node.values = mx.contiguous(node.values[:, :, used:])
+        node.parent.children[head.tokens[0]] = head
+        node.parent = head
+        head.children[node.tokens[0]] = node
+        self.nbytes += head.nbytes + node.nbytes
+        return head
+
+    def _leaves(self):
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            else:
+                yield node
+
+
+def _common_prefix(tokens: list[int], ids: list[int], start: int) -> int:
+    n = 0
+    limit = min(len(tokens), len(ids) - start)
+    while n < limit and tokens[n] == ids[start + n]:
+        n += 1
+    return n

@@ -1,0 +1,284 @@
+"""The local backend: an mlx-lm model in this process, with a KV fragment tree.
+
+A context's cache is assembled from the fragment tree (`backends.kv_tree`); only the
+tokens the tree lacks are run. A search's depth arrives as many contexts that each add
+one token to a cached prefix: they run as one batched forward over a left-padded
+`BatchKVCache`, and each row's new KV is filed under its own node. Longer tails (a new
+or edited story) are prefilled in chunks. Accepting a suggestion appends ids whose KV the
+tree already holds, so it costs no prefill. One lock serialises the model between the
+page sessions sharing it.
+
+Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
+their bytes, forwards and the cache. Does not own: the search.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx  # noqa: E402,I001
+from mlx_lm import load as load_model  # noqa: E402
+from mlx_lm.models.cache import BatchKVCache  # noqa: E402
+
+from backends import openblas  # noqa: F401  (must load OpenBLAS before mlx)
+from backends.base import Backend, BackendError, Candidate
+from backends.kv_tree import FragmentTree, Match
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One context to answer: reuse `reuse` tokens of cache, run the rest."""
+
+    ids: tuple[int, ...]
+    match: Match
+    reuse: int
+
+    @property
+    def tail(self) -> int:
+        return len(self.ids) - self.reuse
+
+
+class MLXBackend(Backend):
+    """mlx-lm in-process. `model_path` is an mlx-lm folder."""
+
+    name = "mlx"
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        display_name: str | None = None,
+        kv_cache_bytes: int = 1 << 30,
+        prefill_chunk: int = 256,
+    ):
+        super().__init__()
+        self.model_path = Path(model_path)
+        self._display_name = display_name or self.model_path.name
+        try:
+            self.model, self.tokenizer = load_model(str(self.model_path))
+        except (FileNotFoundError, ValueError, OSError) as e:
+            raise BackendError(
+                f"cannot load an mlx-lm model from this folder ({e}); set LLOOM_MODEL to an "
+                "mlx-lm folder, or leave it empty for the embedded model",
+                backend=self.name,
+                url=str(self.model_path),
+            ) from e
+        self.prefill_chunk = prefill_chunk
+        self.tree = FragmentTree(kv_cache_bytes)
+        self._lock = threading.Lock()
+        self._pieces = token_pieces(self.tokenizer)
+        self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
+        self._context_length = _context_length(self.model_path)
+        self._pieces_count = len(self._pieces)
+        self._kv_shape = _kv_shape(self.model)
+        self._dtype = _activation_dtype(self.model)
+
+    # -- Backend ---------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        return self._display_name
+
+    @property
+    def context_length(self) -> int | None:
+        return self._context_length
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        if any(not ctx for ctx in contexts):
+            raise BackendError("an empty context has no next token", backend=self.name)
+        with self._lock:
+            answers = self._answer({tuple(ctx) for ctx in contexts}, k)
+            self.tree.evict()
+        return [answers[tuple(ctx)] for ctx in contexts]
+
+    def close(self) -> None:
+        with self._lock:
+            self.tree.clear()
+
+    # -- planning --------------------------------------------------------------------
+    def _answer(self, contexts: set[tuple[int, ...]], k: int) -> dict:
+        """Cached answers first, then prefills one by one, then one batched step for the rest."""
+        answers: dict[tuple[int, ...], list[Candidate]] = {}
+        pending = []
+        for ids in sorted(contexts):
+            row = self._plan(ids, k)
+            if row.tail == 0:
+                answers[ids] = row.match.top[:k]
+            elif row.tail == 1 and row.reuse > 0:
+                pending.append(ids)
+            else:
+                answers[ids] = self._prefill(ids, k)
+        steps = []
+        for ids in pending:  # planned again: a prefill may have split the nodes they use
+            row = self._plan(ids, k)
+            if row.tail == 0:
+                answers[ids] = row.match.top[:k]
+            else:
+                steps.append(row)
+        if steps:
+            answers.update(self._step(steps, k))
+        return answers
+
+    def _plan(self, ids: tuple[int, ...], k: int) -> _Row:
+        match = self.tree.match(list(ids))
+        top = match.top
+        if match.length == len(ids) and top is not None and len(top) >= k:
+            return _Row(ids, match, len(ids))
+        return _Row(ids, match, min(match.length, len(ids) - 1))
+
+    # -- running ---------------------------------------------------------------------
+    def _prefill(self, ids: tuple[int, ...], k: int) -> list[Candidate]:
+        """Run a context's uncached tail in chunks; file each chunk as a fragment."""
+        top: list[Candidate] = []
+        row = self._plan(ids, k)
+        start = row.reuse
+        while start < len(ids):
+            end = min(start + self.prefill_chunk, len(ids))
+            match = self.tree.match(list(ids[:start]))
+            [top], keys, values = self._forward([ids[:end]], [match], [start], k)
+            last = end == len(ids)
+            self.tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
+            self.stats.add(forward_calls=1, model_tokens=end - start, prefill_tokens=end - start)
+            start = end
+        return top
+
+    def _step(self, rows: list[_Row], k: int) -> dict:
+        """One batched forward: every row adds its last token to a cached prefix."""
+        tops, keys, values = self._forward(
+            [row.ids for row in rows], [row.match for row in rows], [row.reuse for row in rows], k
+        )
+        for row, top, row_keys, row_values in zip(rows, tops, keys, values, strict=True):
+            self.tree.insert(list(row.ids), row.reuse, row_keys, row_values, top)
+        self.stats.add(forward_calls=1, model_tokens=len(rows))
+        return {row.ids: top for row, top in zip(rows, tops, strict=True)}
+
+    def _forward(self, contexts, matches, reuses, k):
+        """Run contexts[i][reuses[i]:] (equal lengths) after their cached prefixes.
+
+        Returns each row's top-k after its last token, and the new tokens' KV per row as
+        (layers, kv_heads, new_tokens, head_dim) arrays.
+        """
+        new = len(contexts[0]) - reuses[0]
+        inputs = mx.array([list(ctx[reuse:]) for ctx, reuse in zip(contexts, reuses, strict=True)])
+        cache = self._batch_cache(matches, reuses, new)
+        width = max(reuses)  # new tokens land at [width, width + new) in every row
+        k = min(k, self._pieces_count)
+        try:
+            logits = self.model(inputs, cache=cache)[:, -1, :].astype(mx.float32)  # (B, vocab)
+            logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+            part = mx.argpartition(-logprobs, kth=k - 1, axis=-1)[:, :k]  # (B, k), unordered
+            values_k = mx.take_along_axis(logprobs, part, axis=-1)
+            order = mx.take_along_axis(part, mx.argsort(-values_k, axis=-1), axis=-1)
+            picked = mx.take_along_axis(logprobs, order, axis=-1)
+            new_keys = mx.stack([c.keys[:, :, width : width + new] for c in cache])
+            new_values = mx.stack([c.values[:, :, width : width + new] for c in cache])
+            mx.eval(order, picked, new_keys, new_values)  # (layers, B, kv_heads, new, head_dim)
+        except (RuntimeError, ValueError) as e:
+            raise BackendError(f"the model failed on this input: {e}", backend=self.name) from e
+        tops = [
+            self._candidates(o, p) for o, p in zip(order.tolist(), picked.tolist(), strict=True)
+        ]
+        rows = range(len(contexts))
+        return tops, [new_keys[:, i] for i in rows], [new_values[:, i] for i in rows]
+
+    def _batch_cache(self, matches: list[Match], reuses: list[int], new: int) -> list:
+        """Per-layer `BatchKVCache`s holding each row's joined fragments, left-padded.
+
+        `new` spare slots at the end let the forward write the new tokens in place instead
+        of growing (and so copying) the arrays.
+        """
+        width = max(reuses)
+        keys, values = [], []
+        for match, reuse in zip(matches, reuses, strict=True):
+            kv = self.tree.gather(match, reuse)
+            keys.append(self._pad(kv[0] if kv else None, width - reuse, new))
+            values.append(self._pad(kv[1] if kv else None, width - reuse, new))
+        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width + new, head_dim)
+        values = mx.stack(values, axis=1)
+        offsets = mx.array(reuses)
+        caches = []
+        for layer in range(keys.shape[0]):
+            cache = BatchKVCache([width - r for r in reuses])
+            cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
+            caches.append(cache)
+        return caches
+
+    def _pad(self, kv: mx.array | None, left: int, spare: int) -> mx.array:
+        """(layers, kv_heads, n, head_dim) -> left zeros, the fragments, spare zeros."""
+        layers, heads, head_dim = self._kv_shape
+        parts = [mx.zeros((layers, heads, left, head_dim), dtype=self._dtype)] if left else []
+        if kv is not None:
+            parts.append(kv)
+        parts.append(mx.zeros((layers, heads, spare, head_dim), dtype=self._dtype))
+        return mx.concatenate(parts, axis=2)
+
+    def _candidates(self, ids: list[int], logprobs: list[float]) -> list[Candidate]:
+        return [
+            Candidate(i, self._pieces[i].decode("utf-8", errors="replace"), lp, self._pieces[i])
+            for i, lp in zip(ids, logprobs, strict=True)
+        ]
+
+
+def token_pieces(tokenizer) -> list[bytes]:
+    """Every token's own bytes (a byte-level BPE token may be half a UTF-8 character)."""
+    hf = getattr(tokenizer, "_tokenizer", tokenizer)
+    vocab_size = max(len(hf), max(hf.get_vocab().values()) + 1)
+    strings = hf.convert_ids_to_tokens(list(range(vocab_size)))
+    decoder = _byte_decoder()
+    pieces = []
+    for token_id, token in enumerate(strings):
+        if token is None:
+            pieces.append(b"")
+        elif token_id in hf.all_special_ids:
+            pieces.append(token.encode("utf-8"))
+        elif all(ch in decoder for ch in token):
+            pieces.append(bytes(decoder[ch] for ch in token))
+        else:
+            pieces.append(hf.decode([token_id]).encode("utf-8"))
+    return pieces
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's printable-unicode-to-byte table used by byte-level BPE vocabularies."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    codes = printable[:]
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            codes.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, codes, strict=True)}
+
+
+def _kv_shape(model) -> tuple[int, int, int]:
+    """(layers, kv_heads, head_dim) of the model's attention cache."""
+    args = model.args
+    heads = getattr(args, "num_key_value_heads", None) or args.num_attention_heads
+    head_dim = getattr(args, "head_dim", None) or args.hidden_size // args.num_attention_heads
+    return len(model.layers), heads, head_dim
+
+
+def _activation_dtype(model) -> mx.Dtype:
+    embed = model.model.embed_tokens
+    return embed.scales.dtype if hasattr(embed, "scales") else embed.weight.dtype
+
+
+def _context_length(model_path: Path) -> int | None:
+    try:
+        config = json.loads((model_path / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return config.get("max_position_embeddings")

@@ -1,0 +1,104 @@
+"""The headless command line: `python -m weave expand ...`.
+
+Reads a story, runs one expansion on the configured backend and prints the ranked
+suggestions (or, with --json, suggestions, tree and stats as one object). Errors become
+one line on stderr and exit status 2; nothing else here knows about terminals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from backends import BackendError, create_backend
+from weave.config import ConfigError, load_settings
+from weave.search import SearchParams, SearchResult, expand
+
+EXIT_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m weave", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    ex = commands.add_parser("expand", help="suggest continuations of a story")
+    story = ex.add_mutually_exclusive_group(required=True)
+    story.add_argument("--story", help="the story text")
+    story.add_argument("--story-file", type=Path, help="a UTF-8 file holding the story")
+    ex.add_argument("--cutoff", type=float, help="minimum probability to split (0..1)")
+    ex.add_argument("--multiplier", type=float, help="cutoff scale per depth (0..2)")
+    ex.add_argument("--split-limit", type=int, help="children per beam, 0 = no limit (0..10)")
+    ex.add_argument("--max-depth", type=int, help="tokens per suggestion (1..50)")
+    ex.add_argument("--max-suggestions", type=int, help="suggestions at most (1..100)")
+    ex.add_argument("--auto-stop", action=argparse.BooleanOptionalAction, default=None,
+                    help="end beams at '.' or ','")  # fmt: skip
+    ex.add_argument("--score", choices=["joint", "lloom"], help="ranking score")
+    ex.add_argument("--chains", action=argparse.BooleanOptionalAction, default=None,
+                    help="use greedy-chain requests where the backend has them")  # fmt: skip
+    ex.add_argument("--backend", choices=["mlx", "llamacpp", "vllm", "openai"],
+                    help="override the configured backend")  # fmt: skip
+    ex.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        story = _read_story(args)
+        settings = load_settings()
+        if args.backend:
+            settings = replace(settings, backend=args.backend)
+        backend = create_backend(settings)
+        params = _params(settings.search_for(backend.model_name), args)
+        result = expand(backend, backend.tokenize(story), params)
+    except (BackendError, ConfigError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(json.dumps(to_json(result), ensure_ascii=False) if args.json else to_text(result))
+    return 0
+
+
+def _read_story(args: argparse.Namespace) -> str:
+    if args.story is not None:
+        return args.story
+    try:
+        return args.story_file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
+
+
+def _params(defaults: SearchParams, args: argparse.Namespace) -> SearchParams:
+    given = {
+        "cutoff": args.cutoff,
+        "multiplier": args.multiplier,
+        "split_limit": args.split_limit,
+        "max_depth": args.max_depth,
+        "max_suggestions": args.max_suggestions,
+        "auto_stop": args.auto_stop,
+        "score": args.score,
+        "use_chains": args.chains,
+    }
+    return replace(defaults, **{k: v for k, v in given.items() if v is not None})
+
+
+def to_json(result: SearchResult) -> dict:
+    return {
+        "suggestions": [s.to_dict() for s in result.suggestions],
+        "tree": result.tree.to_dict(),
+        "stats": result.stats.to_dict(),
+    }
+
+
+def to_text(result: SearchResult) -> str:
+    lines = [
+        f"{i:3d}. {s.probability:7.2%}  {s.text!r}" for i, s in enumerate(result.suggestions, 1)
+    ]
+    st = result.stats
+    lines.append(
+        f"{len(result.suggestions)} suggestions in {st.seconds:.2f} s "
+        f"on {st.backend} ({st.model}): {st.forward_calls} forward calls, "
+        f"{st.model_tokens} model tokens, {st.prefill_tokens} prefill tokens"
+    )
+    return "\n".join(lines)
