@@ -1,0 +1,179 @@
+"""The graph renderer, through `.source` and, where graphviz's `dot` is installed, through
+the SVG it draws (what a reader sees, so escaping is checked end to end)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fake_backend import VOCAB, FakeBackend
+from weave.render import BEST_COLOR, MAX_LABEL, chain, render_tree, visible
+from weave.search import SearchParams, expand
+from weave.tree import TreeNode
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def tree_of(spec: dict, *, finished_leaves: bool = True) -> TreeNode:
+    """{"piece": (probability, {children...})} -> a tree; leaves are finished beams."""
+    root = TreeNode(None, b"", 0.0)
+    counter = iter(range(1000))
+
+    def grow(node: TreeNode, children: dict) -> None:
+        for piece, (p, below) in children.items():
+            child = node.add_child(next(counter), piece.encode("utf-8"), math.log(p))
+            grow(child, below)
+            child.finished = finished_leaves and not below
+
+    grow(root, spec)
+    return root
+
+
+def nodes(source: str) -> dict[str, str]:
+    """name -> raw DOT label of every node statement."""
+    found = re.findall(r'^\t(n\d+|root) \[label=("(?:[^"\\]|\\.)*"|\S+)', source, re.M)
+    return dict(found)
+
+
+def edges(source: str) -> list[str]:
+    return re.findall(r"^\t\S+ -> \S+ \[.*\]$", source, re.M)
+
+
+def svg_node_texts(graph) -> list[str]:
+    svg = ET.fromstring(graph.pipe(format="svg"))
+    return [
+        "".join(text.itertext())
+        for group in svg.iter(f"{SVG}g")
+        if group.get("class") == "node"
+        for text in group.iter(f"{SVG}text")
+    ]
+
+
+STORY = {
+    " upon": (0.9, {
+        " a": (0.5, {" time": (0.8, {",": (0.7, {})})}),
+        " the": (0.3, {}),
+    }),
+}  # fmt: skip
+
+
+def test_single_child_chains_merge_into_one_node():
+    source = render_tree(tree_of(STORY), story_tail="Once").source
+    labels = sorted(nodes(source).values())
+    assert labels == ['" a time,"', '" the"', '" upon"', "Once"]
+    assert len(edges(source)) == 3
+
+
+def test_edges_carry_the_run_probability_given_its_parent():
+    source = render_tree(tree_of(STORY)).source
+    # " a time," is 0.5 * 0.8 * 0.7 = 28% of what follows " upon"
+    assert re.search(r'-> n\d+ \[label="28%"', source)
+    assert re.search(r'-> n\d+ \[label="90%"', source)
+    assert re.search(r'-> n\d+ \[label="30%"', source)
+
+
+def test_chain_stops_at_a_finished_node():
+    root = tree_of({"a": (0.5, {"b": (0.5, {})})})
+    assert [n.piece for n in chain(root.children[0]).nodes] == [b"a", b"b"]
+
+
+def test_the_best_beam_is_highlighted_and_only_it():
+    tree = tree_of(STORY)
+    source = render_tree(tree).source
+    best_edges = [e for e in edges(source) if BEST_COLOR in e]
+    # by joint probability " upon the" (0.9 * 0.3 = 0.27) beats " upon a time," (0.252)
+    assert len(best_edges) == 2
+    the = [name for name, text in nodes(source).items() if text == '" the"'][0]
+    assert any(f"-> {the} " in e for e in best_edges)
+    # an explicit best beam overrides
+    time_leaf = next(leaf for leaf in tree.leaves() if leaf.piece == b",")
+    source = render_tree(tree, best=time_leaf.token_ids()).source
+    time = [name for name, text in nodes(source).items() if "time" in text][0]
+    assert any(f"-> {time} " in e and BEST_COLOR in e for e in edges(source))
+
+
+def test_edges_are_shaded_by_probability():
+    source = render_tree(tree_of(STORY), best=[]).source
+    alphas = {
+        m.group(1): int(m.group(2), 16)
+        for m in re.finditer(r'label="(\d+%)" color="#[0-9a-f]{6}([0-9a-f]{2})"', source)
+    }
+    assert alphas["90%"] > alphas["30%"] > alphas["28%"]
+
+
+NASTY = 'say "hi" \\ <b>&amp;</b> \\N \\l'
+
+
+def test_labels_are_escaped_in_the_source():
+    tree = tree_of({NASTY: (0.5, {})})
+    source = render_tree(tree, story_tail='a "quoted" \\ tail').source
+    label = nodes(source)["n1"]
+    assert label == '"say \\"hi\\" \\\\ <b>&amp;amp;</b> \\\\N \\\\l"'
+    assert 'root [label="a \\"quoted\\" \\\\ tail"' in source
+
+
+@needs_dot
+def test_nasty_labels_draw_exactly_as_written():
+    odd = ["line\nbreak\ttab", "nul\x00here", "עברית RTL", "e\u0301 combining",
+           "👩‍👩‍👧 emoji", "<table>&lt;"]  # fmt: skip
+    tree = tree_of({text: (0.1, {}) for text in [NASTY, *odd]})
+    # token pieces are bytes; only the story's text can hold a lone surrogate
+    texts = svg_node_texts(render_tree(tree, max_label=100, story_tail="lone \ud800 end"))
+    assert visible(NASTY) == NASTY
+    assert NASTY in texts
+    assert "line↵break⇥tab" in texts
+    assert "nul␀here" in texts
+    assert "lone \ufffd end" in texts
+    for text in odd[2:]:
+        assert text in texts
+
+
+def test_long_runs_are_shortened_with_the_whole_run_in_the_tooltip():
+    long = "word " * 30
+    source = render_tree(tree_of({long: (0.5, {})})).source
+    label = nodes(source)["n1"]
+    assert len(label.strip('"')) == MAX_LABEL and label.endswith('…"')
+    assert "word word word word word word word word" in source.split("tooltip=")[1]
+
+
+def search_tree(seed: int = 3):
+    params = SearchParams(cutoff=0.05, split_limit=0, max_depth=8, max_suggestions=40)
+    return expand(FakeBackend(seed=seed), [VOCAB.index("x")], params)
+
+
+def test_thirty_suggestions_stay_readable():
+    result = search_tree()
+    assert len(result.suggestions) >= 25
+    source = render_tree(result.tree, best=result.suggestions[0].token_ids).source
+    tokens = sum(len(leaf.path()) for leaf in result.tree.leaves())
+    named = nodes(source)
+    assert len(named) - 1 < tokens  # chains merged: fewer nodes than tokens
+    assert all(len(label.strip('"')) <= MAX_LABEL for label in named.values())
+    finished = [leaf for leaf in result.tree.leaves() if leaf.finished]
+    assert source.count('style="rounded,filled"') == len(finished)  # one node per beam
+
+
+@needs_dot
+def test_a_big_tree_draws():
+    png = render_tree(search_tree().tree).pipe(format="png")
+    assert png.startswith(b"\x89PNG")
+
+
+@needs_dot
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=4, unique=True))
+def test_any_text_draws_as_its_visible_form(pieces):
+    tree = tree_of({piece: (0.2, {}) for piece in pieces})
+    texts = svg_node_texts(render_tree(tree, max_label=100))
+    for piece in pieces:
+        shown = visible(piece)
+        shown = shown.replace(" ", "\u2423") if not shown.strip() else shown
+        # SVG text collapses runs of whitespace; compare with spaces squeezed
+        assert " ".join(shown.split()) in {" ".join(t.split()) for t in texts}
