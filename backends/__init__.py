@@ -4,6 +4,9 @@ Selection lives here and nowhere else (`choose_backend`); each backend module is
 imported only when chosen, so a missing optional package matters only then. The OpenAI
 key is read from the environment in exactly one function (`_openai_key`) and handed
 straight to the backend: it is never stored in settings, logged or shown.
+
+Importing this package first loads OpenBLAS (`backends.openblas`), so that it precedes
+mlx in every process that uses a backend.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from backends import openblas  # noqa: F401  (first: it must precede any import of mlx)
 from backends.base import Backend, BackendError, Candidate
-from weave.config import Settings
+
+if TYPE_CHECKING:  # weave.config imports the search, which imports backends.base
+    from weave.config import Settings
 
 __all__ = ["Backend", "BackendError", "Candidate", "Choice", "choose_backend", "create_backend"]
 

@@ -5,8 +5,9 @@ tokens the tree lacks are run. A search's depth arrives as many contexts that ea
 one token to a cached prefix: they run as one batched forward over a left-padded
 `BatchKVCache`, and each row's new KV is filed under its own node. Longer tails (a new
 or edited story) are prefilled in chunks. Accepting a suggestion appends ids whose KV the
-tree already holds, so it costs no prefill. One lock serialises the model between the
-page sessions sharing it.
+tree already holds, so it costs no prefill. All MLX work runs on one worker thread of
+the backend's own: that serialises the model between the page sessions sharing it, and
+MLX arrays stay on the thread (and stream) that made them.
 
 Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
 their bytes, forwards and the cache. Does not own: the search.
@@ -15,16 +16,17 @@ their bytes, forwards and the cache. Does not own: the search.
 from __future__ import annotations
 
 import json
+import queue
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlx.core as mx  # noqa: E402,I001
-from mlx_lm import load as load_model  # noqa: E402
-from mlx_lm.models.cache import BatchKVCache  # noqa: E402
+import mlx.core as mx
+from mlx_lm import load as load_model
+from mlx_lm.models.cache import BatchKVCache
 
-from backends import openblas  # noqa: F401  (must load OpenBLAS before mlx)
-from backends.base import Backend, BackendError, Candidate
+from backends.base import Backend, BackendError, Candidate, Usage
 from backends.kv_tree import FragmentTree, Match
 
 
@@ -57,8 +59,9 @@ class MLXBackend(Backend):
         super().__init__()
         self.model_path = Path(model_path)
         self._display_name = display_name or self.model_path.name
+        self._worker = MLXWorker()
         try:
-            self.model, self.tokenizer = load_model(str(self.model_path))
+            self.model, self.tokenizer = self._worker.submit(load_model, str(model_path)).result()
         except (FileNotFoundError, ValueError, OSError) as e:
             raise BackendError(
                 f"cannot load an mlx-lm model from this folder ({e}); set LLOOM_MODEL to an "
@@ -68,7 +71,7 @@ class MLXBackend(Backend):
             ) from e
         self.prefill_chunk = prefill_chunk
         self.tree = FragmentTree(kv_cache_bytes)
-        self._lock = threading.Lock()
+        self._usage = Usage()  # what the call in progress spent (worker thread only)
         self._pieces = token_pieces(self.tokenizer)
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
@@ -94,14 +97,19 @@ class MLXBackend(Backend):
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
-        with self._lock:
-            answers = self._answer({tuple(ctx) for ctx in contexts}, k)
-            self.tree.evict()
+        answers, usage = self._worker.submit(self._call, {tuple(c) for c in contexts}, k).result()
+        self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
 
     def close(self) -> None:
-        with self._lock:
-            self.tree.clear()
+        self._worker.submit(self.tree.clear).result()
+        self._worker.stop()
+
+    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, Usage]:
+        self._usage = Usage()
+        answers = self._answer(contexts, k)
+        self.tree.evict()
+        return answers, self._usage
 
     # -- planning --------------------------------------------------------------------
     def _answer(self, contexts: set[tuple[int, ...]], k: int) -> dict:
@@ -146,7 +154,9 @@ class MLXBackend(Backend):
             [top], keys, values = self._forward([ids[:end]], [match], [start], k)
             last = end == len(ids)
             self.tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
-            self.stats.add(forward_calls=1, model_tokens=end - start, prefill_tokens=end - start)
+            self._usage += Usage(
+                forward_calls=1, model_tokens=end - start, prefill_tokens=end - start
+            )
             start = end
         return top
 
@@ -157,7 +167,7 @@ class MLXBackend(Backend):
         )
         for row, top, row_keys, row_values in zip(rows, tops, keys, values, strict=True):
             self.tree.insert(list(row.ids), row.reuse, row_keys, row_values, top)
-        self.stats.add(forward_calls=1, model_tokens=len(rows))
+        self._usage += Usage(forward_calls=1, model_tokens=len(rows))
         return {row.ids: top for row, top in zip(rows, tops, strict=True)}
 
     def _forward(self, contexts, matches, reuses, k):
@@ -178,16 +188,17 @@ class MLXBackend(Backend):
             values_k = mx.take_along_axis(logprobs, part, axis=-1)
             order = mx.take_along_axis(part, mx.argsort(-values_k, axis=-1), axis=-1)
             picked = mx.take_along_axis(logprobs, order, axis=-1)
+            # Each row's new KV as its own array, so no fragment pins the whole batch.
             new_keys = mx.stack([c.keys[:, :, width : width + new] for c in cache])
             new_values = mx.stack([c.values[:, :, width : width + new] for c in cache])
-            mx.eval(order, picked, new_keys, new_values)  # (layers, B, kv_heads, new, head_dim)
+            row_keys = [mx.contiguous(new_keys[:, i]) for i in range(len(contexts))]
+            row_values = [mx.contiguous(new_values[:, i]) for i in range(len(contexts))]
+            mx.eval(order, picked, *row_keys, *row_values)
         except (RuntimeError, ValueError) as e:
             raise BackendError(f"the model failed on this input: {e}", backend=self.name) from e
-        tops = [
-            self._candidates(o, p) for o, p in zip(order.tolist(), picked.tolist(), strict=True)
-        ]
-        rows = range(len(contexts))
-        return tops, [new_keys[:, i] for i in rows], [new_values[:, i] for i in rows]
+        pairs = zip(order.tolist(), picked.tolist(), strict=True)
+        tops = [self._candidates(o, p) for o, p in pairs]
+        return tops, row_keys, row_values
 
     def _batch_cache(self, matches: list[Match], reuses: list[int], new: int) -> list:
         """Per-layer `BatchKVCache`s holding each row's joined fragments, left-padded.
@@ -225,6 +236,51 @@ class MLXBackend(Backend):
             Candidate(i, self._pieces[i].decode("utf-8", errors="replace"), lp, self._pieces[i])
             for i, lp in zip(ids, logprobs, strict=True)
         ]
+
+
+class MLXWorker:
+    """One thread that runs every MLX job, in order.
+
+    It ends when asked or once the main thread has finished, and clears its MLX streams
+    on the way out: MLX aborts the process at exit when a thread's streams outlive it.
+    """
+
+    POLL_SECONDS = 0.2
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lloom-mlx")
+        self._thread.start()
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        if self._stopping.is_set():
+            future.set_exception(RuntimeError("the MLX worker has stopped"))
+        else:
+            self._jobs.put((future, fn, args))
+        return future
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set() and threading.main_thread().is_alive():
+            try:
+                future, fn, args = self._jobs.get(timeout=self.POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as e:  # handed to the caller's thread
+                    future.set_exception(e)
+        self._stopping.set()
+        while not self._jobs.empty():
+            self._jobs.get_nowait()[0].set_exception(RuntimeError("the MLX worker has stopped"))
+        mx.clear_streams()
 
 
 def token_pieces(tokenizer) -> list[bytes]:

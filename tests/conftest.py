@@ -1,0 +1,35 @@
+"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from weave.config import load_settings
+
+
+@pytest.fixture(scope="session")
+def settings():
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def embedded_model_path(settings):
+    from backends.embedded import ensure_embedded_model
+
+    return ensure_embedded_model(settings.cache_dir)
+
+
+@pytest.fixture(scope="session")
+def mlx_backend(embedded_model_path):
+    """One shared backend, as the page shares it between sessions."""
+    from backends.mlx import MLXBackend
+
+    return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
+
+
+@pytest.fixture
+def fresh_mlx_backend(embedded_model_path):
+    """A backend with an empty fragment tree (the model weights load in well under a second)."""
+    from backends.mlx import MLXBackend
+
+    return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")

@@ -1,0 +1,154 @@
+"""The MLX backend on the real embedded model: the fragment tree against plain forwards."""
+
+from __future__ import annotations
+
+import threading
+
+import mlx.core as mx
+import pytest
+
+from backends.mlx import MLXBackend
+from weave.search import SearchParams, expand
+from weave.story import Story
+
+STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
+TOLERANCE = 1e-3
+
+
+def plain_top(backend: MLXBackend, ids: list[int], k: int) -> list[tuple[int, float]]:
+    """A full forward of the ids with no cache at all: the reference."""
+    logits = backend.model(mx.array([ids]))[0, -1].astype(mx.float32)
+    logprobs = logits - mx.logsumexp(logits)
+    order = mx.argsort(-logprobs)[:k]
+    return list(zip(order.tolist(), logprobs[order].tolist(), strict=True))
+
+
+def assert_same(candidates, reference, tolerance=TOLERANCE):
+    assert [c.token_id for c in candidates] == [i for i, _ in reference]
+    delta = max(abs(c.logprob - lp) for c, (_, lp) in zip(candidates, reference, strict=True))
+    assert delta <= tolerance, delta
+
+
+def test_fragment_tree_equals_a_plain_forward_along_a_whole_search(fresh_mlx_backend):
+    backend = fresh_mlx_backend
+    ids = backend.tokenize(STORY)
+    result = expand(backend, ids, SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12))
+    assert len(result.suggestions) > 3
+    for suggestion in result.suggestions[:6]:
+        context = ids + list(suggestion.token_ids[:-1])
+        [cached] = backend.top_logprobs([context], 5)
+        assert_same(cached, plain_top(backend, context, 5))
+
+
+def test_batched_step_equals_one_at_a_time(embedded_model_path):
+    batched, single = (MLXBackend(embedded_model_path) for _ in range(2))
+    story = batched.tokenize("Once upon a time,")
+    first = [c.token_id for c in batched.top_logprobs([story], 4)[0]]
+    single.top_logprobs([story], 4)
+    contexts = [story + [t] for t in first]
+    together = batched.top_logprobs(contexts, 5)
+    alone = [single.top_logprobs([ctx], 5)[0] for ctx in contexts]
+    for a, b in zip(together, alone, strict=True):
+        assert_same(a, [(c.token_id, c.logprob) for c in b], tolerance=1e-4)
+    assert batched.stats.snapshot().forward_calls == 2
+    assert single.stats.snapshot().forward_calls == 1 + len(contexts)
+
+
+def test_rows_of_different_lengths_share_one_batch(fresh_mlx_backend):
+    backend = fresh_mlx_backend
+    short = backend.tokenize("Once upon a time,")
+    long = backend.tokenize(STORY)
+    backend.top_logprobs([short], 2)
+    backend.top_logprobs([long], 2)
+    contexts = [short + [260], long + [2306]]  # ' the', ' She'
+    before = backend.stats.snapshot()
+    answers = backend.top_logprobs(contexts, 5)
+    assert (backend.stats.snapshot() - before).forward_calls == 1  # one left-padded batch
+    for ctx, answer in zip(contexts, answers, strict=True):
+        assert_same(answer, plain_top(backend, ctx, 5))
+
+
+def test_accepting_a_suggestion_costs_no_prefill(fresh_mlx_backend):
+    backend = fresh_mlx_backend
+    params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=8)
+    story = Story("Once upon a time,").tokenized(backend)
+    first = expand(backend, story.ids_for(backend), params)
+    assert first.stats.prefill_tokens == len(story.token_ids)
+    story = story.accept(next(s for s in first.suggestions if s.exact))
+    second = expand(backend, story.ids_for(backend), params)
+    assert second.stats.prefill_tokens == 0
+    again = expand(backend, story.ids_for(backend), params)  # "Suggest again"
+    assert again.stats.prefill_tokens == 0
+    assert [s.text for s in again.suggestions] == [s.text for s in second.suggestions]
+
+
+def test_an_edited_story_prefills_only_its_new_tail(fresh_mlx_backend):
+    backend = fresh_mlx_backend
+    base = backend.tokenize(STORY)
+    backend.top_logprobs([base], 3)
+    edited = backend.tokenize(STORY + " She walked on and on")
+    assert edited[: len(base)] == base
+    before = backend.stats.snapshot()
+    [answer] = backend.top_logprobs([edited], 5)
+    assert (backend.stats.snapshot() - before).prefill_tokens == len(edited) - len(base)
+    assert_same(answer, plain_top(backend, edited, 5))
+    # An edit in the middle reuses the prefix up to the change.
+    middle = backend.tokenize(STORY.replace("Elis", "Maria"))
+    before = backend.stats.snapshot()
+    [answer] = backend.top_logprobs([middle], 5)
+    common = next(i for i, (a, b) in enumerate(zip(base, middle, strict=False)) if a != b)
+    assert (backend.stats.snapshot() - before).prefill_tokens == len(middle) - common
+    assert_same(answer, plain_top(backend, middle, 5))
+
+
+def test_memory_is_capped_and_results_stay_right(embedded_model_path):
+    backend = MLXBackend(embedded_model_path, kv_cache_bytes=2 << 20)  # ~45 tokens' KV
+    ids = backend.tokenize(STORY)
+    result = expand(backend, ids, SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10))
+    assert backend.tree.nbytes <= 2 << 20
+    context = ids + list(result.suggestions[0].token_ids[:-1])
+    assert_same(backend.top_logprobs([context], 5)[0], plain_top(backend, context, 5))
+
+
+def test_long_story_prefills_in_chunks(embedded_model_path):
+    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    ids = backend.tokenize(STORY * 3)
+    [answer] = backend.top_logprobs([ids], 5)
+    assert backend.stats.snapshot().forward_calls == -(-len(ids) // 16)
+    assert_same(answer, plain_top(backend, ids, 5))
+
+
+def test_concurrent_callers_get_their_own_answers(mlx_backend):
+    stories = ["Once upon a time,", "In the age before man,", STORY, "She opened the door"]
+    expected = {s: mlx_backend.top_logprobs([mlx_backend.tokenize(s)], 5)[0] for s in stories}
+    got, errors = {}, []
+
+    def ask(story):
+        try:
+            ids = mlx_backend.tokenize(story)
+            for _ in range(3):
+                got[story] = mlx_backend.top_logprobs([ids, ids + [260]], 5)[0]
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask, args=(s,)) for s in stories]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert got == expected
+
+
+def test_tokens_carry_their_bytes_so_split_characters_join(mlx_backend):
+    ids = mlx_backend.tokenize("A dragon 🐉 slept.")
+    pieces = b"".join(mlx_backend._pieces[i] for i in ids)
+    assert pieces.decode("utf-8") == "A dragon 🐉 slept."
+    assert mlx_backend.detokenize(ids) == "A dragon 🐉 slept."
+
+
+def test_empty_context_is_a_backend_error(mlx_backend):
+    from backends.base import BackendError
+
+    with pytest.raises(BackendError, match="empty"):
+        mlx_backend.top_logprobs([[]], 3)
