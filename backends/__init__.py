@@ -101,10 +101,10 @@ def _vllm(settings: Settings, env: Mapping[str, str]) -> Backend:
 
 
 def _openai(settings: Settings, env: Mapping[str, str]) -> Backend:
+    key = _openai_key(env)
     OpenAIBackend = _load("openai", "OpenAIBackend")
-
     return OpenAIBackend(
-        api_key=_openai_key(env),
+        api_key=key,
         model=settings.openai.model,
         base_url=settings.openai.base_url or None,
         endpoint=settings.openai.endpoint,
