@@ -5,7 +5,10 @@ for DOT, PNG or SVG). Single-child chains are merged, so a node is a run of text
 ends where the tree splits (or where a beam finished); each edge carries the run's
 probability given its parent, is shaded by it, and the best beam's edges are
 highlighted. Every label is escaped here and only here: quotes, backslashes, `<>&`,
-newlines and control characters never reach DOT raw. This module does not search
+newlines and control characters never reach DOT raw.
+
+It also draws one suggestion as HTML with each token shaded by its probability
+(`suggestion_html`), escaped for Streamlit's markdown. This module does not search
 (`weave.search`) or know about pages.
 """
 
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 import graphviz
 
-from weave.tree import TreeNode
+from weave.tree import Suggestion, TreeNode
 
 MAX_LABEL = 32  # characters shown in a node; the whole run is in its tooltip
 BEST_COLOR = "#d6336c"
@@ -121,6 +124,55 @@ def visible(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def suggestion_html(suggestion: Suggestion, *, strip_space: bool = True) -> str:
+    """The suggestion's tokens as spans shaded by probability, each with a tooltip.
+
+    Args:
+        suggestion: a ranked suggestion (its text may be cut inside its last token).
+        strip_space: drop a leading space, as the page shows suggestions (prefix space).
+    Returns:
+        One HTML block, safe for `st.markdown(..., unsafe_allow_html=True)`: every piece
+        of model text is HTML-escaped and markdown's special characters are entities.
+    """
+    spans = []
+    for text, logprob in token_spans(suggestion):
+        if strip_space and not spans and text.startswith(" "):
+            text = text[1:]
+        p = math.exp(logprob)
+        shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
+        spans.append(f'<span title="{p:.1%}" style="{shade}">{_html_text(text)}</span>')
+    return f'<div style="white-space: pre-wrap; line-height: 1.7">{"".join(spans)}</div>'
+
+
+def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
+    """The suggestion's text split along its tokens, each with its log-probability.
+
+    Tokens are matched against the text in order; auto-stop's cut shortens the last one.
+    Where a piece does not match (a UTF-8 character split across tokens), the rest of
+    the text becomes one span with the remaining tokens' joint log-probability.
+    """
+    text, pos, spans = suggestion.text, 0, []
+    pairs = list(zip(suggestion.token_pieces, suggestion.token_logprobs, strict=True))
+    for i, (piece, logprob) in enumerate(pairs):
+        if pos >= len(text):
+            break
+        if not text.startswith(piece, pos) and not piece.startswith(text[pos:]):
+            rest = sum(lp for _, lp in pairs[i:])
+            spans.append((text[pos:], rest))
+            return spans
+        spans.append((text[pos : pos + len(piece)], logprob))
+        pos += len(piece)
+    return spans
+
+
+def _html_text(text: str) -> str:
+    """Every character HTML and markdown (or LaTeX) could read as syntax, as an entity."""
+    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
+
+
+_SPECIAL = frozenset("<>&\"'\\`*_{}[]()#+-.!|~$:=")
 
 
 def shorten(text: str, limit: int) -> str:

@@ -1,0 +1,118 @@
+"""Take screenshot.png from the real running page: a story, its suggestions and graph.
+
+    .venv/bin/python scripts/screenshot.py [--out screenshot.png]
+
+Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
+drives headless Chromium (Playwright) to start the first starting story, waits for the
+real model's suggestions and the graph, and saves the window. `running_app` and
+`launch_browser` are shared with tests/test_browser.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_app(data_dir: Path | None = None, *, timeout: float = 120) -> Iterator[str]:
+    """`streamlit run lloom.py` on a free loopback port; yields its URL, stops it after."""
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lloom-")))
+        env = {**os.environ, "LLOOM_DATA_DIR": str(data_dir)}
+        log = stack.enter_context(tempfile.TemporaryFile())
+        command = [
+            sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
+            "--server.headless", "true", "--server.address", "127.0.0.1",
+            "--server.port", str(port), "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none",
+        ]  # fmt: skip
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_healthy(url, server, log, timeout)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def _wait_healthy(url: str, server: subprocess.Popen, log, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"streamlit exited:\n{log.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout:.0f} s")
+
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def wait_for_suggestions(page, timeout_ms: int = 120_000) -> None:
+    """Until the first ➡️ button and the graph are on the page."""
+    page.get_by_role("button", name="➡️").first.wait_for(timeout=timeout_ms)
+    page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=timeout_ms)
+
+
+def start_first_story(page) -> None:
+    page.get_by_role("button", name="Start").click()
+    wait_for_suggestions(page)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshot.png")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with running_app() as url, sync_playwright() as p:
+        browser = launch_browser(p)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(url)
+        start_first_story(page)
+        page.wait_for_timeout(1500)  # let the graph finish its layout
+        page.screenshot(path=str(args.out))
+        browser.close()
+    print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)")
+
+
+if __name__ == "__main__":
+    main()
