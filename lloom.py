@@ -367,10 +367,13 @@ def downloads_ui(ws: session.Workspace) -> None:
 # -- small helpers ---------------------------------------------------------------------------------
 def md(text: str) -> str:
     """Text shown literally inside Streamlit markdown (messages, names, URLs)."""
-    return "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
+    escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
+    lines = ("\\" + line if line[:1] in LINE_START else line for line in escaped.split("\n"))
+    return "  \n".join(lines)
 
 
-MARKDOWN = set("\\`*_{}[]()#+-.!|~$<>:")
+MARKDOWN = set("\\`*_[]<>$~|")
+LINE_START = set("#-+=")
 
 
 def shorten(text: str, limit: int) -> str:

@@ -1,0 +1,217 @@
+"""The page's flows through Streamlit's AppTest: elements asserted, never an exception.
+
+Most flows run on the deterministic fake model (the flow is under test, not the model),
+installed through `weave.session.backend_factory`; one runs on the real embedded model.
+Every test gets its own data folder (LLOOM_DATA_DIR) and a fresh shared backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from backends import BackendError
+from tests.fake_backend import FakeBackend
+from weave import session
+
+PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
+FIRST = "Once upon a time,"
+
+
+class StoryFake(FakeBackend):
+    """The fake model, reading any story (unknown characters read as 'x'); `down` makes
+    it fail as an unreachable server would."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.down = False
+
+    def tokenize(self, text: str) -> list[int]:
+        return super().tokenize("".join(c if c in "abc., xé" else "x" for c in text))
+
+    def top_logprobs(self, contexts, k):
+        if self.down:
+            raise BackendError("connection refused; is the server running?", backend="fake",
+                               url="http://127.0.0.1:9")  # fmt: skip
+        return super().top_logprobs(contexts, k)
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path))
+    st.cache_resource.clear()  # settings and backend are per process: start afresh
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def fake(data_dir, monkeypatch) -> StoryFake:
+    backend = StoryFake(seed=1)
+    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    return backend
+
+
+def app(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def started(text: str | None = None) -> AppTest:
+    at = app()
+    if text is not None:
+        at.radio(key="start_choice").set_value("✍️ Write my own").run()
+        at.text_area(key="start_text").set_value(text)
+    at.button(key="start").click().run()
+    assert not at.exception
+    return at
+
+
+def story(at: AppTest) -> str:
+    return at.text_area(key="story_text").value
+
+
+def suggestions(at: AppTest) -> list[str]:
+    return [box.value for box in at.text_input if box.key.startswith("sg_")]
+
+
+def accept(at: AppTest, index: int) -> AppTest:
+    box = [b for b in at.text_input if b.key.startswith("sg_")][index]
+    return at.button(key=f"{box.key}_go").click().run()
+
+
+def workspace(at: AppTest) -> session.Workspace:
+    return at.session_state["ws"]
+
+
+def history(at: AppTest) -> str:
+    return next(c.value for c in at.caption if c.value.startswith("History"))
+
+
+# -- the floor -----------------------------------------------------------------------------------
+def test_start_page_offers_the_starting_stories(fake):
+    at = app()
+    assert not at.exception
+    options = at.radio(key="start_choice").options
+    assert options[0] == FIRST and len(options) == 4
+    assert at.button(key="start")
+
+
+def test_start_shows_story_suggestions_graph_and_stats(fake):
+    at = started()
+    assert story(at) == FIRST
+    assert 5 <= len(suggestions(at)) <= 25
+    assert at.get("graphviz_chart")
+    labels = {b.label for b in at.get("download_button")}
+    assert {"DOT", "PNG", "Story .txt", "Story .md", "Tree .json", "Graph .svg"} <= labels
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "forward calls" in sidebar and "fake-model" in sidebar
+    assert at.status[0].label.endswith("tokens/s")
+
+
+def test_own_story_with_nothing_written_asks_for_words(fake):
+    at = app()
+    at.radio(key="start_choice").set_value("✍️ Write my own").run()
+    at.button(key="start").click().run()
+    assert not at.exception
+    assert "Write a few words" in at.warning[0].value
+    assert "story_text" not in [area.key for area in at.text_area]
+
+
+def test_accept_appends_exactly_the_suggestion(fake):
+    at = started()
+    best = workspace(at).last_result().suggestions[0]
+    assert suggestions(at)[0] == best.text.removeprefix(" ")  # shown without prefix space
+    accept(at, 0)
+    assert not at.exception
+    accepted = workspace(at).history[1]
+    assert accepted.kind == "accept" and accepted.text == FIRST + best.text
+    assert story(at).startswith(FIRST + best.text)  # a lone next suggestion may follow
+
+
+def test_an_edited_suggestion_is_accepted_as_edited(fake):
+    at = started()
+    box = [b for b in at.text_input if b.key.startswith("sg_")][1]
+    had_space = workspace(at).last_result().suggestions[1].text.startswith(" ")
+    box.set_value("my own words").run()
+    accept(at, 1)
+    assert not at.exception
+    space = " " if had_space else ""
+    assert workspace(at).history[1].text == FIRST + space + "my own words"
+
+
+def test_without_prefix_space_the_box_holds_the_whole_text(fake):
+    at = started()
+    at.checkbox(key="cfg_prefix_space").uncheck().run()
+    best = workspace(at).last_result().suggestions[0]
+    assert suggestions(at)[0] == best.text
+    accept(at, 0)
+    assert workspace(at).history[1].text == FIRST + best.text
+
+
+def test_edit_applies_and_searches_again(fake):
+    at = started()
+    before = suggestions(at)
+    at.text_area(key="story_text").set_value("ab ab").run()
+    assert not at.exception
+    assert story(at) == "ab ab"
+    assert suggestions(at) != before
+    assert "2 states" in history(at)
+
+
+def test_undo_and_redo_walk_the_history(fake):
+    at = started()
+    after_start = suggestions(at)
+    at.text_area(key="story_text").set_value("ab ab").run()
+    at.button(key="undo").click().run()
+    assert story(at) == FIRST and suggestions(at) == after_start
+    assert "at 1 of 2" in history(at)
+    at.button(key="redo").click().run()
+    assert story(at) == "ab ab" and "at 2 of 2" in history(at)
+    assert not at.exception
+
+
+def test_config_change_searches_with_the_new_parameters(fake):
+    at = started()
+    at.slider(key="cfg_max_suggestions").set_value(5).run()
+    assert not at.exception
+    assert len(suggestions(at)) == 5
+    at.slider(key="cfg_max_depth").set_value(2).run()
+    assert all(len(text) <= 2 * 4 for text in suggestions(at))
+
+
+def test_config_defaults_come_from_the_model_settings(fake):
+    at = started()
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # [search]: fake has none
+    assert at.slider(key="cfg_max_depth").value == 12
+    assert at.checkbox(key="cfg_auto_stop").value is True
+
+
+def test_backend_error_keeps_story_and_suggestions(fake):
+    at = started()
+    shown = suggestions(at)
+    fake.down = True
+    at.button(key="again").click().run()
+    assert not at.exception
+    assert story(at) == FIRST
+    assert suggestions(at) == shown
+    message = at.error[0].value
+    assert "connection refused" in message and "127.0.0.1:9" in message
+    fake.down = False
+    at.button(key="again").click().run()
+    assert not at.error and suggestions(at) == shown
+
+
+def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatch):
+    def broken(settings):
+        raise BackendError("no server address: set LLAMA_API_URL", backend="llamacpp")
+
+    monkeypatch.setattr(session, "backend_factory", broken)
+    at = started()
+    assert not at.exception
+    assert story(at) == FIRST
+    assert "LLAMA\\_API\\_URL" in at.error[0].value
