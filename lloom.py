@@ -33,19 +33,25 @@ CONFIG_KEYS = {  # widget key -> SearchParams field
 }
 
 
-# -- shared, once per process ------------------------------------------------------------
+# -- shared, once per process ---------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def shared_settings() -> Settings:
     return load_settings()
 
 
-@st.cache_resource(show_spinner="Loading the model (the first time converts it)…")
+def release(backend: Backend) -> None:
+    backend.close()
+
+
+@st.cache_resource(
+    show_spinner="Loading the model (the first time converts it)…", on_release=release
+)
 def shared_backend() -> Backend:
     """The one backend every session uses (the MLX backend serialises its own work)."""
     return session.make_backend(shared_settings())
 
 
-# -- the page ----------------------------------------------------------------------------
+# -- the page -------------------------------------------------------------------------------
 def main() -> None:
     st.set_page_config(page_title="LLooM", page_icon="🧶", layout="wide")
     settings = settings_or_stop()
@@ -98,7 +104,7 @@ def backend_or_none() -> Backend | None:
     return backend
 
 
-# -- start ------------------------------------------------------------------------------
+# -- start ----------------------------------------------------------------------------------
 def start_ui(settings: Settings, ws: session.Workspace) -> None:
     st.title("🧶 LLooM")
     st.caption("Weave a story with a language model, a few tokens at a time.")
@@ -113,7 +119,7 @@ def start_ui(settings: Settings, ws: session.Workspace) -> None:
         st.rerun()
 
 
-# -- configuration ------------------------------------------------------------------------
+# -- configuration --------------------------------------------------------------------------
 def config_ui(settings: Settings, backend: Backend | None) -> tuple[SearchParams, bool, bool]:
     """The Configuration expander; returns the search parameters and the display choices."""
     defaults = settings.search_for(backend.model_name) if backend else settings.search
@@ -195,7 +201,7 @@ def history_line(ws: session.Workspace) -> str:
     return f"History: {n} state{'s' if n != 1 else ''}, at {ws.position + 1} of {n}"
 
 
-# -- searching ---------------------------------------------------------------------------------
+# -- searching ------------------------------------------------------------------------------
 def search_ui(
     ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
 ) -> SearchResult | None:
@@ -242,7 +248,7 @@ def error_ui(ws: session.Workspace) -> None:
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
 
 
-# -- suggestions ----------------------------------------------------------------------------------
+# -- suggestions ----------------------------------------------------------------------------
 def suggestions_ui(
     ws: session.Workspace, result: SearchResult, prefix_space: bool, shading: bool
 ) -> None:
@@ -277,7 +283,7 @@ def accept(ws: session.Workspace, suggestion: Suggestion, key: str, prefix_space
     ws.accept(suggestion, st.session_state.get(key), prefix_space=prefix_space)
 
 
-# -- the graph -------------------------------------------------------------------------------------
+# -- the graph ------------------------------------------------------------------------------
 def graph_ui(ws: session.Workspace, result: SearchResult) -> None:
     graph = page_graph(ws, result)
     st.graphviz_chart(graph, width="stretch")
@@ -300,7 +306,7 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-# -- the sidebar -----------------------------------------------------------------------------------
+# -- the sidebar ----------------------------------------------------------------------------
 def sidebar_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> None:
     with st.sidebar:
         backend_info_ui(settings, backend)
@@ -364,7 +370,7 @@ def downloads_ui(ws: session.Workspace) -> None:
                             "image/svg+xml", key="dl_svg", on_click="ignore")  # fmt: skip
 
 
-# -- small helpers ---------------------------------------------------------------------------------
+# -- small helpers --------------------------------------------------------------------------
 def md(text: str) -> str:
     """Text shown literally inside Streamlit markdown (messages, names, URLs)."""
     escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)

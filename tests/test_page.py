@@ -92,7 +92,7 @@ def history(at: AppTest) -> str:
     return next(c.value for c in at.caption if c.value.startswith("History"))
 
 
-# -- the floor -----------------------------------------------------------------------------------
+# -- the floor ------------------------------------------------------------------------------
 def test_start_page_offers_the_starting_stories(fake):
     at = app()
     assert not at.exception
@@ -215,3 +215,25 @@ def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatc
     assert not at.exception
     assert story(at) == FIRST
     assert "LLAMA\\_API\\_URL" in at.error[0].value
+
+
+# -- the real embedded model ----------------------------------------------------------------
+@pytest.mark.slow
+def test_the_real_model_suggests_and_accepting_costs_no_prefill(data_dir):
+    at = started()  # session.backend_factory is the real registry: MLX, embedded model
+    assert not at.exception and not at.error
+    ws = workspace(at)
+    first = ws.last_result()
+    assert first.stats.backend == "mlx" and first.stats.model == "SmolLM2-135M-Instruct"
+    assert len(first.suggestions) >= 5 and all(s.text.strip() for s in first.suggestions)
+    assert suggestions(at)[0] == first.suggestions[0].text.removeprefix(" ")
+    at.slider(key="cfg_max_depth").set_value(4).run()
+    at.slider(key="cfg_max_suggestions").set_value(5).run()
+    best = ws.last_result().suggestions[0]
+    accept(at, 0)
+    assert not at.exception and not at.error
+    assert ws.history[1].text == FIRST + best.text
+    after = next(r for (text, _), r in ws.results.items() if text == FIRST + best.text)
+    # the accepted beam's ids were kept, so its KV was reused: nothing to prefill
+    assert after.stats.prefill_tokens == 0
+    assert len(suggestions(at)) >= 1
