@@ -33,3 +33,13 @@ def fresh_mlx_backend(embedded_model_path):
     from backends.mlx import MLXBackend
 
     return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
+
+
+@pytest.fixture(scope="session")
+def vllm_url(embedded_model_path, tmp_path_factory):
+    """A real vLLM server on the embedded model (float32), shared by the session's tests."""
+    from tests.vllm_server import vllm_server
+
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    with vllm_server(embedded_model_path, log) as url:
+        yield url

@@ -1,0 +1,89 @@
+"""JSON over HTTP for the remote backends: one keep-alive session, errors made plain.
+
+Every failure leaves here as a `BackendError` that names the backend, the server and
+what to check: a refused connection, a timeout, an HTTP error with the server's own
+message, or a reply that is not the JSON expected. This module knows nothing of
+completions; the backend modules build the requests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from backends.base import BackendError
+
+
+class JsonClient:
+    """POST/GET JSON to one server with a pooled session."""
+
+    def __init__(self, base_url: str, *, backend: str, timeout: float, pool: int = 8):
+        self.base_url = base_url.rstrip("/")
+        self.backend = backend
+        self.timeout = timeout
+        self.session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(pool, 1))
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    def get(self, path: str) -> Any:
+        return self._call("GET", path, None)
+
+    def post(self, path: str, body: dict) -> Any:
+        return self._call("POST", path, body)
+
+    def error(self, message: str) -> BackendError:
+        return BackendError(message, backend=self.backend, url=self.base_url)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _call(self, method: str, path: str, body: dict | None) -> Any:
+        url = f"{self.base_url}{path}"
+        try:
+            reply = self.session.request(method, url, json=body, timeout=self.timeout)
+        except requests.exceptions.ConnectionError as e:
+            raise self.error(
+                f"cannot connect ({_reason(e)}): is the server running, and is the address right?"
+            ) from e
+        except requests.exceptions.Timeout as e:
+            raise self.error(
+                f"no answer from {path} within {self.timeout:g} s: the server is busy or stuck; "
+                "raise the timeout or check its load"
+            ) from e
+        except requests.exceptions.RequestException as e:
+            raise self.error(f"request to {path} failed: {e}") from e
+        if reply.status_code >= 400:
+            raise self.error(f"{path} answered HTTP {reply.status_code}: {server_message(reply)}")
+        try:
+            return reply.json()
+        except (ValueError, json.JSONDecodeError) as e:
+            raise self.error(
+                f"{path} answered with something that is not JSON: {reply.text[:200]!r}"
+            ) from e
+
+
+def server_message(reply: requests.Response) -> str:
+    """The server's own words about an error, from its JSON body or its text."""
+    try:
+        body = reply.json()
+    except ValueError:
+        return reply.text[:300] or reply.reason
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        return str(error.get("message") or error)[:300]
+    return str(error)[:300]
+
+
+def _reason(error: Exception) -> str:
+    text = str(error)
+    return "connection refused" if "refused" in text.lower() else text[:160]
+
+
+def expect(condition: bool, client: JsonClient, what: str) -> None:
+    """Raise a clear error when a reply lacks what the backend needs."""
+    if not condition:
+        raise client.error(f"unexpected reply: {what}")

@@ -1,0 +1,52 @@
+"""Tiny real HTTP servers on loopback that misbehave on purpose, for error-path tests.
+
+They are real sockets answering real HTTP, not mocks: each serves one fixed reply (or
+sleeps) so a backend meets junk, HTTP errors and silence as it would in the field.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@contextmanager
+def serving(status: int = 200, body: bytes | str | dict = b"", *, delay: float = 0.0, routes=None):
+    """Serve `body` with `status` for every path (or per path from `routes`); yields the URL."""
+    routes = routes or {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            if delay:
+                time.sleep(delay)
+            code, payload = routes.get(self.path.split("?")[0], (status, body))
+            data = json.dumps(payload).encode() if isinstance(payload, dict) else payload
+            data = data.encode() if isinstance(data, str) else data
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up first (a timeout test)
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
