@@ -156,8 +156,7 @@ class VLLMBackend(Backend):
         out = []
         for key, logprob in position.items():
             match = TOKEN_KEY.match(str(key))
-            expect(match is not None, self.client,
-                   f"top_logprobs key {key!r} is not 'token_id:N' (return_tokens_as_token_ids)")  # fmt: skip
+            expect(match is not None, self.client, f"top_logprobs key {key!r} is not 'token_id:N'")
             expect(logprob is not None, self.client, "a null log-probability")
             out.append(Candidate(int(match.group(1)), "", float(logprob)))
         out.sort(key=lambda c: (-c.logprob, c.token_id))
