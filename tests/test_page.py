@@ -237,3 +237,35 @@ def test_the_real_model_suggests_and_accepting_costs_no_prefill(data_dir):
     # the accepted beam's ids were kept, so its KV was reused: nothing to prefill
     assert after.stats.prefill_tokens == 0
     assert len(suggestions(at)) >= 1
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_a_hundred_thousand_character_story_works(fake):
+    long = ("a b c. " * 15_000)[:100_000]
+    at = started(long)
+    assert not at.exception and not at.error
+    assert story(at) == long
+    assert suggestions(at)
+    at.text_area(key="story_text").set_value(long + " x").run()
+    assert not at.exception and story(at) == long + " x"
+
+
+ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
+
+
+def test_odd_characters_in_the_story_work(fake):
+    at = started(ODD)
+    assert not at.exception and not at.error
+    assert story(at) == ODD
+    assert suggestions(at) and at.get("graphviz_chart")
+    source = at.get("graphviz_chart")[0].proto.spec
+    assert 'quote \\" back \\\\ <b>&amp;amp;</b>' in source  # the story's tail, escaped
+
+
+def test_a_lone_surrogate_is_replaced_not_a_crash():
+    # a browser cannot send one (widget values are UTF-8); an imported file can
+    ws = session.Workspace()
+    ws.start("broken \ud800 text")
+    assert ws.story.text == "broken \ufffd text"
+    ws.edit("again \udfff")
+    assert ws.story.text == "again \ufffd"
