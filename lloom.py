@@ -70,6 +70,7 @@ def main() -> None:
         story_page(settings, ws, backend)
     else:
         start_ui(settings, ws)
+        error_ui(ws)
     sidebar_ui(settings, ws, backend)  # last: it shows the search this run made
 
 
@@ -103,14 +104,22 @@ def workspace() -> session.Workspace:
 
 
 def backend_or_none() -> Backend | None:
-    """The shared backend, or None with the reason kept for the page to show."""
+    """The shared backend, or None with the reason kept for the page to show.
+
+    A failure is not retried on every rerun (a dead server could cost a timeout each
+    time): only when the writer asks, with the button `error_ui` shows.
+    """
+    if st.session_state.get("backend_error"):
+        return None
     try:
-        backend = shared_backend()
+        return shared_backend()
     except BackendError as e:
         st.session_state.backend_error = str(e)
         return None
+
+
+def retry_backend() -> None:
     st.session_state.pop("backend_error", None)
-    return backend
 
 
 # -- start ----------------------------------------------------------------------------------
@@ -251,7 +260,8 @@ def error_ui(ws: session.Workspace) -> None:
     reason = st.session_state.get("backend_error")
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
-                 "fix the backend and reload the page.", icon="🔌")  # fmt: skip
+                 "fix the backend, then try again.", icon="🔌")  # fmt: skip
+        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
     elif ws.error:
         st.error(f"**The model did not answer.** {md(ws.error)}\n\nYour story and the last "
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip

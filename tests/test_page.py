@@ -7,6 +7,7 @@ Every test gets its own data folder (LLOOM_DATA_DIR) and a fresh shared backend.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,27 @@ def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatc
     assert not at.exception
     assert story(at) == FIRST
     assert "LLAMA\\_API\\_URL" in at.error[0].value
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed when the socket is
+
+
+def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch):
+    url = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("VLLM_API_URL", url)  # a real connection, refused
+    at = started()
+    assert not at.exception
+    assert story(at) == FIRST
+    [error] = at.error
+    assert "cannot connect" in error.value and url in error.value
+    assert "vllm" in " ".join(m.value for m in at.sidebar.markdown)
+    at.text_area(key="story_text").set_value(FIRST + " still here").run()
+    assert not at.exception and story(at) == FIRST + " still here"
+    at.button(key="retry_backend").click().run()  # tries again, fails the same way
+    assert not at.exception and "cannot connect" in at.error[0].value
 
 
 # -- the real embedded model ----------------------------------------------------------------
