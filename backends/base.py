@@ -91,6 +91,9 @@ class Backend(ABC):
       name         short backend name ("mlx", "llamacpp", "vllm", "openai").
       token_native False for backends whose API has no token ids (the search then works
                    on token text; ids are local to one expansion).
+      prefers_chains  whether `greedy_chains` (when offered) beats depth-by-depth requests
+                   by default; a server that batches a whole depth in one request gains
+                   no round trips from chains, only extra tokens.
     An instance attribute:
       special_token_ids  control tokens (end of text, chat markers) that the search never
                    offers as story text; a backend fills it when it knows them.
@@ -98,6 +101,7 @@ class Backend(ABC):
 
     name: str = "backend"
     token_native: bool = True
+    prefers_chains: bool = True
 
     def __init__(self) -> None:
         self.stats = BackendStats()

@@ -50,7 +50,7 @@ def test_chains_equal_depth_by_depth(vllm_url):
     openai = backend(vllm_url, "completions")
     ids = openai.tokenize("In the age before man,")
     params = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=8)
-    chained = expand(openai, ids, params)
+    chained = expand(openai, ids, SearchParams(**{**params.__dict__, "use_chains": True}))
     plain = expand(openai, ids, SearchParams(**{**params.__dict__, "use_chains": False}))
     assert [s.text for s in chained.suggestions] == [s.text for s in plain.suggestions]
     assert chained.stats.forward_calls < plain.stats.forward_calls

@@ -53,7 +53,7 @@ def test_chains_equal_depth_by_depth_with_far_fewer_requests(vllm):
     ids = vllm.tokenize(STORIES[1])
     params = SearchParams(cutoff=0.1, max_depth=8, max_suggestions=12)
     plain = expand(vllm, ids, SearchParams(**{**params.__dict__, "use_chains": False}))
-    chained = expand(vllm, ids, params)
+    chained = expand(vllm, ids, SearchParams(**{**params.__dict__, "use_chains": True}))
     assert [s.text for s in chained.suggestions] == [s.text for s in plain.suggestions]
     for a, b in zip(chained.suggestions, plain.suggestions, strict=True):
         assert a.token_ids == b.token_ids

@@ -41,7 +41,7 @@ def vllm_server(model_dir: Path, log: Path):
         str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
         "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
         "--max-logprobs", "20", "--max-model-len", "2048", "--dtype", "float32",
-        "--enforce-eager",
+        "--enforce-eager", "--enable-prefix-caching", "--enable-prompt-tokens-details",
     ]  # fmt: skip
     env = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_LOGGING_LEVEL": "WARNING"}
     with running(command, f"http://127.0.0.1:{port}", env=env, log=log, wait=300) as url:

@@ -42,7 +42,7 @@ class SearchParams:
     max_suggestions: int = 25
     auto_stop: bool = True
     score: Score = "joint"
-    use_chains: bool = True
+    use_chains: bool | None = None  # None: as the backend prefers
 
     def __post_init__(self) -> None:
         checks = [
@@ -220,7 +220,10 @@ class _Search:
         contexts = [self.context + beam.node.token_ids() for beam in needy]
         remaining = self.params.max_depth - depth
         chains = None
-        if self.params.use_chains and remaining > 1:
+        use_chains = self.params.use_chains
+        if use_chains is None:
+            use_chains = self.backend.prefers_chains
+        if use_chains and remaining > 1:
             k = max(self._k(d) for d in range(depth, self.params.max_depth))
             chains = self.backend.greedy_chains(contexts, k, [remaining] * len(contexts))
         if chains is None:
