@@ -250,7 +250,9 @@ class MLXWorker:
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lloom-mlx")
+        # Not a daemon, even when made from one (Streamlit's script threads are): shutdown
+        # waits for it, and it clears its streams once the main thread has finished.
+        self._thread = threading.Thread(target=self._run, name="lloom-mlx", daemon=False)
         self._thread.start()
 
     def submit(self, fn, *args) -> Future:
