@@ -8,7 +8,6 @@ process (`shared_backend`) and shared by every session. No algorithm lives here.
 
 from __future__ import annotations
 
-import atexit
 import shutil
 from dataclasses import replace
 
@@ -41,8 +40,8 @@ def shared_settings() -> Settings:
 
 
 def release(backend: Backend) -> None:
-    """Close a backend once: when its cache entry is cleared, or at exit (whichever first)."""
-    atexit.unregister(backend.close)
+    """Close a backend whose cache entry is cleared (tests do; `Backend.close` would be
+    the base class's no-op, hence this function)."""
     backend.close()
 
 
@@ -50,14 +49,8 @@ def release(backend: Backend) -> None:
     show_spinner="Loading the model (the first time converts it)…", on_release=release
 )
 def shared_backend() -> Backend:
-    """The one backend every session uses (the MLX backend serialises its own work).
-
-    It is closed at exit: MLX aborts the process when its worker thread, a daemon here
-    because Streamlit's script threads are, still holds streams at shutdown.
-    """
-    backend = session.make_backend(shared_settings())
-    atexit.register(backend.close)
-    return backend
+    """The one backend every session uses (the MLX backend serialises its own work)."""
+    return session.make_backend(shared_settings())
 
 
 # -- the page -------------------------------------------------------------------------------
