@@ -1,0 +1,188 @@
+"""The llama.cpp backend: a client of `llama-server`'s native `/completion`.
+
+Prompts go as the server's own token ids (`/tokenize`; ids get no BOS from the server,
+so one is prepended when the model wants it), with `n_probs`, `cache_prompt: true` and
+`post_sampling_probs: false`, so the probabilities are the model's raw distribution.
+A depth's contexts travel as multi-prompt requests (`prompt: [[ids], ...]`), split over
+`pipeline_requests` parallel requests on one keep-alive session; the server spreads the
+prompts over its slots. Greedy chains (`top_k: 1`, `n_predict` = the remaining depth)
+answer a beam's whole greedy path in one prompt: only tokens that split start new ones.
+
+Both reply shapes are read: the current `completion_probabilities: [{id, token, bytes,
+logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters join), and
+the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped
+back to ids with `/tokenize`.
+
+Owns: request shapes and parsing. Not: the search, HTTP error wording (`backends.http`).
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+from backends.base import Backend, Candidate, Usage
+from backends.http import JsonClient, expect
+
+Chain = list[list[Candidate]]  # top-k at successive positions
+FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
+
+
+class LlamaCppBackend(Backend):
+    """llama-server at `url`; `pipeline_requests` defaults to the server's slot count."""
+
+    name = "llamacpp"
+
+    def __init__(self, url: str, *, timeout: float = 60.0, pipeline_requests: int | None = None):
+        super().__init__()
+        self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=16)
+        props = self.client.get("/props")
+        expect(isinstance(props, dict), self.client, "/props is not an object")
+        self._props = props
+        self.pipeline = max(1, pipeline_requests or int(props.get("total_slots") or 1))
+        self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
+        self.special_token_ids = frozenset(self._specials())
+        self._old_ids: dict[str, int] = {}
+
+    # -- Backend ---------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        path = str(self._props.get("model_path") or self._props.get("model_alias") or "?")
+        return path.rsplit("/", 1)[-1]
+
+    @property
+    def url(self) -> str:
+        return self.client.base_url
+
+    @property
+    def context_length(self) -> int | None:
+        settings = self._props.get("default_generation_settings") or {}
+        n_ctx = settings.get("n_ctx") or self._props.get("n_ctx")
+        return int(n_ctx) if n_ctx else None
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._token_ids(text)
+
+    def detokenize(self, ids: list[int]) -> str:
+        reply = self.client.post("/detokenize", {"tokens": list(ids)})
+        expect(isinstance(reply, dict) and "content" in reply, self.client, "no detokenized text")
+        return reply["content"]
+
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        return [chain[0] for chain in self._complete(contexts, k, 1)]
+
+    def greedy_chains(self, contexts, k, lengths):
+        chains: list = [None] * len(contexts)
+        for length in sorted(set(lengths)):
+            rows = [i for i, n in enumerate(lengths) if n == length]
+            answers = self._complete([contexts[i] for i in rows], k, length)
+            for i, chain in zip(rows, answers, strict=True):
+                chains[i] = chain
+        return chains
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- requests --------------------------------------------------------------------
+    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
+        """Top-k at `length` greedy positions per context; contexts split over parallel requests."""
+        groups = [contexts[i :: self.pipeline] for i in range(min(self.pipeline, len(contexts)))]
+        with ThreadPoolExecutor(len(groups)) as pool:
+            replies = list(pool.map(lambda g: self._request(g, k, length), groups))
+        spent = Usage()
+        answers: list[Chain] = [[] for _ in contexts]
+        for g, (chains, usage) in enumerate(replies):
+            spent += usage
+            for j, chain in enumerate(chains):
+                answers[g + j * self.pipeline] = chain
+        self.stats.add(**spent.__dict__)  # on the caller's thread: stats are per thread
+        return answers
+
+    def _request(self, group: list[list[int]], k: int, length: int) -> tuple[list[Chain], Usage]:
+        body = {
+            "prompt": [self._bos + list(ctx) for ctx in group],
+            "n_predict": length,
+            "n_probs": k,
+            "cache_prompt": True,
+            "samplers": ["top_k"],  # greedy: the path a chain follows is the top token's
+            "top_k": 1,
+            "post_sampling_probs": False,  # the raw distribution, not the sampler's
+            "stop": [],
+        }
+        reply = self.client.post("/completion", body)
+        results = reply if isinstance(reply, list) else [reply]
+        expect(len(results) == len(group), self.client, f"expected {len(group)} results")
+        results = sorted(results, key=lambda r: r.get("index", 0) if isinstance(r, dict) else 0)
+        usage = Usage(forward_calls=1)
+        chains = []
+        for result in results:
+            expect(isinstance(result, dict), self.client, "a result is not an object")
+            chains.append(self._chain(result, k))
+            timings = result.get("timings") or {}
+            prompt_n, predicted_n = (
+                int(timings.get("prompt_n", 0)),
+                int(timings.get("predicted_n", 0)),
+            )
+            usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
+        return chains, usage
+
+    # -- parsing ---------------------------------------------------------------------
+    def _chain(self, result: dict, k: int) -> Chain:
+        positions = result.get("completion_probabilities")
+        expect(isinstance(positions, list) and positions, self.client,
+               "no completion_probabilities: does this server support n_probs?")  # fmt: skip
+        return [self._position(p, k) for p in positions]
+
+    def _position(self, position: dict, k: int) -> list[Candidate]:
+        expect(isinstance(position, dict), self.client, "a probabilities entry is not an object")
+        if "top_logprobs" in position:
+            options = [self._current(o) for o in position["top_logprobs"] or []]
+        elif "probs" in position:
+            options = [self._old(o) for o in position["probs"] or []]
+        else:
+            raise self.client.error("unknown completion_probabilities shape")
+        expect(bool(options), self.client, "an empty list of probabilities")
+        options.sort(key=lambda c: -c.logprob)
+        return options[:k]
+
+    def _current(self, option: dict) -> Candidate:
+        logprob = option.get("logprob")
+        if logprob is None or "id" not in option:
+            raise self.client.error(FA_HINT)
+        raw = bytes(option["bytes"]) if option.get("bytes") is not None else None
+        text = raw.decode("utf-8", errors="replace") if raw is not None else option.get("token", "")
+        return Candidate(int(option["id"]), text, float(logprob), raw)
+
+    def _old(self, option: dict) -> Candidate:
+        """Pre-Dec-2024 servers give token strings and probabilities, no ids."""
+        prob, text = option.get("prob"), option.get("tok_str")
+        if prob is None or text is None:
+            raise self.client.error(FA_HINT)
+        logprob = math.log(prob) if prob > 0 else -math.inf
+        return Candidate(self._old_id(text), text, logprob)
+
+    def _old_id(self, text: str) -> int:
+        if text not in self._old_ids:
+            ids = self._token_ids(text)
+            expect(len(ids) == 1, self.client, f"token {text!r} does not tokenize to one id")
+            self._old_ids[text] = ids[0]
+        return self._old_ids[text]
+
+    # -- tokens ----------------------------------------------------------------------
+    def _token_ids(self, text: str, *, add_special: bool = False, special: bool = False):
+        body = {"content": text, "add_special": add_special, "parse_special": special}
+        reply = self.client.post("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        expect(isinstance(tokens, list), self.client, "/tokenize gave no token list")
+        return [int(t["id"]) if isinstance(t, dict) else int(t) for t in tokens]
+
+    def _specials(self) -> set[int]:
+        """End-of-text and BOS ids, from the token texts /props names."""
+        ids: set[int] = set(self._bos)
+        for key in ("eos_token", "bos_token"):
+            text = self._props.get(key)
+            if text:
+                found = self._token_ids(text, special=True)
+                if len(found) == 1:
+                    ids.add(found[0])
+        return ids
