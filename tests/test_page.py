@@ -224,15 +224,18 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed when the socket is
 
 
-def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch):
+@pytest.mark.parametrize(
+    "variable, name", [("LLAMA_API_URL", "llamacpp"), ("VLLM_API_URL", "vllm")]
+)
+def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch, variable, name):
     url = f"http://127.0.0.1:{closed_port()}"
-    monkeypatch.setenv("VLLM_API_URL", url)  # a real connection, refused
+    monkeypatch.setenv(variable, url)  # a real connection, refused
     at = started()
     assert not at.exception
     assert story(at) == FIRST
     [error] = at.error
     assert "cannot connect" in error.value and url in error.value
-    assert "vllm" in " ".join(m.value for m in at.sidebar.markdown)
+    assert name in " ".join(m.value for m in at.sidebar.markdown)
     at.text_area(key="story_text").set_value(FIRST + " still here").run()
     assert not at.exception and story(at) == FIRST + " still here"
     at.button(key="retry_backend").click().run()  # tries again, fails the same way
