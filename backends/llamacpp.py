@@ -41,6 +41,7 @@ class LlamaCppBackend(Backend):
         self._props = props
         self.pipeline = max(1, pipeline_requests or int(props.get("total_slots") or 1))
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
+        self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())
         self._old_ids: dict[str, int] = {}
 
@@ -99,6 +100,16 @@ class LlamaCppBackend(Backend):
         return answers
 
     def _request(self, group: list[list[int]], k: int, length: int) -> tuple[list[Chain], Usage]:
+        chains, usage = self._post(group, k, length)
+        broken = [i for i, chain in enumerate(chains) if not chain]
+        if broken:  # a greedy path that starts inside a character: ask that one position
+            firsts, more = self._post([group[i] for i in broken], k, 1)
+            usage += more
+            for i, first in zip(broken, firsts, strict=True):
+                chains[i] = first
+        return chains, usage
+
+    def _post(self, group: list[list[int]], k: int, length: int) -> tuple[list[Chain], Usage]:
         body = {
             "prompt": [self._bos + list(ctx) for ctx in group],
             "n_predict": length,
@@ -109,6 +120,11 @@ class LlamaCppBackend(Backend):
             "post_sampling_probs": False,  # the raw distribution, not the sampler's
             "stop": [],
         }
+        if length == 1 and self._plain:
+            # The server holds back the probabilities of a sampled token that ends inside a
+            # UTF-8 character. Sampling is forced onto a whole character; the probabilities
+            # reported (raw logits, before any sampler) are unaffected.
+            body["logit_bias"] = [[self._plain[0], 1000]]
         reply = self.client.post("/completion", body)
         results = reply if isinstance(reply, list) else [reply]
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
@@ -128,10 +144,23 @@ class LlamaCppBackend(Backend):
 
     # -- parsing ---------------------------------------------------------------------
     def _chain(self, result: dict, k: int) -> Chain:
+        """The positions of a greedy path, up to the first the server merged away.
+
+        While generated text ends inside a UTF-8 character the server holds back that
+        position's probabilities and later reports only the character's last token, its
+        `bytes` being the whole character. The chain stops before such a merge.
+        """
         positions = result.get("completion_probabilities")
+        if not positions and int(result.get("tokens_predicted") or 0) > 0:
+            return []
         expect(isinstance(positions, list) and positions, self.client,
                "no completion_probabilities: does this server support n_probs?")  # fmt: skip
-        return [self._position(p, k) for p in positions]
+        chain = []
+        for position in positions:
+            if _merged(position):
+                break
+            chain.append(self._position(position, k))
+        return chain
 
     def _position(self, position: dict, k: int) -> list[Candidate]:
         expect(isinstance(position, dict), self.client, "a probabilities entry is not an object")
@@ -186,3 +215,11 @@ class LlamaCppBackend(Backend):
                 if len(found) == 1:
                     ids.add(found[0])
         return ids
+
+
+def _merged(position: dict) -> bool:
+    """Whether an entry stands for several tokens (its bytes are not its own token's)."""
+    own = next(
+        (o for o in position.get("top_logprobs") or [] if o.get("id") == position.get("id")), None
+    )
+    return own is not None and own.get("bytes") != position.get("bytes")

@@ -43,3 +43,12 @@ def vllm_url(embedded_model_path, tmp_path_factory):
     log = tmp_path_factory.mktemp("vllm") / "server.log"
     with vllm_server(embedded_model_path, log) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def llama_url(tmp_path_factory):
+    """A real llama-server on the embedded GGUF, shared by the session's tests."""
+    from tests.llama_server import llama_server
+
+    with llama_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url

@@ -1,0 +1,43 @@
+"""llama.cpp's llama-server on the embedded GGUF, for tests and benchmarks.
+
+The binary is built once by scripts/build_llama_server.sh; without it the tests skip
+(or fail under CI, where the test command builds it first).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from backends.embedded import embedded_gguf_path
+from tests.servers import free_port, running
+from weave.config import load_settings
+
+VERSION = "11434"
+SLOTS = 4
+
+
+def llama_server_binary() -> Path | None:
+    binary = load_settings().cache_dir / f"llama.cpp-{VERSION}" / "bin" / "llama-server"
+    return binary if binary.exists() else None
+
+
+@contextmanager
+def llama_server(log: Path, *, slots: int = SLOTS):
+    """llama-server with the embedded model on a free loopback port; yields its URL."""
+    binary = llama_server_binary()
+    if binary is None:
+        message = "llama-server missing: run scripts/build_llama_server.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    port = free_port()
+    command = [
+        str(binary), "-m", str(embedded_gguf_path()), "--host", "127.0.0.1",
+        "--port", str(port), "-c", str(1024 * slots), "-np", str(slots), "-t", "2",
+    ]  # fmt: skip
+    with running(command, f"http://127.0.0.1:{port}", log=log, wait=120) as url:
+        yield url

@@ -1,0 +1,130 @@
+"""The llama.cpp backend against a real llama-server on the embedded GGUF."""
+
+from __future__ import annotations
+
+import pytest
+
+from backends.base import BackendError
+from backends.llamacpp import LlamaCppBackend
+from tests.http_stubs import serving
+from tests.servers import free_port
+from weave.search import SearchParams, expand
+
+STORIES = [
+    "Once upon a time,",
+    "The forest seemed darker then usual, but that did not bother Elis in the least.",
+    "In the age before man,",
+]
+PROPS = {"total_slots": 1, "model_path": "/models/x.gguf", "eos_token": "</s>"}
+
+
+@pytest.fixture(scope="module")
+def llama(llama_url):
+    backend = LlamaCppBackend(llama_url)
+    yield backend
+    backend.close()
+
+
+def test_top_k_matches_our_mlx_backend(llama, mlx_backend):
+    """The server runs the Q4_1 weights against 8-bit-quantised activations and an f16 KV
+    cache; ours dequantises to float32. Measured here over the top-5 of the ten reference
+    prompts: max |delta| 0.19, typically 0.01-0.1; the top token agrees on all ten."""
+    worst = 0.0
+    for story in STORIES:
+        ids = llama.tokenize(story)
+        assert ids == mlx_backend.tokenize(story)
+        [theirs] = llama.top_logprobs([ids], 5)
+        [ours] = mlx_backend.top_logprobs([ids], 8)
+        assert [c.token_id for c in theirs[:3]] == [c.token_id for c in ours[:3]]
+        ours_by_id = {c.token_id: c.logprob for c in ours}
+        worst = max(worst, *(abs(c.logprob - ours_by_id[c.token_id]) for c in theirs))
+    assert worst <= 0.25, worst
+
+
+def test_a_full_expansion_and_its_round_trips(llama):
+    ids = llama.tokenize(STORIES[0])
+    result = expand(llama, ids, SearchParams(cutoff=0.1))
+    assert 10 <= len(result.suggestions) <= 25
+    assert result.suggestions[0].text.startswith(" ")
+    nodes = sum(1 for _ in _walk(result.tree)) - 1
+    assert result.stats.forward_calls < nodes / 3  # far fewer round trips than tree nodes
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def test_chains_equal_depth_by_depth(llama):
+    ids = llama.tokenize(STORIES[1])
+    params = dict(cutoff=0.1, max_depth=8, max_suggestions=12)
+    chained = expand(llama, ids, SearchParams(**params, use_chains=True))
+    plain = expand(llama, ids, SearchParams(**params, use_chains=False))
+    assert [s.text for s in chained.suggestions] == [s.text for s in plain.suggestions]
+    for a, b in zip(chained.suggestions, plain.suggestions, strict=True):
+        assert a.token_ids == b.token_ids
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
+
+
+def test_split_characters_join_through_token_bytes(llama):
+    ids = llama.tokenize("A dragon 🐉")
+    assert llama.detokenize(ids) == "A dragon 🐉"
+    result = expand(llama, ids, SearchParams(cutoff=0.3, max_depth=3, auto_stop=False))
+    assert all("\ufffd" not in s.text for s in result.suggestions if s.exact)
+
+
+def test_the_old_reply_shape_is_read():
+    old = {
+        "content": " the",
+        "completion_probabilities": [
+            {
+                "content": " the",
+                "probs": [{"tok_str": " the", "prob": 0.5}, {"tok_str": " a", "prob": 0.25}],
+            }
+        ],
+        "timings": {"prompt_n": 3, "predicted_n": 1},
+    }  # fmt: skip
+    routes = {
+        "/props": (200, PROPS),
+        "/tokenize": (200, {"tokens": [7]}),
+        "/completion": (200, old),
+    }
+    with serving(routes=routes) as url:
+        backend = LlamaCppBackend(url)
+        [top] = backend.top_logprobs([[1, 2, 3]], 2)
+    assert [c.text for c in top] == [" the", " a"]
+    assert top[0].logprob == pytest.approx(-0.6931, abs=1e-4)
+
+
+def test_a_closed_port_names_the_url():
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(BackendError, match=f"llamacpp at {url}: cannot connect"):
+        LlamaCppBackend(url)
+
+
+def test_a_silent_server_times_out_clearly():
+    with serving(200, PROPS, delay=3) as url, pytest.raises(BackendError, match="within 0.5 s"):
+        LlamaCppBackend(url, timeout=0.5)
+
+
+@pytest.mark.parametrize(
+    "status, body, message",
+    [
+        (500, {"error": {"message": "slot unavailable"}}, "HTTP 500: slot unavailable"),
+        (200, "garbage{", "not JSON"),
+        (200, {"content": "x"}, "no completion_probabilities"),
+        (200, {"completion_probabilities": [{"id": 5, "logprob": None,
+                "top_logprobs": [{"id": 5, "logprob": None}]}]}, "without -fa"),
+    ],
+)  # fmt: skip
+def test_bad_replies_are_clear_errors(status, body, message):
+    routes = {
+        "/props": (200, PROPS),
+        "/tokenize": (200, {"tokens": []}),
+        "/completion": (status, body),
+    }
+    with serving(routes=routes) as url:
+        backend = LlamaCppBackend(url)
+        with pytest.raises(BackendError, match=message):
+            backend.top_logprobs([[1, 2]], 3)
