@@ -3,10 +3,13 @@
 Prompts go as the server's own token ids (`/tokenize`; ids get no BOS from the server,
 so one is prepended when the model wants it), with `n_probs`, `cache_prompt: true` and
 `post_sampling_probs: false`, so the probabilities are the model's raw distribution.
-A depth's contexts travel as multi-prompt requests (`prompt: [[ids], ...]`), split over
-`pipeline_requests` parallel requests on one keep-alive session; the server spreads the
-prompts over its slots. Greedy chains (`top_k: 1`, `n_predict` = the remaining depth)
-answer a beam's whole greedy path in one prompt: only tokens that split start new ones.
+A depth's contexts travel as one multi-prompt request (`prompt: [[ids], ...]`) that the
+server spreads over its slots, or as `pipeline_requests` parallel ones on one keep-alive
+session. Greedy chains (`top_k: 1`, `n_predict` = the remaining depth) answer a beam's
+whole greedy path in one prompt, so only tokens that split start new prompts; measured
+against depth-by-depth requests (bench/bench_llamacpp.py) they save no round trips once
+a depth is one request, and generate tokens that finished beams never use, so the search
+uses them only when asked (`--chains`).
 
 Both reply shapes are read: the current `completion_probabilities: [{id, token, bytes,
 logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters join), and
@@ -29,9 +32,11 @@ FA_HINT = "null probabilities: restart llama-server without -fa (flash attention
 
 
 class LlamaCppBackend(Backend):
-    """llama-server at `url`; `pipeline_requests` defaults to the server's slot count."""
+    """llama-server at `url`; `pipeline_requests` parallel requests per depth (default 1:
+    one multi-prompt request, which the server already spreads over its slots)."""
 
     name = "llamacpp"
+    prefers_chains = False
 
     def __init__(self, url: str, *, timeout: float = 60.0, pipeline_requests: int | None = None):
         super().__init__()
@@ -39,7 +44,7 @@ class LlamaCppBackend(Backend):
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
-        self.pipeline = max(1, pipeline_requests or int(props.get("total_slots") or 1))
+        self.pipeline = max(1, pipeline_requests or 1)
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())

@@ -1,0 +1,120 @@
+"""Our llama.cpp client against LLooM v0.3's request pattern, on one server, side by side.
+
+v0.3 sends one `/completion` per beam per token: the prompt is a string (story plus the
+token texts so far), `n_predict: 1`, `n_probs`, from LLAMA_PIPELINE_REQUESTS threads
+(1 unless set). Ours sends token ids: a depth's contexts as multi-prompt requests over
+the server's slots, or greedy chains that answer a beam's whole path in one prompt. All
+run the same threshold search with the same parameters; printed: round trips, wall time
+and the ratios.
+
+    .venv/bin/python bench/bench_llamacpp.py      (starts its own llama-server)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from backends.base import Backend, Candidate  # noqa: E402
+from backends.http import JsonClient  # noqa: E402
+from backends.llamacpp import LlamaCppBackend  # noqa: E402
+from tests.llama_server import llama_server  # noqa: E402
+from weave.config import load_settings  # noqa: E402
+from weave.search import expand  # noqa: E402
+
+V03_PROBS = 10
+
+
+class LLooMv03(Backend):
+    """LLooM v0.3's way of asking llama.cpp: string prompts, one request per beam per token."""
+
+    name = "lloom-v0.3"
+    token_native = False
+    prefers_chains = False
+    model_name = "same server"
+
+    def __init__(self, url: str, threads: int):
+        super().__init__()
+        self.client = JsonClient(url, backend=self.name, timeout=60, pool=threads)
+        self.threads = threads
+        self.strings: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def tokenize(self, text: str) -> list[int]:
+        return [self._intern(text)]
+
+    def detokenize(self, ids: list[int]) -> str:
+        return "".join(self.strings[i] for i in ids)
+
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        prompts = [self.detokenize(ctx) for ctx in contexts]
+        with ThreadPoolExecutor(self.threads) as pool:
+            answers = list(pool.map(self._one, prompts))
+        self.stats.add(forward_calls=len(prompts))
+        return answers
+
+    def _one(self, prompt: str) -> list[Candidate]:
+        body = {"prompt": prompt, "n_predict": 1, "n_probs": V03_PROBS, "cache_prompt": True}
+        reply = self.client.post("/completion", body)
+        options = reply["completion_probabilities"][0]["top_logprobs"]
+        return [
+            Candidate(self._intern(o["token"]), o["token"], o["logprob"])
+            for o in sorted(options, key=lambda o: -o["logprob"])
+            if o["logprob"] > -math.inf
+        ]
+
+    def _intern(self, text: str) -> int:
+        if text not in self.ids:
+            self.ids[text] = len(self.strings)
+            self.strings.append(text)
+        return self.ids[text]
+
+
+def main() -> None:
+    settings = load_settings()
+    params = settings.search_for("SmolLM2-135M-Instruct")
+    threads = int(os.environ.get("LLAMA_PIPELINE_REQUESTS", "1"))
+    with tempfile.TemporaryDirectory() as tmp, llama_server(Path(tmp) / "log") as url:
+        ours = LlamaCppBackend(url)
+        runs = (
+            ("ours", ours, params),
+            ("ours, no chains", ours, replace(params, use_chains=False)),
+            (f"v0.3, {threads} thread(s)", LLooMv03(url, threads), params),
+        )
+        print(f"llama-server at {url} ({ours.pipeline} slots); {params}")
+        print(f"{'story':<24}{'client':<20}{'sugg':>5}{'requests':>10}{'seconds':>9}")
+        totals = {name: [0, 0.0] for name, _, _ in runs}
+        for story in settings.starting_stories:
+            for name, backend, run_params in runs:
+                started = time.perf_counter()
+                result = expand(backend, backend.tokenize(story), run_params)
+                seconds = time.perf_counter() - started
+                totals[name][0] += result.stats.forward_calls
+                totals[name][1] += seconds
+                print(
+                    f"{story[:22]:<24}{name:<20}{len(result.suggestions):>5}"
+                    f"{result.stats.forward_calls:>10}{seconds:>9.2f}"
+                )
+        print()
+        base_name = runs[-1][0]
+        base_trips, base_seconds = totals[base_name]
+        for name, (trips, seconds) in totals.items():
+            print(f"{name:<20}{trips:>5} requests, {seconds:6.2f} s")
+        for name in ("ours", "ours, no chains"):
+            trips, seconds = totals[name]
+            print(
+                f"{name} vs {base_name}: 1/{base_trips / trips:.1f} of the round trips, "
+                f"{base_seconds / seconds:.1f}x faster"
+            )
+
+
+if __name__ == "__main__":
+    main()
