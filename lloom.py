@@ -8,7 +8,10 @@ process (`shared_backend`) and shared by every session. No algorithm lives here.
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
+import time
 from dataclasses import replace
 
 import streamlit as st
@@ -22,6 +25,7 @@ from weave.story import display_text
 from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
+SCORES = ["joint", "lloom"]
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
     "cfg_max_depth": "max_depth",
@@ -31,6 +35,16 @@ CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_split_limit": "split_limit",
     "cfg_score": "score",
 }
+SLIDERS = {  # widget key -> label, bounds (LLooM v0.3's), step, help
+    "cfg_max_depth": ("Max Depth", 1, 50, 1, "Tokens per suggestion at most"),
+    "cfg_max_suggestions": ("Max Suggestions", 5, 100, 1, "Suggestions at most"),
+    "cfg_cutoff": ("Cutoff", 0.0, 1.0, 0.01,
+                   "The least probability a token needs to start a new beam"),
+    "cfg_multiplier": ("Multiplier", 0.0, 2.0, 0.05,
+                       "Cutoff scale per token (below 1: split more as beams grow)"),
+    "cfg_split_limit": ("Split Limit", 0, 10, 1, "Children per beam at most (0: no limit)"),
+}  # fmt: skip
+DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
 
 
 # -- shared, once per process ---------------------------------------------------------------
@@ -53,22 +67,33 @@ def shared_backend() -> Backend:
     return session.make_backend(shared_settings())
 
 
+@st.cache_resource(show_spinner=False)
+def shared_book() -> tuple[session.Book, str | None]:
+    """The story store in the data folder, or memory with the reason the store failed."""
+    return session.open_book(shared_settings().data_dir)
+
+
 # -- the page -------------------------------------------------------------------------------
 def main() -> None:
     st.set_page_config(page_title="LLooM", page_icon="🧶", layout="wide")
     settings = settings_or_stop()
-    ws = workspace()
+    book, problem = shared_book()
+    ws = workspace(book)
     backend = backend_or_none()
+    open_from_url(ws, backend)
+    storage_ui(ws, problem)
     if ws.started:
         story_page(settings, ws, backend)
     else:
         start_ui(settings, ws)
+        library_ui(ws, backend)
         error_ui(ws)
+    sync_url(ws)
     sidebar_ui(settings, ws, backend)  # last: it shows the search this run made
 
 
 def story_page(settings: Settings, ws: session.Workspace, backend: Backend | None) -> None:
-    params, prefix_space, shading = config_ui(settings, backend)
+    params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
     result = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
@@ -89,11 +114,48 @@ def settings_or_stop() -> Settings:
         st.stop()
 
 
-def workspace() -> session.Workspace:
+def workspace(book: session.Book) -> session.Workspace:
     """This browser session's workspace, made once."""
     if "ws" not in st.session_state:
-        st.session_state.ws = session.Workspace()
+        st.session_state.ws = session.Workspace(book)
     return st.session_state.ws
+
+
+def open_from_url(ws: session.Workspace, backend: Backend | None) -> None:
+    """A new session (a refreshed tab) reopens the story its URL names, once."""
+    if st.session_state.get("url_read"):
+        return
+    st.session_state.url_read = True
+    story_id = st.query_params.get("story")
+    if story_id and not ws.open(story_id, model=backend.model_name if backend else None):
+        st.session_state.url_missing = story_id
+
+
+def sync_url(ws: session.Workspace) -> None:
+    """The URL names the open story, so a refresh comes back to it."""
+    if ws.story_id is None:
+        st.query_params.pop("story", None)
+    elif st.query_params.get("story") != ws.story_id:
+        st.query_params["story"] = ws.story_id
+
+
+def storage_ui(ws: session.Workspace, problem: str | None) -> None:
+    """Say loudly when stories are not being saved."""
+    if problem:
+        st.error(
+            f"**Stories are kept in memory only, and lost when LLooM stops.** {md(problem)}  \n"
+            "Download your story (sidebar) to keep it.",
+            icon="💾",
+        )
+    if ws.save_error:
+        st.error(
+            f"**The last change could not be saved.** {md(ws.save_error)}  \n"
+            "It is kept here; download your story (sidebar) to be safe.",
+            icon="💾",
+        )
+    missing = st.session_state.pop("url_missing", None)
+    if missing:
+        st.warning(f"No saved story {md(missing)} here: it may have been purged.", icon="🔎")
 
 
 def backend_or_none() -> Backend | None:
@@ -130,12 +192,79 @@ def start_ui(settings: Settings, ws: session.Workspace) -> None:
         st.rerun()
 
 
+def library_ui(ws: session.Workspace, backend: Backend | None) -> None:
+    """Saved stories to reopen (title, last edited), each deletable; then the deleted ones."""
+    entries = ws.stories()
+    if entries:
+        st.subheader("Your stories")
+    for entry in entries:
+        story_row(ws, entry, backend)
+    deleted = ws.stories(deleted=True)
+    if deleted:
+        with st.expander(f"Deleted stories ({len(deleted)}): kept until purged"):
+            for entry in deleted:
+                deleted_row(ws, entry)
+
+
+def story_row(ws: session.Workspace, entry: session.Entry, backend: Backend | None) -> None:
+    model = backend.model_name if backend else None
+    title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
+    title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open,
+                 args=(entry.id,), kwargs={"model": model})  # fmt: skip
+    edited.caption(f"edited {when(entry.updated)}")
+    if st.session_state.get("confirm_delete") != entry.id:
+        delete.button("🗑️", key=f"delete_{entry.id}", help="Delete (recoverable until purged)",
+                      on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
+        return
+    st.warning(f"Delete “{md(entry.title)}”? It stays recoverable until you purge it.")
+    yes, no = st.columns(2)
+    yes.button("Yes, delete", key=f"delete_yes_{entry.id}", on_click=confirm,
+               args=("confirm_delete", ws.delete, entry.id))  # fmt: skip
+    no.button("Cancel", key=f"delete_no_{entry.id}", on_click=ask, args=("confirm_delete", None))
+
+
+def deleted_row(ws: session.Workspace, entry: session.Entry) -> None:
+    title, restore, purge = st.columns([6, 2, 2], vertical_alignment="center")
+    title.markdown(f"{md(entry.title)} · deleted, edited {when(entry.updated)}")
+    restore.button("Restore", key=f"restore_{entry.id}", on_click=ws.restore, args=(entry.id,))
+    if st.session_state.get("confirm_purge") != entry.id:
+        purge.button("Purge…", key=f"purge_{entry.id}", on_click=ask,
+                     args=("confirm_purge", entry.id))  # fmt: skip
+        return
+    purge.button("Purge forever", key=f"purge_yes_{entry.id}", type="primary",
+                 on_click=confirm, args=("confirm_purge", ws.purge, entry.id))  # fmt: skip
+
+
+def ask(flag: str, value: str | None) -> None:
+    st.session_state[flag] = value
+
+
+def confirm(flag: str, action, story_id: str) -> None:
+    st.session_state[flag] = None
+    action(story_id)
+
+
+def when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
 # -- configuration --------------------------------------------------------------------------
-def config_ui(settings: Settings, backend: Backend | None) -> tuple[SearchParams, bool, bool]:
-    """The Configuration expander; returns the search parameters and the display choices."""
+def config_ui(
+    settings: Settings, backend: Backend | None, ws: session.Workspace
+) -> tuple[SearchParams, bool, bool]:
+    """The Configuration expander; returns the search parameters and the display choices.
+
+    The values start from the model's defaults, or from what the story saved; every
+    change is saved with the story.
+    """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
+    if st.session_state.get("settings_for") != ws.story_id:
+        st.session_state.settings_for = ws.story_id
+        load_settings_into_widgets(ws.settings, defaults)
     for key, field in CONFIG_KEYS.items():
-        st.session_state.setdefault(key, getattr(defaults, field))
+        st.session_state.setdefault(key, widget_value(key, getattr(defaults, field)))
+    for key in DISPLAY_KEYS:
+        st.session_state.setdefault(key, True)
     with st.expander("Configuration"):
         stop, split, show = st.columns(3)
         with stop:
@@ -145,44 +274,64 @@ def config_ui(settings: Settings, backend: Backend | None) -> tuple[SearchParams
         with show:
             prefix_space, shading = display_ui()
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
+    ws.remember_settings({**values, "prefix_space": prefix_space, "shading": shading})
     return replace(defaults, **values), prefix_space, shading
+
+
+def load_settings_into_widgets(saved: dict, defaults: SearchParams) -> None:
+    """A reopened story's saved settings set the widgets, where they are valid."""
+    for key, field in CONFIG_KEYS.items():
+        value = widget_value(key, saved.get(field), like=getattr(defaults, field))
+        if value is not None:
+            st.session_state[key] = value
+    for key, field in DISPLAY_KEYS.items():
+        if isinstance(saved.get(field), bool):
+            st.session_state[key] = saved[field]
+
+
+def widget_value(key: str, value, *, like=None):
+    """`value` as the widget `key` takes it (its type, inside its bounds), or None."""
+    like = value if like is None else like
+    if isinstance(like, bool | str):
+        ok = type(value) is type(like) and (key != "cfg_score" or value in SCORES)
+        return value if ok else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    low, high = SLIDERS[key][1:3]
+    return type(like)(min(max(value, low), high))
 
 
 def stop_ui() -> None:
     st.markdown("**Stop conditions**")
     st.checkbox("Auto-Stop", key="cfg_auto_stop", help="End a beam at '.' or ','")
-    st.slider("Max Depth", 1, 50, key="cfg_max_depth", help="Tokens per suggestion at most")
-    st.slider("Max Suggestions", 5, 100, key="cfg_max_suggestions")
+    slider_ui("cfg_max_depth")
+    slider_ui("cfg_max_suggestions")
 
 
 def split_ui() -> None:
     st.markdown("**Split conditions**")
-    st.slider(
-        "Cutoff", 0.0, 1.0, step=0.01, key="cfg_cutoff",
-        help="The least probability a token needs to start a new beam",
-    )  # fmt: skip
-    st.slider(
-        "Multiplier", 0.0, 2.0, step=0.05, key="cfg_multiplier",
-        help="Cutoff scale per token (below 1: split more as beams grow)",
-    )  # fmt: skip
-    st.slider(
-        "Split Limit", 0, 10, key="cfg_split_limit", help="Children per beam at most (0: no limit)"
-    )
+    for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
+        slider_ui(key)
+
+
+def slider_ui(key: str) -> None:
+    label, low, high, step, help_text = SLIDERS[key]
+    st.slider(label, low, high, step=step, key=key, help=help_text)
 
 
 def display_ui() -> tuple[bool, bool]:
     """Scoring, prefix space and token shading; returns (prefix_space, shading)."""
     st.markdown("**Ranking and display**")
     st.radio(
-        "Scoring", ["joint", "lloom"], key="cfg_score", horizontal=True,
+        "Scoring", SCORES, key="cfg_score", horizontal=True,
         help="joint: sum of log-probabilities; lloom: v0.3's sum of probabilities",
     )  # fmt: skip
     prefix_space = st.checkbox(
-        "Prefix space", value=True, key="cfg_prefix_space",
+        "Prefix space", key="cfg_prefix_space",
         help="Show suggestions without their leading space; put it back when accepting",
     )  # fmt: skip
     shading = st.checkbox(
-        "Token probabilities", value=True, key="cfg_shading",
+        "Token probabilities", key="cfg_shading",
         help="Shade each token of a suggestion by its probability",
     )  # fmt: skip
     return prefix_space, shading
@@ -321,10 +470,48 @@ def has_dot() -> bool:
 # -- the sidebar ----------------------------------------------------------------------------
 def sidebar_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> None:
     with st.sidebar:
+        if ws.started:
+            story_info_ui(ws)
         backend_info_ui(settings, backend)
         if ws.started:
             stats_ui(ws)
             downloads_ui(ws)
+        import_ui(ws, backend)
+        where = ws.book.location
+        st.caption(f"Stories are saved in {md(where)}" if where else "Stories: in memory only")
+
+
+def story_info_ui(ws: session.Workspace) -> None:
+    st.subheader("Story")
+    key = f"title_{ws.story_id}"
+    st.text_input("Title", value=ws.title, key=key, on_change=rename, args=(ws, key))
+    st.caption(history_line(ws))
+    st.button("📚 All stories · new story", key="close", on_click=ws.close)
+
+
+def rename(ws: session.Workspace, key: str) -> None:
+    ws.rename(st.session_state[key])
+
+
+def import_ui(ws: session.Workspace, backend: Backend | None) -> None:
+    """Open an exported session (.json) as a new story."""
+    key = f"import_{st.session_state.get('imports', 0)}"
+    model = backend.model_name if backend else None
+    st.file_uploader("Import a session (.json)", type=["json"], key=key,
+                     on_change=import_file, args=(ws, key, model))  # fmt: skip
+    problem = st.session_state.get("import_error")
+    if problem:
+        st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
+
+
+def import_file(ws: session.Workspace, key: str, model: str | None) -> None:
+    upload = st.session_state.get(key)
+    if upload is None:
+        return
+    problem = ws.import_session(upload.getvalue(), model=model)
+    st.session_state.import_error = problem
+    if problem is None:
+        st.session_state.imports = st.session_state.get("imports", 0) + 1  # a fresh uploader
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
@@ -358,28 +545,31 @@ def stats_ui(ws: session.Workspace) -> None:
 
 def downloads_ui(ws: session.Workspace) -> None:
     st.subheader("Downloads")
-    text = ws.story.text
+    text, title = ws.story.text, ws.title
     one, two = st.columns(2)
-    one.download_button("Story .txt", text, "story.txt", "text/plain", key="dl_txt",
-                        on_click="ignore")  # fmt: skip
-    two.download_button("Story .md", text, "story.md", "text/markdown", key="dl_md",
-                        on_click="ignore")  # fmt: skip
+    download(one, "Story .txt", text, "story.txt", "text/plain")
+    download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
+    download(one, "Session .json", lambda: session.export_session(ws), "lloom-session.json",
+             "application/json")  # fmt: skip
     result = ws.last_result()
     if result is None:
         return
-    import json
-
-    tree = json.dumps(result.tree.to_dict(), ensure_ascii=False, indent=1)
-    one.download_button("Tree .json", tree, "tree.json", "application/json", key="dl_tree",
-                        on_click="ignore")  # fmt: skip
+    tree = lambda: json.dumps(result.tree.to_dict(), ensure_ascii=False, indent=1)  # noqa: E731
+    download(two, "Tree .json", tree, "tree.json", "application/json")
     graph = page_graph(ws, result)
-    two.download_button("Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz",
-                        key="dl_dot", on_click="ignore")  # fmt: skip
+    download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")
     if has_dot():
-        one.download_button("Graph .png", lambda: graph.pipe(format="png"), "lloom.png",
-                            "image/png", key="dl_png", on_click="ignore")  # fmt: skip
-        two.download_button("Graph .svg", lambda: graph.pipe(format="svg"), "lloom.svg",
-                            "image/svg+xml", key="dl_svg", on_click="ignore")  # fmt: skip
+        download(two, "Graph .png", lambda: graph.pipe(format="png"), "lloom.png", "image/png")
+        download(one, "Graph .svg", lambda: graph.pipe(format="svg"), "lloom.svg",
+                 "image/svg+xml")  # fmt: skip
+    else:
+        st.caption("PNG and SVG need graphviz's `dot` (apt-get install graphviz).")
+
+
+def download(column, label: str, data, file_name: str, mime: str) -> None:
+    """A download that does not rerun the page (data may be a function, run on click)."""
+    key = "dl_" + file_name.replace(".", "_").replace("-", "_")
+    column.download_button(label, data, file_name, mime, key=key, on_click="ignore")
 
 
 # -- small helpers --------------------------------------------------------------------------
