@@ -46,6 +46,12 @@ def page(browser, server):
     context.close()
 
 
+def wait_idle(page) -> None:
+    """Until the page's script has finished its run (and any run it asked for)."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for()
+
+
 def story_text(page) -> str:
     return page.locator(STORY).input_value()
 
@@ -77,3 +83,20 @@ def test_the_graph_downloads_as_dot(page, tmp_path):
     assert dot.startswith("digraph lloom {")
     assert "rankdir=LR" in dot
     assert first.split()[0] in dot  # the best suggestion's first word labels a node
+
+
+def test_a_refreshed_tab_comes_back_to_the_same_story(page):
+    start_first_story(page)
+    page.get_by_role("button", name="➡️").first.click()
+    page.wait_for_function(
+        "([selector, before]) => document.querySelector(selector).value !== before",
+        arg=[STORY, FIRST],
+    )
+    wait_idle(page)  # the next search ran (a lone suggestion may have been accepted too)
+    grown = story_text(page)
+    page.wait_for_url("**/?story=*")
+    url = page.url
+    page.reload()
+    page.locator(STORY).wait_for()
+    assert page.url == url
+    assert story_text(page) == grown
