@@ -478,7 +478,7 @@ def sidebar_ui(settings: Settings, ws: session.Workspace, backend: Backend | Non
             downloads_ui(ws)
         import_ui(ws, backend)
         where = ws.book.location
-        st.caption(f"Stories are saved in {md(where)}" if where else "Stories: in memory only")
+        st.caption(f"Stories are saved in {code(where)}" if where else "Stories: in memory only")
 
 
 def story_info_ui(ws: session.Workspace) -> None:
@@ -522,7 +522,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
     else:
         st.markdown(f"**{md(backend.model_name)}** on {backend.name}")
         if backend.url:
-            st.caption(f"Server: {md(backend.url)}")
+            st.caption(f"Server: {code(backend.url)}")
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
@@ -578,6 +578,11 @@ def md(text: str) -> str:
     escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
     lines = ("\\" + line if line[:1] in LINE_START else line for line in escaped.split("\n"))
     return "  \n".join(lines)
+
+
+def code(text: str) -> str:
+    """A path or URL as inline code (shown as it is), or escaped where it holds a backtick."""
+    return f"`{text}`" if "`" not in text and "\n" not in text else md(text)
 
 
 MARKDOWN = set("\\`*_[]<>$~|")

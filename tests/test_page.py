@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from backends import BackendError
 from tests.fake_backend import FakeBackend
-from weave import session
+from weave import session, store
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -384,6 +385,67 @@ def test_a_damaged_search_or_settings_in_an_import_fall_back(fake):
     assert suggestions(at)  # searched afresh
 
 
+def test_a_restarted_app_lists_the_saved_stories(fake, data_dir):
+    at = started()
+    accept(at, 0)
+    text, sid = story(at), story_id(at)
+    st.cache_resource.clear()  # as after a restart: the store is opened afresh from disk
+    again = app()
+    assert not again.exception
+    [entry] = [b for b in again.button if b.key == f"open_{sid}"]
+    assert entry.label == f"📖 {FIRST}"
+    assert any(c.value.startswith("edited ") for c in again.caption)
+    entry.click().run()
+    assert story(again) == text
+    assert (data_dir / "stories.sqlite3").exists()
+    assert f"saved in `{data_dir}`" in " ".join(c.value for c in again.sidebar.caption)
+
+
+def storage_alarm(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error if e.icon == "💾")
+
+
+def test_a_corrupt_database_is_left_alone_and_the_page_works_in_memory(fake, data_dir):
+    garbage = b"this is not SQLite " * 100
+    (data_dir / "stories.sqlite3").write_bytes(garbage)
+    at = started()
+    assert not at.exception
+    assert "in memory only" in storage_alarm(at)
+    assert "not a LLooM database" in storage_alarm(at)
+    assert story(at) == FIRST and suggestions(at)
+    accept(at, 0)
+    assert not at.exception
+    assert (data_dir / "stories.sqlite3").read_bytes() == garbage
+
+
+def test_an_unusable_data_folder_means_memory_and_says_so(fake, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LLOOM_DATA_DIR", str(blocker / "data"))
+    at = started()
+    assert not at.exception
+    assert "cannot create the data folder" in storage_alarm(at)
+    assert story(at) == FIRST and suggestions(at)
+    assert "in memory only" in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_a_locked_database_keeps_the_change_and_saves_once_free(fake, data_dir, monkeypatch):
+    monkeypatch.setattr(store, "BUSY_MS", 300)
+    at = started()
+    sid = story_id(at)
+    lock = sqlite3.connect(data_dir / "stories.sqlite3", isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    at.text_area(key="story_text").set_value("ab ab").run()
+    assert not at.exception
+    assert "could not be saved" in storage_alarm(at) and "locked" in storage_alarm(at)
+    assert story(at) == "ab ab"
+    lock.execute("ROLLBACK")
+    lock.close()
+    at.text_area(key="story_text").set_value("ab ab c").run()
+    assert not storage_alarm(at)
+    assert store.Store(data_dir).load(sid).history[-1].text == "ab ab c"
+
+
 # -- bad input ------------------------------------------------------------------------------
 def test_a_hundred_thousand_character_story_works(fake):
     long = ("a b c. " * 15_000)[:100_000]
@@ -414,3 +476,35 @@ def test_a_lone_surrogate_is_replaced_not_a_crash():
     assert ws.story.text == "broken \ufffd text"
     ws.edit("again \udfff")
     assert ws.story.text == "again \ufffd"
+
+
+class FlakyBook(session.MemoryBook):
+    """A book that fails while `down` (a full disk, a lock held too long)."""
+
+    down = True
+
+    def _fail(self):
+        if self.down:
+            raise session.BookError("disk full")
+
+    def create(self, *args, **kwargs):
+        self._fail()
+        return super().create(*args, **kwargs)
+
+    def record(self, *args):
+        self._fail()
+        return super().record(*args)
+
+
+def test_a_story_the_book_could_not_take_is_saved_at_the_next_change():
+    book = FlakyBook()
+    ws = session.Workspace(book)
+    ws.start("Once")
+    assert ws.story_id is None and ws.save_error == "disk full"
+    ws.edit("Once more")
+    assert ws.story_id is None and ws.story.text == "Once more"  # kept in memory
+    book.down = False
+    ws.edit("Once more, again")
+    assert ws.save_error is None
+    assert book.load(ws.story_id).history[-1].text == "Once more, again"
+    assert book.load(ws.story_id).title == "Once"

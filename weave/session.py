@@ -182,11 +182,12 @@ class MemoryBook:
 
 def open_book(data_dir: Path) -> tuple[Book, str | None]:
     """The story store in `data_dir`; where it cannot open, memory and the reason why."""
+    from weave.store import Store  # late: the store builds on this module's types
+
     try:
-        from weave.store import Store  # noqa: F401
-    except ImportError:
-        return MemoryBook(), "The story store (weave/store.py) is not available in this build."
-    return MemoryBook(), None
+        return Store(data_dir), None
+    except BookError as e:
+        return MemoryBook(), str(e)
 
 
 # -- the workspace ------------------------------------------------------------------------
@@ -335,6 +336,10 @@ class Workspace:
         self.position = len(self.history) - 1
         if self.story_id is not None:
             self._save(lambda: self.book.record(self.story_id, story.text, kind))
+        else:  # the book could not take the story when it began: offer it again now
+            self.story_id = self._save(lambda: self.book.create(story.text, kind=kind))
+            if self.story_id is not None and self.title:
+                self._save(lambda: self.book.rename(self.story_id, self.title))
         return self._set(story)
 
     def _move(self, position: int) -> Story:
