@@ -26,6 +26,7 @@ from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
 SCORES = ["joint", "lloom"]
+LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
     "cfg_max_depth": "max_depth",
@@ -81,6 +82,7 @@ def main() -> None:
     ws = workspace(book)
     backend = backend_or_none()
     open_from_url(ws, backend)
+    sync_url(ws)  # before any search, so a refresh during a long one finds the story
     storage_ui(ws, problem)
     if ws.started:
         story_page(settings, ws, backend)
@@ -88,7 +90,6 @@ def main() -> None:
         start_ui(settings, ws)
         library_ui(ws, backend)
         error_ui(ws)
-    sync_url(ws)
     sidebar_ui(settings, ws, backend)  # last: it shows the search this run made
 
 
@@ -99,6 +100,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     error_ui(ws)
     if result is None:
         return
+    if result is not ws.result_for(params):
+        st.caption("⚠️ These suggestions were made for an earlier state of the story.")
     left, right = st.columns([5, 6], gap="medium")
     with left:
         suggestions_ui(ws, result, prefix_space, shading)
@@ -370,7 +373,7 @@ def search_ui(
     Returns the result to show: this story's, or on failure the last one there was.
     """
     if backend is not None and ws.needs_search(params):
-        with st.status("Weaving…", expanded=False) as status:
+        with st.status(first_label(ws), expanded=False) as status:
             result = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
             if result is None:
                 status.update(label="No suggestions: see below", state="error")
@@ -386,8 +389,14 @@ def search_ui(
     return ws.last_result()
 
 
+def first_label(ws: session.Workspace) -> str:
+    if len(ws.story.text) < LONG_STORY:
+        return "Weaving…"
+    return "Weaving… (a long story is read once and then kept: on a CPU this takes a while)"
+
+
 def live(p: Progress) -> str:
-    latest = f" · latest: “{shorten(p.latest, 60)}”" if p.latest else ""
+    latest = f" · latest: “{md(shorten(p.latest, 60))}”" if p.latest else ""
     return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
 
 
