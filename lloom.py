@@ -346,7 +346,7 @@ def story_ui(ws: session.Workspace) -> None:
     if st.session_state.get("story_revision") != ws.revision:
         st.session_state.story_text = ws.story.text
         st.session_state.story_revision = ws.revision
-    st.text_area("Story", key="story_text", height=220, on_change=apply_edit, args=(ws,),
+    st.text_area("Story", key="story_text", height=170, on_change=apply_edit, args=(ws,),
                  help="Edit freely; Ctrl+Enter applies the edit")  # fmt: skip
     again, undo, redo, count = st.columns([2, 1, 1, 4], vertical_alignment="center")
     again.button("🔁 Suggest again", on_click=ws.retry, key="again")
@@ -436,7 +436,7 @@ def suggestions_ui(
 
 
 def suggestion_row(ws, suggestion: Suggestion, key, share, best, prefix_space, shading) -> None:
-    bar, text, go = st.columns([1.2, 6, 0.9], vertical_alignment="bottom")
+    bar, text, go = st.columns([1.2, 6, 1.1], vertical_alignment="bottom")
     bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
     with text:
         if shading:
@@ -444,7 +444,7 @@ def suggestion_row(ws, suggestion: Suggestion, key, share, best, prefix_space, s
                         unsafe_allow_html=True)  # fmt: skip
         shown = display_text(suggestion) if prefix_space else suggestion.text
         st.text_input("Suggestion", value=shown, key=key, label_visibility="collapsed")
-    go.button("➡️", key=f"{key}_go", help="Accept into the story",
+    go.button("➡️", key=f"{key}_go", help="Accept into the story", width="stretch",
               on_click=accept, args=(ws, suggestion, key, prefix_space))  # fmt: skip
 
 
@@ -494,7 +494,6 @@ def story_info_ui(ws: session.Workspace) -> None:
     st.subheader("Story")
     key = f"title_{ws.story_id}"
     st.text_input("Title", value=ws.title, key=key, on_change=rename, args=(ws, key))
-    st.caption(history_line(ws))
     st.button("📚 All stories · new story", key="close", on_click=ws.close)
 
 

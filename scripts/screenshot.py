@@ -108,6 +108,11 @@ def main() -> None:
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         page.goto(url)
         start_first_story(page)
+        page.get_by_role("button", name="➡️").first.click()  # accept the best suggestion
+        page.wait_for_timeout(500)
+        wait_for_suggestions(page)
+        page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for()
+        page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))
         browser.close()
