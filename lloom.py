@@ -130,7 +130,8 @@ def open_from_url(ws: session.Workspace, backend: Backend | None) -> None:
         return
     st.session_state.url_read = True
     story_id = st.query_params.get("story")
-    if story_id and not ws.open(story_id, model=backend.model_name if backend else None):
+    opened = story_id and ws.open(story_id, model=backend.model_name if backend else None)
+    if story_id and not opened and ws.save_error is None:  # else storage_ui says why
         st.session_state.url_missing = story_id
 
 

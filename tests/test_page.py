@@ -418,6 +418,18 @@ def test_a_corrupt_database_is_left_alone_and_the_page_works_in_memory(fake, dat
     assert (data_dir / "stories.sqlite3").read_bytes() == garbage
 
 
+def test_a_damaged_story_entry_is_a_message_not_a_crash(fake, data_dir):
+    at = started()
+    sid = story_id(at)
+    with sqlite3.connect(data_dir / "stories.sqlite3") as db:
+        db.execute("UPDATE stories SET settings = '{broken' WHERE id = ?", (sid,))
+    again = app(story=sid)
+    assert not again.exception
+    assert "cannot be read" in storage_alarm(again)
+    assert not again.warning  # not 'no such story': it is there, and damaged
+    assert again.button(key="start")
+
+
 def test_an_unusable_data_folder_means_memory_and_says_so(fake, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

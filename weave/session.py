@@ -237,7 +237,7 @@ class Workspace:
         The last search comes back only when `model` made it (else the page searches).
         Returns False when the book has no such story (or cannot read it: `save_error`).
         """
-        saved = self._save(lambda: self.book.load(story_id))
+        saved = self._save(lambda: self._load(story_id))
         if saved is None or not saved.history:
             return False
         self._clear()
@@ -252,6 +252,12 @@ class Workspace:
             result, params = restored
             self.results[(self.story.text, params)] = result
         return True
+
+    def _load(self, story_id: str) -> Saved | None:
+        try:
+            return self.book.load(story_id)
+        except ValueError as e:  # a damaged entry (its JSON, say): say so, open nothing
+            raise BookError(f"story {story_id} cannot be read: {e}") from e
 
     def close(self) -> None:
         """Back to the start page; the story stays saved."""
