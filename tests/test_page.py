@@ -183,6 +183,20 @@ def test_undo_and_redo_walk_the_history(fake):
     assert not at.exception
 
 
+def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, monkeypatch):
+    certain = StoryFake(table=lambda beam: {"a": 0.95})  # one beam: nothing clears the cutoff
+    monkeypatch.setattr(session, "backend_factory", lambda settings: certain)
+    at = started()
+    assert not at.exception
+    ws = workspace(at)
+    kinds = [change.kind for change in ws.history]
+    assert kinds == ["start"] + ["accept"] * session.AUTO_ACCEPTS
+    assert story(at) == FIRST + "a" * 12 * session.AUTO_ACCEPTS
+    assert len(suggestions(at)) == 1  # then the writer decides
+    at.button(key="undo").click().run()
+    assert len(ws.history) == 1 + session.AUTO_ACCEPTS and ws.can_redo  # undo stays undone
+
+
 def test_config_change_searches_with_the_new_parameters(fake):
     at = started()
     at.slider(key="cfg_max_suggestions").set_value(5).run()
