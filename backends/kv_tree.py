@@ -81,16 +81,19 @@ class FragmentTree:
             node = child
         return Match(tuple(steps), i)
 
-    def gather(self, match: Match, length: int) -> tuple[mx.array, mx.array] | None:
-        """The joined KV of the first `length` tokens of a match, or None for none."""
-        keys, values, taken = [], [], 0
+    def gather(self, match: Match, length: int, start: int = 0) -> tuple[mx.array, mx.array] | None:
+        """The joined KV of tokens [start, length) of a match, or None for none."""
+        keys, values, offset = [], [], 0
         for node, used in match.steps:
-            n = min(used, length - taken)
-            if n <= 0:
-                break
-            keys.append(node.keys[:, :, :n] if n < len(node.tokens) else node.keys)
-            values.append(node.values[:, :, :n] if n < len(node.tokens) else node.values)
-            taken += n
+            lo, hi = max(start - offset, 0), min(used, length - offset)
+            offset += used
+            if hi <= lo:
+                if offset >= length:
+                    break
+                continue
+            whole = lo == 0 and hi == len(node.tokens)
+            keys.append(node.keys if whole else node.keys[:, :, lo:hi])
+            values.append(node.values if whole else node.values[:, :, lo:hi])
         if not keys:
             return None
         if len(keys) == 1:
@@ -175,6 +178,19 @@ class FragmentTree:
                 stack.extend(node.children.values())
             else:
                 yield node
+
+
+def shared_prefix(matches: list[Match], limit: int) -> int:
+    """How many leading tokens every match holds in the very same nodes (at most `limit`)."""
+    shared = 0
+    for steps in zip(*(m.steps for m in matches), strict=False):
+        node, used = steps[0]
+        if any(other is not node for other, _ in steps):
+            break
+        shared += min(u for _, u in steps)
+        if any(u != used for _, u in steps) or used < len(node.tokens):
+            break
+    return min(shared, limit)
 
 
 def _common_prefix(tokens: list[int], ids: list[int], start: int) -> int:

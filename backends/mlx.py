@@ -27,7 +27,8 @@ from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
 from backends.base import Backend, BackendError, Candidate, Usage
-from backends.kv_tree import FragmentTree, Match
+from backends.kv_tree import FragmentTree, Match, shared_prefix
+from backends.shared_attention import SharedPrefixCache, install
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class MLXBackend(Backend):
         self._context_length = _context_length(self.model_path)
         self._pieces_count = len(self._pieces)
         self._kv_shape = _kv_shape(self.model)
+        self._shared_attention = install(self.model)
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -178,8 +180,7 @@ class MLXBackend(Backend):
         """
         new = len(contexts[0]) - reuses[0]
         inputs = mx.array([list(ctx[reuse:]) for ctx, reuse in zip(contexts, reuses, strict=True)])
-        cache = self._batch_cache(matches, reuses, new)
-        width = max(reuses)  # new tokens land at [width, width + new) in every row
+        cache, width = self._batch_cache(matches, reuses, new)  # new tokens land at [width, +new)
         k = min(k, self._pieces_count)
         try:
             logits = self.model(inputs, cache=cache)[:, -1, :].astype(mx.float32)  # (B, vocab)
@@ -200,27 +201,37 @@ class MLXBackend(Backend):
         tops = [self._candidates(o, p) for o, p in pairs]
         return tops, row_keys, row_values
 
-    def _batch_cache(self, matches: list[Match], reuses: list[int], new: int) -> list:
-        """Per-layer `BatchKVCache`s holding each row's joined fragments, left-padded.
+    def _batch_cache(self, matches: list[Match], reuses: list[int], new: int) -> tuple:
+        """Per-layer caches holding each row's joined fragments, left-padded, and where in
+        them the new tokens land.
 
-        `new` spare slots at the end let the forward write the new tokens in place instead
-        of growing (and so copying) the arrays.
+        Fragments that every row holds (the story) stay one shared copy, read by
+        `backends.shared_attention`; the rest is joined per row in a `BatchKVCache`, with
+        `new` spare slots at the end so the forward writes in place instead of growing
+        (and so copying) the arrays.
         """
         width = max(reuses)
+        shared = 0
+        if self._shared_attention and len(matches) > 1 and min(reuses) == width:
+            shared = shared_prefix(matches, width)
         keys, values = [], []
         for match, reuse in zip(matches, reuses, strict=True):
-            kv = self.tree.gather(match, reuse)
+            kv = self.tree.gather(match, reuse, start=shared)
             keys.append(self._pad(kv[0] if kv else None, width - reuse, new))
             values.append(self._pad(kv[1] if kv else None, width - reuse, new))
-        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width + new, head_dim)
+        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width - shared + new, head_dim)
         values = mx.stack(values, axis=1)
-        offsets = mx.array(reuses)
+        prefix = self.tree.gather(matches[0], shared) if shared else None
+        offsets = mx.array([r - shared for r in reuses])
         caches = []
         for layer in range(keys.shape[0]):
             cache = BatchKVCache([width - r for r in reuses])
-            cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
+            state = (keys[layer], values[layer], offsets, cache.left_padding, width - shared)
+            cache.state = state
+            if prefix is not None:
+                cache = SharedPrefixCache(prefix[0][layer], prefix[1][layer], cache)
             caches.append(cache)
-        return caches
+        return caches, width - shared
 
     def _pad(self, kv: mx.array | None, left: int, spare: int) -> mx.array:
         """(layers, kv_heads, n, head_dim) -> left zeros, the fragments, spare zeros."""

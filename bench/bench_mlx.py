@@ -6,7 +6,9 @@ For each starting story, the same search (same parameters, so the same tree) run
   no-cache  every beam's whole context run from scratch, one by one (no KV reuse);
 then an accept-and-search-again round on the tree backend. Prints tokens evaluated,
 forward calls, wall time and the ratios, plus KV bytes held by fragments against one
-full cache copy per beam (how a cache-per-beam design would hold them).
+full cache copy per beam (how a cache-per-beam design would hold them). Last, a long
+story (~1,500 tokens): the shared-prefix attention against copying the story into
+every row of the batch.
 
     .venv/bin/python bench/bench_mlx.py
 """
@@ -17,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 # The backends package loads OpenBLAS, which must come before mlx.
 # isort: off
@@ -121,11 +124,29 @@ def main() -> None:
         print(f"{'':<22}same suggestions on every pattern: {same}")
         _accept_round(tree, text, rows["tree"][0], params)
         _memory(tree, ids, rows["tree"][0])
+    _long_story(tree, params)
     t, u, n = totals["tree"], totals["unbatched"], totals["no-cache"]
     print(
         f"\nratios over all stories: tree is {u[2] / t[2]:.1f}x faster than unbatched "
         f"({u[0] / t[0]:.1f}x fewer forwards), {n[2] / t[2]:.1f}x faster than no-cache "
         f"({n[1] / t[1]:.1f}x fewer model tokens)"
+    )
+
+
+def _long_story(backend: MLXBackend, params: SearchParams) -> None:
+    text = (ROOT.parent / "shared" / "seeds" / "LLooM-v0.3-README.md").read_text()[:6000]
+    ids = backend.tokenize(text)
+    backend.top_logprobs([ids], 1)  # prefill once, outside the timings
+    seconds = {}
+    for shared in (True, False):
+        backend._shared_attention = shared
+        backend.tree.clear()
+        backend.top_logprobs([ids], 1)
+        _, seconds[shared] = run(backend, ids, params)
+    backend._shared_attention = True
+    print(
+        f"\nlong story ({len(ids)} tokens): shared prefix {seconds[True]:.2f} s, "
+        f"copied per row {seconds[False]:.2f} s ({seconds[False] / seconds[True]:.1f}x)"
     )
 
 
