@@ -150,3 +150,28 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""
+
+
+Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path
+
+
+class GreedyPathBackend(Backend):
+    """A server backend whose one request answers many contexts at once, each for a
+    number of positions along its greedy path; single steps are paths of length one."""
+
+    @abstractmethod
+    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
+        """For each context, the top-k at each of `length` greedy positions (at least one)."""
+
+    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        return [chain[0] for chain in self._complete(contexts, k, 1)]
+
+    def greedy_chains(self, contexts, k, lengths):
+        """One request per distinct length (a search's depth asks one length for all)."""
+        chains: list = [None] * len(contexts)
+        for length in sorted(set(lengths)):
+            rows = [i for i, n in enumerate(lengths) if n == length]
+            answers = self._complete([contexts[i] for i in rows], k, length)
+            for i, chain in zip(rows, answers, strict=True):
+                chains[i] = chain
+        return chains

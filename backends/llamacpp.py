@@ -24,14 +24,13 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Backend, Candidate, Usage
+from backends.base import Candidate, Chain, GreedyPathBackend, Usage
 from backends.http import JsonClient, expect
 
-Chain = list[list[Candidate]]  # top-k at successive positions
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
 
-class LlamaCppBackend(Backend):
+class LlamaCppBackend(GreedyPathBackend):
     """llama-server at `url`; `pipeline_requests` parallel requests per depth (default 1:
     one multi-prompt request, which the server already spreads over its slots)."""
 
@@ -73,18 +72,6 @@ class LlamaCppBackend(Backend):
         reply = self.client.post("/detokenize", {"tokens": list(ids)})
         expect(isinstance(reply, dict) and "content" in reply, self.client, "no detokenized text")
         return reply["content"]
-
-    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
-        return [chain[0] for chain in self._complete(contexts, k, 1)]
-
-    def greedy_chains(self, contexts, k, lengths):
-        chains: list = [None] * len(contexts)
-        for length in sorted(set(lengths)):
-            rows = [i for i, n in enumerate(lengths) if n == length]
-            answers = self._complete([contexts[i] for i in rows], k, length)
-            for i, chain in zip(rows, answers, strict=True):
-                chains[i] = chain
-        return chains
 
     def close(self) -> None:
         self.client.close()

@@ -19,7 +19,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Backend, BackendError, Candidate, Usage
+from backends.base import BackendError, Candidate, Chain, GreedyPathBackend, Usage
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
 DEFAULT_MAX_LOGPROBS = 20
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(GreedyPathBackend):
     """vLLM at `url` (e.g. http://127.0.0.1:8000); `model` defaults to the first served."""
 
     name = "vllm"
@@ -71,19 +71,6 @@ class VLLMBackend(Backend):
                "/detokenize gave no text")  # fmt: skip
         return reply["prompt"]
 
-    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
-        return [chain[0] for chain in self._complete(contexts, k, 1)]
-
-    def greedy_chains(self, contexts, k, lengths):
-        """One request per distinct length (a search's depth asks one length for all)."""
-        chains: list = [None] * len(contexts)
-        for length in sorted(set(lengths)):
-            rows = [i for i, n in enumerate(lengths) if n == length]
-            answers = self._complete([contexts[i] for i in rows], k, length)
-            for i, answer in zip(rows, answers, strict=True):
-                chains[i] = answer
-        return chains
-
     def close(self) -> None:
         self.client.close()
 
@@ -100,9 +87,7 @@ class VLLMBackend(Backend):
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
         )
 
-    def _complete(
-        self, contexts: list[list[int]], k: int, length: int
-    ) -> list[list[list[Candidate]]]:
+    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
         """Top-k at each of `length` greedy positions, for every context, in one request."""
         if not contexts:
             return []
@@ -138,7 +123,7 @@ class VLLMBackend(Backend):
         )
         self.max_logprobs = limit
 
-    def _parse(self, reply, rows: int, k: int) -> list[list[list[Candidate]]]:
+    def _parse(self, reply, rows: int, k: int) -> list[Chain]:
         choices = reply.get("choices") if isinstance(reply, dict) else None
         expect(isinstance(choices, list) and len(choices) == rows, self.client,
                f"expected {rows} choices")  # fmt: skip

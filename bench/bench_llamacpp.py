@@ -18,16 +18,15 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.base import Backend, Candidate  # noqa: E402
-from backends.http import JsonClient  # noqa: E402
+from backends.base import Candidate  # noqa: E402
 from backends.llamacpp import LlamaCppBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
+from bench.lloom_v03 import StringPromptBackend  # noqa: E402
 from tests.llama_server import llama_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
@@ -36,49 +35,18 @@ V03_PROBS = 10
 RTTS_MS = (0, 20, 50)
 
 
-class LLooMv03(Backend):
-    """LLooM v0.3's way of asking llama.cpp: string prompts, one request per beam per token."""
+class LLooMv03(StringPromptBackend):
+    """v0.3 against llama.cpp: `/completion` with a string prompt, `n_predict: 1`."""
 
-    name = "lloom-v0.3"
-    token_native = False
-    prefers_chains = False
-    model_name = "same server"
-
-    def __init__(self, url: str, threads: int):
-        super().__init__()
-        self.client = JsonClient(url, backend=self.name, timeout=60, pool=threads)
-        self.threads = threads
-        self.strings: list[str] = []
-        self.ids: dict[str, int] = {}
-
-    def tokenize(self, text: str) -> list[int]:
-        return [self._intern(text)]
-
-    def detokenize(self, ids: list[int]) -> str:
-        return "".join(self.strings[i] for i in ids)
-
-    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
-        prompts = [self.detokenize(ctx) for ctx in contexts]
-        with ThreadPoolExecutor(self.threads) as pool:
-            answers = list(pool.map(self._one, prompts))
-        self.stats.add(forward_calls=len(prompts))
-        return answers
-
-    def _one(self, prompt: str) -> list[Candidate]:
+    def ask(self, prompt: str) -> list[Candidate]:
         body = {"prompt": prompt, "n_predict": 1, "n_probs": V03_PROBS, "cache_prompt": True}
         reply = self.client.post("/completion", body)
         options = reply["completion_probabilities"][0]["top_logprobs"]
         return [
-            Candidate(self._intern(o["token"]), o["token"], o["logprob"])
+            Candidate(self.intern(o["token"]), o["token"], o["logprob"])
             for o in sorted(options, key=lambda o: -o["logprob"])
             if o["logprob"] > -math.inf
         ]
-
-    def _intern(self, text: str) -> int:
-        if text not in self.ids:
-            self.ids[text] = len(self.strings)
-            self.strings.append(text)
-        return self.ids[text]
 
 
 def main() -> None:

@@ -34,10 +34,8 @@ import mlx.core as mx  # noqa: E402
 # isort: on
 
 
-class Unbatched(Backend):
-    """The fragment-tree backend asked one context at a time."""
-
-    name = "unbatched"
+class Wrapped(Backend):
+    """Another way of asking the same MLX model (its tokens, its weights)."""
 
     def __init__(self, inner: MLXBackend):
         super().__init__()
@@ -47,6 +45,12 @@ class Unbatched(Backend):
     model_name = property(lambda self: self.inner.model_name)
     tokenize = property(lambda self: self.inner.tokenize)
     detokenize = property(lambda self: self.inner.detokenize)
+
+
+class Unbatched(Wrapped):
+    """The fragment-tree backend asked one context at a time."""
+
+    name = "unbatched"
 
     def top_logprobs(self, contexts, k):
         out = []
@@ -56,19 +60,10 @@ class Unbatched(Backend):
         return out
 
 
-class NoCache(Backend):
+class NoCache(Wrapped):
     """Every context run whole, one by one: what a cacheless client pays."""
 
     name = "no-cache"
-
-    def __init__(self, inner: MLXBackend):
-        super().__init__()
-        self.inner = inner
-        self.special_token_ids = inner.special_token_ids
-
-    model_name = property(lambda self: self.inner.model_name)
-    tokenize = property(lambda self: self.inner.tokenize)
-    detokenize = property(lambda self: self.inner.detokenize)
 
     def top_logprobs(self, contexts, k):
         out = []

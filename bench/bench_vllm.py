@@ -16,17 +16,16 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.base import Backend, Candidate  # noqa: E402
+from backends.base import Candidate  # noqa: E402
 from backends.embedded import ensure_embedded_model  # noqa: E402
-from backends.http import JsonClient  # noqa: E402
 from backends.vllm import VLLMBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
+from bench.lloom_v03 import StringPromptBackend  # noqa: E402
 from tests.vllm_server import SERVED_NAME, vllm_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
@@ -35,35 +34,10 @@ V03_LOGPROBS = 5
 RTTS_MS = (0, 50)
 
 
-class LLooMv03(Backend):
-    """LLooM v0.3's way of asking: string prompts, one request per beam per token."""
+class LLooMv03(StringPromptBackend):
+    """v0.3 against vLLM: `/v1/completions` with a string prompt, `logprobs: 5`."""
 
-    name = "lloom-v0.3"
-    token_native = False
-
-    def __init__(self, url: str, threads: int):
-        super().__init__()
-        self.client = JsonClient(url, backend=self.name, timeout=60, pool=threads)
-        self.threads = threads
-        self.strings: list[str] = []
-        self.ids: dict[str, int] = {}
-
-    model_name = SERVED_NAME
-
-    def tokenize(self, text: str) -> list[int]:
-        return [self._intern(text)]
-
-    def detokenize(self, ids: list[int]) -> str:
-        return "".join(self.strings[i] for i in ids)
-
-    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
-        prompts = [self.detokenize(ctx) for ctx in contexts]  # prompt + token, as strings
-        with ThreadPoolExecutor(self.threads) as pool:
-            answers = list(pool.map(self._one, prompts))
-        self.stats.add(forward_calls=len(prompts))
-        return answers
-
-    def _one(self, prompt: str) -> list[Candidate]:
+    def ask(self, prompt: str) -> list[Candidate]:
         body = {
             "model": SERVED_NAME,
             "prompt": prompt,
@@ -73,13 +47,7 @@ class LLooMv03(Backend):
         }
         top = self.client.post("/v1/completions", body)["choices"][0]["logprobs"]["top_logprobs"]
         ranked = sorted(top[0].items(), key=lambda item: -item[1])
-        return [Candidate(self._intern(text), text, lp) for text, lp in ranked]
-
-    def _intern(self, text: str) -> int:
-        if text not in self.ids:
-            self.ids[text] = len(self.strings)
-            self.strings.append(text)
-        return self.ids[text]
+        return [Candidate(self.intern(text), text, lp) for text, lp in ranked]
 
 
 def main() -> None:

@@ -6,14 +6,11 @@ The binary is built once by scripts/build_llama_server.sh; without it the tests 
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from backends.embedded import embedded_gguf_path
-from tests.servers import free_port, running
+from tests.servers import free_port, required, running
 from weave.config import load_settings
 
 VERSION = "11434"
@@ -28,12 +25,7 @@ def llama_server_binary() -> Path | None:
 @contextmanager
 def llama_server(log: Path, *, slots: int = SLOTS):
     """llama-server with the embedded model on a free loopback port; yields its URL."""
-    binary = llama_server_binary()
-    if binary is None:
-        message = "llama-server missing: run scripts/build_llama_server.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    binary = required(llama_server_binary(), "llama-server", "scripts/build_llama_server.sh")
     port = free_port()
     command = [
         str(binary), "-m", str(embedded_gguf_path()), "--host", "127.0.0.1",

@@ -10,7 +10,18 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import requests
+
+
+def required(path: Path | None, what: str, script: str) -> Path:
+    """`path`, or a skip saying how to build it (a failure under CI, which builds it first)."""
+    if path is None:
+        message = f"{what} is missing: run {script}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 def free_port() -> int:

@@ -6,17 +6,12 @@ The environment is built once by scripts/build_vllm_env.sh; without it the tests
 
 from __future__ import annotations
 
-import os
-import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-from tests.servers import free_port, running
+from tests.servers import free_port, required, running
 from weave.config import load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
 VERSION = "0.32.0"
 SERVED_NAME = "smol"
 
@@ -30,12 +25,7 @@ def vllm_python() -> Path | None:
 @contextmanager
 def vllm_server(model_dir: Path, log: Path):
     """A vLLM server for `model_dir` on a free loopback port; yields its URL."""
-    python = vllm_python()
-    if python is None:
-        message = "vLLM environment missing: run scripts/build_vllm_env.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    python = required(vllm_python(), "the vLLM environment", "scripts/build_vllm_env.sh")
     port = free_port()
     command = [
         str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
@@ -47,6 +37,3 @@ def vllm_server(model_dir: Path, log: Path):
     with running(command, f"http://127.0.0.1:{port}", env=env, log=log, wait=300) as url:
         yield url
 
-
-def build_hint() -> str:
-    return subprocess.list2cmdline(["bash", str(ROOT / "scripts" / "build_vllm_env.sh")])
