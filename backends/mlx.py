@@ -91,7 +91,10 @@ class MLXBackend(Backend):
         return self._context_length
 
     def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        try:
+            return list(self.tokenizer.encode(text, add_special_tokens=False))
+        except (TypeError, ValueError) as e:  # e.g. a lone surrogate the tokenizer refuses
+            raise BackendError(f"cannot tokenize this text: {e}", backend=self.name) from e
 
     def detokenize(self, ids: list[int]) -> str:
         return self.tokenizer.decode(list(ids))
@@ -104,8 +107,9 @@ class MLXBackend(Backend):
         return [answers[tuple(ctx)] for ctx in contexts]
 
     def close(self) -> None:
-        self._worker.submit(self.tree.clear).result()
-        self._worker.stop()
+        if not self._worker.stopped:
+            self._worker.submit(self.tree.clear).result()
+            self._worker.stop()
 
     def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, Usage]:
         self._usage = Usage()
@@ -273,6 +277,10 @@ class MLXWorker:
         else:
             self._jobs.put((future, fn, args))
         return future
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopping.is_set()
 
     def stop(self) -> None:
         self._stopping.set()

@@ -152,3 +152,16 @@ def test_empty_context_is_a_backend_error(mlx_backend):
 
     with pytest.raises(BackendError, match="empty"):
         mlx_backend.top_logprobs([[]], 3)
+
+
+def test_closing_twice_is_harmless(embedded_model_path):
+    backend = MLXBackend(embedded_model_path)
+    backend.close()
+    backend.close()
+
+
+def test_text_the_tokenizer_refuses_is_a_backend_error(mlx_backend):
+    from backends.base import BackendError
+
+    with pytest.raises(BackendError, match="cannot tokenize"):
+        mlx_backend.tokenize("lone \ud800 surrogate")

@@ -16,6 +16,7 @@ from pathlib import Path
 from backends import BackendError, create_backend
 from weave.config import ConfigError, load_settings
 from weave.search import SearchParams, SearchResult, expand
+from weave.session import clean_text
 
 EXIT_ERROR = 2
 
@@ -62,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _read_story(args: argparse.Namespace) -> str:
     if args.story is not None:
-        return args.story
+        return clean_text(args.story)  # argv bytes that were not UTF-8 arrive as surrogates
     try:
-        return args.story_file.read_text(encoding="utf-8")
+        return clean_text(args.story_file.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
 

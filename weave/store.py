@@ -127,9 +127,15 @@ class Store:
             title=_dec(row["title"]),
             history=tuple(change for _, change in branch),
             position=seqs.index(row["current"]),
-            settings=json.loads(row["settings"]),
-            search=json.loads(row["search"]) if row["search"] else None,
+            settings=self._json(row["settings"], story_id) or {},
+            search=self._json(row["search"], story_id),
         )
+
+    def _json(self, text: str | None, story_id: str):
+        try:
+            return json.loads(text) if text else None
+        except ValueError as e:
+            raise BookError(f"story {story_id} in {self.path} has damaged metadata: {e}") from e
 
     def stories(self, *, deleted: bool = False) -> list[Entry]:
         with self._read() as db:
@@ -157,10 +163,10 @@ class Store:
             db.execute("DELETE FROM stories WHERE id = ?", (story_id,))
 
     def save_settings(self, story_id: str, settings: dict) -> None:
-        self._set(story_id, "settings", json.dumps(settings, ensure_ascii=False))
+        self._set(story_id, "settings", json.dumps(settings, ensure_ascii=False), edit=False)
 
     def save_search(self, story_id: str, search: dict) -> None:
-        self._set(story_id, "search", json.dumps(search, ensure_ascii=False))
+        self._set(story_id, "search", json.dumps(search, ensure_ascii=False), edit=False)
 
     def all_changes(self, story_id: str) -> list[Change]:
         """Every state ever recorded, abandoned branches too, oldest first (for recovery)."""
@@ -257,13 +263,13 @@ class Store:
             seq = row["parent"]
         return branch[::-1]
 
-    def _set(self, story_id: str, column: str, value) -> None:
+    def _set(self, story_id: str, column: str, value, *, edit: bool = True) -> None:
+        """Set one column; `edit` also marks the story as edited now (the list's order)."""
         with self._write() as db:
             self._row(db, story_id)
-            db.execute(
-                f"UPDATE stories SET {column} = ?, updated = ? WHERE id = ?",
-                (value, time.time(), story_id),
-            )
+            db.execute(f"UPDATE stories SET {column} = ? WHERE id = ?", (value, story_id))
+            if edit:
+                db.execute("UPDATE stories SET updated = ? WHERE id = ?", (time.time(), story_id))
 
 
 def _enc(text: str) -> bytes:

@@ -74,6 +74,10 @@ class TreeNode:
             "logprob": round(self.logprob, 6),
             "probability": round(self.probability, 6),
         }
+        if self.piece and _partial(self.piece):
+            out["bytes"] = list(self.piece)  # half a character: its text alone cannot say it
+        if self.cut is not None:
+            out["cut"] = self.cut
         if self.finished:
             out["finished"] = True
         if self.children:
@@ -82,15 +86,25 @@ class TreeNode:
 
     @classmethod
     def from_dict(cls, data: dict, parent: TreeNode | None = None) -> TreeNode:
+        raw = data.get("bytes")
         node = cls(
             data.get("token_id"),
-            data.get("text", "").encode("utf-8"),
+            bytes(raw) if raw is not None else data.get("text", "").encode("utf-8"),
             float(data.get("logprob", 0.0)),
             parent=parent,
             finished=bool(data.get("finished", False)),
+            cut=data.get("cut"),
         )
         node.children = [cls.from_dict(child, node) for child in data.get("children", [])]
         return node
+
+
+def _partial(piece: bytes) -> bool:
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True)
