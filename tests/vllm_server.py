@@ -36,4 +36,3 @@ def vllm_server(model_dir: Path, log: Path):
     env = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_LOGGING_LEVEL": "WARNING"}
     with running(command, f"http://127.0.0.1:{port}", env=env, log=log, wait=300) as url:
         yield url
-
