@@ -127,15 +127,10 @@ class Store:
             title=_dec(row["title"]),
             history=tuple(change for _, change in branch),
             position=seqs.index(row["current"]),
-            settings=self._json(row["settings"], story_id) or {},
-            search=self._json(row["search"], story_id),
+            # Damaged JSON raises ValueError, which the session reports as a damaged story.
+            settings=json.loads(row["settings"]),
+            search=json.loads(row["search"]) if row["search"] else None,
         )
-
-    def _json(self, text: str | None, story_id: str):
-        try:
-            return json.loads(text) if text else None
-        except ValueError as e:
-            raise BookError(f"story {story_id} in {self.path} has damaged metadata: {e}") from e
 
     def stories(self, *, deleted: bool = False) -> list[Entry]:
         with self._read() as db:
