@@ -4,13 +4,30 @@ One `POST /v1/completions` carries a whole depth's frontier as token-id prompts
 (`prompt: [[ids], [ids], ...]`) with `logprobs: k`, `temperature: 0` and
 `return_tokens_as_token_ids` (top-logprob keys come back as "token_id:N"; plain token
 strings collide). Greedy chains ask `max_tokens` = the remaining depth, so one request
-answers a beam's whole greedy path. Token ids are the server's own (`/tokenize`); the
-text of ids not seen before comes from `/detokenize`, in parallel, once per id. A token
-that is half of a UTF-8 character shows as U+FFFD here: the server's API offers no token
-bytes. Control tokens are known by their empty text, or when the server stops on one.
+answers a beam's whole greedy path; the server stops a path early on an end-of-text
+token (no `ignore_eos`: the search never continues past one), so a chain may be shorter
+than asked. Token ids are the server's own (`/tokenize`).
 
-Owns: request shapes, parsing, the logprobs limit. Not: the search, HTTP error wording
-(`backends.http`).
+Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
+holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`, once
+per id, many ids in one request (joined by a separator token and split again). Where a
+context ends inside a character, a candidate's text is the difference between decoding
+the context's open run of tokens with and without it, so a character split over tokens
+is held back until its last byte arrives and then appears whole, on the token that
+completes it, as an incremental detokenizer shows it (`raw` is that text's UTF-8: the
+beam's joined pieces decode to exactly what the server decodes for its ids, less an
+unfinished last character).
+
+Control tokens: from `/tokenizer_info` when the server offers it
+(`--enable-tokenizer-info-endpoint`); always also every token the server stops on.
+
+Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups);
+`prefill_tokens` are prompt tokens less those the server reports as cached (it reports
+them with `--enable-prompt-tokens-details`; without it, all prompt tokens count);
+`model_tokens` adds the completion tokens.
+
+Owns: request shapes, parsing, token text, the logprobs limit. Not: the search, HTTP
+error wording (`backends.http`).
 """
 
 from __future__ import annotations
@@ -19,15 +36,22 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import BackendError, Candidate, Chain, GreedyPathBackend, Usage
+from backends.base import BackendError, Candidate, Chain, GreedyPathBackend
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
 
-PIECE_LOOKUPS = 8  # parallel /detokenize calls for token ids not seen before
 TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
 DEFAULT_MAX_LOGPROBS = 20
+SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a neighbour
+REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
+MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
+PARALLEL_LOOKUPS = 8  # /detokenize calls at once when the server has no separator token
+SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
+                "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
+
+Ids = tuple[int, ...]
 
 
 class VLLMBackend(GreedyPathBackend):
@@ -38,11 +62,13 @@ class VLLMBackend(GreedyPathBackend):
 
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 60.0):
         super().__init__()
-        self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=PIECE_LOOKUPS)
+        self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=PARALLEL_LOOKUPS)
         self._model, self._context_length = self._served_model(model)
         self.max_logprobs = DEFAULT_MAX_LOGPROBS
-        self._pieces: dict[int, str] = {}
-        self.text_lookups = 0  # /detokenize calls made for token text, for benchmarks
+        self._texts: dict[Ids, str] = {}  # decoded text of single ids and of open runs
+        self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
+        self._separator = self._separator_id()
+        self.special_token_ids = self._control_tokens()
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -67,31 +93,54 @@ class VLLMBackend(GreedyPathBackend):
 
     def detokenize(self, ids: list[int]) -> str:
         reply = self.client.post("/detokenize", {"model": self._model, "tokens": list(ids)})
-        expect(isinstance(reply, dict) and "prompt" in reply, self.client,
+        expect(isinstance(reply, dict) and isinstance(reply.get("prompt"), str), self.client,
                "/detokenize gave no text")  # fmt: skip
         return reply["prompt"]
 
     def close(self) -> None:
         self.client.close()
 
-    # -- requests --------------------------------------------------------------------
+    # -- start-up --------------------------------------------------------------------
     def _served_model(self, wanted: str | None) -> tuple[str, int | None]:
         reply = self.client.get("/v1/models")
         models = reply.get("data") if isinstance(reply, dict) else None
-        expect(isinstance(models, list) and models, self.client, "/v1/models lists no model")
+        expect(isinstance(models, list) and models and all(isinstance(m, dict) for m in models),
+               self.client, "/v1/models lists no model")  # fmt: skip
         for entry in models:
             if wanted is None or entry.get("id") == wanted:
+                expect(isinstance(entry.get("id"), str), self.client, "a model without an id")
                 return entry["id"], entry.get("max_model_len")
         served = ", ".join(str(m.get("id")) for m in models)
         raise self.client.error(
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
         )
 
+    def _separator_id(self) -> int | None:
+        """The token that is the separator character alone (the last of its tokenization:
+        SentencePiece puts a word-start piece first), or None: then token text is looked
+        up one id per request, in parallel."""
+        ids = self.tokenize(SEPARATOR)
+        if ids and self.detokenize(ids[-1:]) == SEPARATOR:
+            return ids[-1]
+        log.info("vLLM at %s: no separator token; token text is looked up per id", self.url)
+        return None
+
+    def _control_tokens(self) -> frozenset[int]:
+        """Special tokens named by the server's tokenizer, when it says (an optional
+        endpoint); the tokens it stops on are added as they are met."""
+        try:
+            info = self.client.get("/tokenizer_info")
+        except BackendError as e:
+            log.info("%s; control tokens are learnt when the server stops on them", e)
+            return frozenset()
+        return frozenset(special_ids(info)) if isinstance(info, dict) else frozenset()
+
+    # -- completions -------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
         """Top-k at each of `length` greedy positions, for every context, in one request."""
         if not contexts:
             return []
-        k = self._clamp(k)
+        k = max(1, min(k, self.max_logprobs))
         body = {
             "model": self._model,
             "prompt": [list(ctx) for ctx in contexts],
@@ -109,10 +158,8 @@ class VLLMBackend(GreedyPathBackend):
             self._learn_limit(int(limit.group(1)))
             return self._complete(contexts, k, length)
         self._count(reply)
-        return self._parse(reply, len(contexts), k)
-
-    def _clamp(self, k: int) -> int:
-        return max(1, min(k, self.max_logprobs))
+        chains = self._parse(reply, len(contexts), k)
+        return self._spell(contexts, chains)
 
     def _learn_limit(self, limit: int) -> None:
         log.warning(
@@ -123,67 +170,152 @@ class VLLMBackend(GreedyPathBackend):
         )
         self.max_logprobs = limit
 
-    def _parse(self, reply, rows: int, k: int) -> list[Chain]:
+    def _count(self, reply: object) -> None:
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+        prompt = _count_of(usage.get("prompt_tokens")) - _count_of(cached)
+        completion = _count_of(usage.get("completion_tokens"))
+        self.stats.add(forward_calls=1, model_tokens=prompt + completion, prefill_tokens=prompt)
+
+    def _parse(self, reply: object, rows: int, k: int) -> list[Chain]:
+        """Chains of candidates without text yet, checked for shape."""
         choices = reply.get("choices") if isinstance(reply, dict) else None
         expect(isinstance(choices, list) and len(choices) == rows, self.client,
                f"expected {rows} choices")  # fmt: skip
+        expect(all(isinstance(c, dict) for c in choices), self.client, "a choice is not an object")
         ordered = sorted(choices, key=lambda c: c.get("index", 0))
-        tops = []
-        for choice in ordered:
-            self._learn_end(choice)
-            logprobs = choice.get("logprobs") or {}
-            positions = logprobs.get("top_logprobs")
-            expect(isinstance(positions, list) and positions, self.client,
-                   "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-            tops.append([self._ranked(position, k) for position in positions])
-        self._learn_pieces({c.token_id for chain in tops for top in chain for c in top})
-        return [[[self._with_text(c) for c in top] for top in chain] for chain in tops]
+        return [self._chain(choice, k) for choice in ordered]
 
-    def _ranked(self, position: dict, k: int) -> list[Candidate]:
+    def _chain(self, choice: dict, k: int) -> Chain:
+        logprobs = choice.get("logprobs")
+        logprobs = logprobs if isinstance(logprobs, dict) else {}
+        positions = logprobs.get("top_logprobs")
+        expect(isinstance(positions, list) and positions, self.client,
+               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
+        sampled = [self._token_id(t) for t in logprobs.get("tokens") or []]
+        if choice.get("finish_reason") == "stop" and sampled:  # stopped on a control token
+            self.special_token_ids = self.special_token_ids | {sampled[-1]}
+        chain = [self._ranked(position, k) for position in positions]
+        for j, token in enumerate(sampled[: len(chain)]):
+            if token != chain[j][0].token_id:  # a tie broken the other way: the path
+                return chain[: j + 1]  # went on from another token than our top one
+        return chain
+
+    def _ranked(self, position: object, k: int) -> list[Candidate]:
         expect(isinstance(position, dict) and position, self.client, "an empty top_logprobs entry")
         out = []
         for key, logprob in position.items():
-            match = TOKEN_KEY.match(str(key))
-            expect(match is not None, self.client, f"top_logprobs key {key!r} is not 'token_id:N'")
-            expect(logprob is not None, self.client, "a null log-probability")
-            out.append(Candidate(int(match.group(1)), "", float(logprob)))
-        out.sort(key=lambda c: (-c.logprob, c.token_id))
+            expect(isinstance(logprob, int | float), self.client, "a log-probability not a number")
+            out.append(Candidate(self._token_id(key), "", float(logprob)))
+        out.sort(key=lambda c: (-c.logprob, c.token_id))  # ties: the lower id, as argmax
         return out[:k]  # the sampled token may come on top of the k asked for
 
-    def _count(self, reply: dict) -> None:
-        usage = reply.get("usage") or {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        self.stats.add(
-            **Usage(forward_calls=1, model_tokens=prompt - cached + completion,
-                    prefill_tokens=prompt - cached).__dict__
-        )  # fmt: skip
+    def _token_id(self, key: object) -> int:
+        match = TOKEN_KEY.match(str(key))
+        expect(match is not None, self.client, f"token {key!r} is not 'token_id:N'")
+        return int(match.group(1))
 
-    # -- token text ------------------------------------------------------------------
-    def _learn_pieces(self, ids: set[int]) -> None:
-        """Each unseen id's text from /detokenize, in parallel: these calls skip the model
-        (~2 ms each here, against ~200 ms for a completion) and each id is asked once."""
-        unseen = sorted(i for i in ids if i not in self._pieces)
-        if not unseen:
+    # -- token text ----------------------------------------------------------------------
+    def _spell(self, contexts: list[list[int]], chains: list[Chain]) -> list[Chain]:
+        """Give every candidate its text, in at most two /detokenize round trips: the
+        ids not seen before, then the rare open runs (a context ending mid-character)."""
+        ids = {c.token_id for chain in chains for top in chain for c in top}
+        ids.update(i for ctx in contexts for i in ctx[-MAX_RUN:])
+        self._look_up({(i,) for i in ids})
+        steps = [
+            list(zip(chain, self._runs(ctx, chain), strict=True))
+            for ctx, chain in zip(contexts, chains, strict=True)
+        ]  # (top-k, open run before it) at every position
+        runs = {run for chain in steps for _, run in chain if run}
+        self._look_up(runs | {run + (c.token_id,) for chain in steps for top, run in chain
+                              if run for c in top})  # fmt: skip
+        return [[[self._spelled(run, c) for c in top] for top, run in chain] for chain in steps]
+
+    def _runs(self, context: list[int], chain: Chain) -> list[Ids]:
+        """The open run before each position of a chain: the trailing tokens whose text
+        ends inside a character (empty almost always)."""
+        run: Ids = ()
+        for i in context[-MAX_RUN:]:
+            run = self._extended(run, i)
+        out = []
+        for top in chain:
+            out.append(run)
+            run = self._extended(run, top[0].token_id)
+        return out
+
+    def _extended(self, run: Ids, token_id: int) -> Ids:
+        if self._texts[(token_id,)].endswith(REPLACEMENT):
+            return (run + (token_id,))[-MAX_RUN:]
+        return ()
+
+    def _spelled(self, run: Ids, candidate: Candidate) -> Candidate:
+        """The text `candidate` adds after `run`: complete characters only."""
+        before = _settled(self._texts[run]) if run else ""
+        after = _settled(self._texts[run + (candidate.token_id,)])
+        text = after[len(before) :] if after.startswith(before) else after
+        return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
+
+    def _look_up(self, sequences: set[Ids]) -> None:
+        """Decode the id sequences not decoded before, in one request where possible."""
+        todo = sorted(s for s in sequences if s not in self._texts)
+        if not todo:
             return
-        with ThreadPoolExecutor(PIECE_LOOKUPS) as pool:
-            texts = list(pool.map(lambda i: self.detokenize([i]), unseen))
-        self._pieces.update(zip(unseen, texts, strict=True))
-        self.text_lookups += len(unseen)
-        # The server skips control tokens when detokenizing: an empty text marks one.
-        empty = {i for i, text in zip(unseen, texts, strict=True) if not text}
+        texts = self._decode_joined(todo) if self._separator is not None else None
+        if texts is None:
+            with ThreadPoolExecutor(PARALLEL_LOOKUPS) as pool:
+                texts = list(pool.map(lambda s: self.detokenize(list(s)), todo))
+            self._spent_lookups(len(todo))
+        self._texts.update(zip(todo, texts, strict=True))
+        # A server that skips control tokens when decoding shows them as nothing.
+        empty = {s[0] for s, text in zip(todo, texts, strict=True) if len(s) == 1 and not text}
         if empty:
             self.special_token_ids = self.special_token_ids | empty
 
-    def _learn_end(self, choice: dict) -> None:
-        """A greedy path that stopped before its length stopped on the end-of-text token."""
-        tokens = (choice.get("logprobs") or {}).get("tokens") or []
-        if choice.get("finish_reason") == "stop" and tokens:
-            match = TOKEN_KEY.match(str(tokens[-1]))
-            if match:
-                self.special_token_ids = self.special_token_ids | {int(match.group(1))}
+    def _spent_lookups(self, round_trips: int) -> None:
+        self.stats.add(forward_calls=round_trips)
+        self.text_lookups += round_trips
 
-    def _with_text(self, candidate: Candidate) -> Candidate:
-        text = self._pieces[candidate.token_id]
-        return Candidate(candidate.token_id, text, candidate.logprob)
+    def _decode_joined(self, todo: list[Ids]) -> list[str] | None:
+        """One /detokenize for all: separator, seq, separator, seq, ..., separator.
+        None when the text does not split back into as many parts."""
+        joined = [self._separator]
+        for sequence in todo:
+            joined += [*sequence, self._separator]
+        parts = self.detokenize(joined).split(SEPARATOR)
+        self._spent_lookups(1)
+        if len(parts) != len(todo) + 2 or parts[0] or parts[-1]:
+            return None  # a token held the separator character: look up one by one
+        return parts[1:-1]
+
+
+def special_ids(info: dict) -> set[int]:
+    """Ids of the special tokens that `/tokenizer_info` names; its `added_tokens_decoder`
+    maps ids to their text (or to {content, special})."""
+    names = {name for key in SPECIAL_KEYS for name in _names(info.get(key))}
+    added = info.get("added_tokens_decoder")
+    out = set()
+    for token_id, entry in added.items() if isinstance(added, dict) else ():
+        flagged = isinstance(entry, dict) and entry.get("special") is True
+        if (flagged or set(_names(entry)) & names) and str(token_id).isdigit():
+            out.add(int(token_id))
+    return out
+
+
+def _names(value: object) -> list[str]:
+    """Token texts in a tokenizer-config value: a string, {content}, or lists/maps of them."""
+    if isinstance(value, dict):
+        return _names(value["content"]) if "content" in value else _names(list(value.values()))
+    if isinstance(value, list):
+        return [name for item in value for name in _names(item)]
+    return [value] if isinstance(value, str) and value else []
+
+
+def _settled(text: str) -> str:
+    """Text less a trailing incomplete character (shown as U+FFFD)."""
+    return text.rstrip(REPLACEMENT)
+
+
+def _count_of(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0

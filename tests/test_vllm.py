@@ -1,21 +1,35 @@
-"""The vLLM backend against a real vLLM server on the embedded model."""
+"""The vLLM backend against a real vLLM server on the embedded model (float32).
+
+Error paths meet real sockets: a closed port, and tiny loopback HTTP servers that stay
+silent or answer junk (tests/http_stubs.py).
+"""
 
 from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from backends.base import BackendError
-from backends.vllm import VLLMBackend
+from backends.vllm import SEPARATOR, VLLMBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
 from weave.search import SearchParams, expand
 
+REFERENCE = Path(__file__).resolve().parent / "fixtures" / "smollm2-next-token-reference.json"
 STORIES = [
     "Once upon a time,",
     "The forest seemed darker then usual, but that did not bother Elis in the least.",
     "In the age before man,",
+    "東京タワーは",  # characters split over several tokens
+    "The dragon 🐉 circled the tower and",
 ]
+TOLERANCE = 1e-3  # both float32; measured: at most 2.4e-4 over the top 20 of 15 prompts
 MODELS = {"data": [{"id": "smol", "max_model_len": 2048}]}
+STUB_TOKENIZER = {"/tokenize": (200, {"tokens": [31]}), "/detokenize": (200, {"prompt": SEPARATOR})}
 
 
 @pytest.fixture(scope="module")
@@ -25,48 +39,121 @@ def vllm(vllm_url):
     backend.close()
 
 
+def prompts() -> list[str]:
+    return [case["prompt"] for case in json.loads(REFERENCE.read_text())["cases"]] + STORIES
+
+
+def settled(text: str) -> str:
+    """Text less a trailing incomplete character."""
+    return text.rstrip("\ufffd")
+
+
+def expand_counting(backend: VLLMBackend, ids: list[int], params: SearchParams):
+    """A search and how many completion requests it made (text look-ups aside)."""
+    lookups = backend.text_lookups
+    result = expand(backend, ids, params)
+    return result, result.stats.forward_calls - (backend.text_lookups - lookups)
+
+
+# -- the model's numbers --------------------------------------------------------------
 def test_top_k_matches_our_mlx_backend(vllm, mlx_backend):
     worst = 0.0
-    for story in STORIES:
-        ids = vllm.tokenize(story)
-        assert ids == mlx_backend.tokenize(story)  # the server's own ids agree with ours
-        [theirs] = vllm.top_logprobs([ids], 10)
-        [ours] = mlx_backend.top_logprobs([ids], 10)
-        assert [c.token_id for c in theirs[:5]] == [c.token_id for c in ours[:5]]
+    for prompt in prompts():
+        ids = vllm.tokenize(prompt)
+        assert ids == mlx_backend.tokenize(prompt), prompt  # the server's own ids agree
+        [theirs] = vllm.top_logprobs([ids], 20)
+        [ours] = mlx_backend.top_logprobs([ids], 20)
+        assert [c.token_id for c in theirs[:5]] == [c.token_id for c in ours[:5]], prompt
         ours_by_id = {c.token_id: c.logprob for c in ours}
-        worst = max(worst, *(abs(c.logprob - ours_by_id[c.token_id]) for c in theirs[:5]))
-    assert worst <= 2e-3, worst  # both float32; measured about 1e-4
+        worst = max(worst, *(abs(c.logprob - ours_by_id[c.token_id])
+                             for c in theirs if c.token_id in ours_by_id))  # fmt: skip
+    assert worst <= TOLERANCE, worst
 
 
-def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm):
-    ids = vllm.tokenize("Once upon a time,")
-    [first] = vllm.top_logprobs([ids], 4)
-    before = vllm.stats.snapshot()
-    answers = vllm.top_logprobs([ids + [c.token_id] for c in first], 5)
-    assert (vllm.stats.snapshot() - before).forward_calls == 1
+@pytest.mark.parametrize("story", STORIES[3:] + STORIES[:1])
+def test_searches_match_mlx_and_split_characters_join(vllm, mlx_backend, story):
+    """The same suggestions, ids and text, as the MLX backend that knows token bytes: a
+    character split over tokens appears whole once its last token arrives."""
+    params = SearchParams(cutoff=0.05, max_depth=6, max_suggestions=20, auto_stop=False,
+                          use_chains=False)  # fmt: skip
+    theirs = expand(vllm, vllm.tokenize(story), params).suggestions
+    ours = expand(mlx_backend, mlx_backend.tokenize(story), params).suggestions
+    assert [s.token_ids for s in theirs] == [s.token_ids for s in ours]
+    for suggestion, mine in zip(theirs, ours, strict=True):
+        assert suggestion.text == settled(mine.text)  # MLX shows an unfinished one as U+FFFD
+        assert suggestion.text == settled(vllm.detokenize(list(suggestion.token_ids)))
+    assert "\ufffd" not in "".join(s.text for s in theirs)
+
+
+# -- request patterns -----------------------------------------------------------------
+def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm_url):
+    backend = VLLMBackend(vllm_url)
+    ids = backend.tokenize("Once upon a time,")
+    [first] = backend.top_logprobs([ids], 4)
+    frontier = [ids + [c.token_id] for c in first]
+    before = backend.stats.snapshot()
+    answers = backend.top_logprobs(frontier, 5)
+    # One completion, and one /detokenize for all the token texts not seen before.
+    assert (backend.stats.snapshot() - before).forward_calls == 2
     assert len(answers) == 4 and all(len(a) == 5 for a in answers)
     assert all(a[0].logprob >= a[-1].logprob for a in answers)
     assert first[0].text == " the"
+    before = backend.stats.snapshot()
+    assert backend.top_logprobs(frontier, 5) == answers
+    assert (backend.stats.snapshot() - before).forward_calls == 1  # texts known: one trip
 
 
-def test_chains_equal_depth_by_depth_with_far_fewer_requests(vllm):
-    ids = vllm.tokenize(STORIES[1])
+@pytest.mark.parametrize("story", [STORIES[1], STORIES[3]])
+def test_chains_equal_depth_by_depth(vllm, story):
+    ids = vllm.tokenize(story)
     params = SearchParams(cutoff=0.1, max_depth=8, max_suggestions=12)
-    plain = expand(vllm, ids, SearchParams(**{**params.__dict__, "use_chains": False}))
-    chained = expand(vllm, ids, SearchParams(**{**params.__dict__, "use_chains": True}))
-    assert [s.text for s in chained.suggestions] == [s.text for s in plain.suggestions]
+    plain, plain_completions = expand_counting(vllm, ids, replace(params, use_chains=False))
+    chained, completions = expand_counting(vllm, ids, replace(params, use_chains=True))
+    assert [s.token_ids for s in chained.suggestions] == [s.token_ids for s in plain.suggestions]
     for a, b in zip(chained.suggestions, plain.suggestions, strict=True):
-        assert a.token_ids == b.token_ids
-        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
-    assert chained.stats.forward_calls < plain.stats.forward_calls
+        assert a.text == b.text
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+    assert completions < plain_completions
 
 
-def test_more_logprobs_than_the_server_allows_are_clamped(vllm, caplog):
-    ids = vllm.tokenize("Once upon a time,")
-    vllm.max_logprobs = 50  # pretend we did not know the server's --max-logprobs 20
-    [answer] = vllm.top_logprobs([ids], 30)
-    assert len(answer) == 20 and vllm.max_logprobs == 20
-    assert "--max-logprobs" in caplog.text
+def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):
+    ids = vllm.tokenize(STORIES[1] * 12)  # long enough to fill the server's cache blocks
+    vllm.top_logprobs([ids], 3)
+    before = vllm.stats.snapshot()
+    vllm.top_logprobs([ids], 3)  # the same prompt again: its prefix is cached
+    spent = vllm.stats.snapshot() - before
+    assert spent.forward_calls == 1
+    assert spent.prefill_tokens < len(ids) // 2
+    assert spent.model_tokens == spent.prefill_tokens + 1
+
+
+# -- control tokens and limits -----------------------------------------------------------
+def test_control_tokens_come_from_the_tokenizer_and_are_never_offered(vllm):
+    chat_markers = vllm.tokenize("<|endoftext|><|im_start|><|im_end|>")
+    assert set(chat_markers) <= vllm.special_token_ids
+    ids = vllm.tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
+    result = expand(vllm, ids, SearchParams(cutoff=0.05, max_depth=4, auto_stop=False))
+    assert result.suggestions and not any("<|" in s.text for s in result.suggestions)
+
+
+def test_the_token_the_server_stops_on_is_learnt(vllm_url):
+    backend = VLLMBackend(vllm_url)
+    backend.special_token_ids = frozenset()  # as against a server without /tokenizer_info
+    ids = backend.tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
+    [chain] = backend.greedy_chains([ids], 3, [10])
+    end = chain[-1][0].token_id
+    assert len(chain) < 10 and end in backend.special_token_ids  # stopped early, on <|im_end|>
+    assert backend.detokenize([end]) == "<|im_end|>"
+
+
+def test_more_logprobs_than_the_server_allows_are_clamped(vllm_url, caplog):
+    backend = VLLMBackend(vllm_url)
+    ids = backend.tokenize("Once upon a time,")
+    backend.max_logprobs = 50  # as if we did not know the server's --max-logprobs 20
+    with caplog.at_level(logging.WARNING):
+        [answer] = backend.top_logprobs([ids], 30)
+    assert len(answer) == 20 and backend.max_logprobs == 20
+    assert "allows 20 logprobs (--max-logprobs)" in caplog.text
 
 
 def test_an_unknown_model_names_what_is_served(vllm_url):
@@ -74,6 +161,7 @@ def test_an_unknown_model_names_what_is_served(vllm_url):
         VLLMBackend(vllm_url, model="nope")
 
 
+# -- failures ----------------------------------------------------------------------------
 def test_a_closed_port_is_a_clear_error():
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(BackendError, match=f"vllm at {url}: cannot connect"):
@@ -85,19 +173,33 @@ def test_a_silent_server_times_out_clearly():
         VLLMBackend(url, timeout=0.5)
 
 
+def test_a_server_that_goes_away_is_an_error_not_an_empty_answer():
+    routes = {"/v1/models": (200, MODELS), **STUB_TOKENIZER}
+    with serving(routes=routes) as url:
+        backend = VLLMBackend(url)
+    with pytest.raises(BackendError, match="cannot connect"):
+        backend.top_logprobs([[1, 2]], 3)
+
+
 @pytest.mark.parametrize(
     "status, body, message",
     [
         (500, {"error": {"message": "engine dead"}}, "HTTP 500: engine dead"),
+        (400, {"error": {"message": "prompt too long"}}, "HTTP 400: prompt too long"),
         (200, "<html>not json</html>", "not JSON"),
         (200, {"choices": []}, "expected 1 choices"),
+        (200, {"choices": ["text"]}, "a choice is not an object"),
+        (200, {"choices": [{"index": 0, "logprobs": None}]}, "without top_logprobs"),
         (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"the": -1.0}]}}]},
-         "not 'token_id:N'"),
+         "'the' is not 'token_id:N'"),
+        (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"token_id:5": None}]}}]},
+         "not a number"),
     ],
 )  # fmt: skip
 def test_bad_replies_are_clear_errors(status, body, message):
-    routes = {"/v1/models": (200, MODELS), "/v1/completions": (status, body)}
+    routes = {"/v1/models": (200, MODELS), **STUB_TOKENIZER, "/v1/completions": (status, body)}
     with serving(routes=routes) as url:
         backend = VLLMBackend(url)
-        with pytest.raises(BackendError, match=message):
+        with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
+    assert url in str(error.value)
