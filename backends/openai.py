@@ -1,25 +1,42 @@
 """The OpenAI backend: chat (or legacy completions) log-probabilities via the `openai` client.
 
-A text-only backend: the API takes text and returns token strings, no ids. The search
-still passes id lists, so this backend interns token strings into ids of its own
-(`token_native = False`): the story is one pseudo-token, each candidate another. Those
-ids mean something only inside this instance; text is what crosses the wire.
+A text-only backend (`token_native = False`): the API takes text and answers token
+strings and bytes, no ids. The search still passes id lists, so this backend keeps a
+vocabulary of its own that interns token *bytes* to ids: `tokenize(story)` is one
+pseudo-token holding the whole story, each candidate token another, and `detokenize`
+joins their bytes and decodes once (so a character split over tokens joins right). The
+ids mean something only inside one instance; two different model tokens with the same
+bytes share an id. Text is what crosses the wire.
 
-Chat models (`logprobs: true, top_logprobs: k <= 20`) answer a new assistant turn rather
-than continue raw text. The prompt asks them to continue: a system message tells the
-model to reply with the continuation of the user's text only, verbatim, and the user
-message is the story plus the beam so far. Legacy completions models
-(`gpt-3.5-turbo-instruct`, `davinci-002`, `babbage-002`; `logprobs <= 5`) continue the
-raw text. The endpoint is picked by model name, or set explicitly.
+Prompts. Legacy completions models (`gpt-3.5-turbo-instruct`, `davinci-002`,
+`babbage-002`; `logprobs <= 5`) continue the raw text: prompt = story + beam. Chat models
+(`logprobs: true, top_logprobs <= 20`) answer a new assistant turn instead, so the
+prompt asks them to continue: a system message tells the model to reply with the
+continuation of the user's text only, verbatim; the user message is the story (the
+context's first pseudo-token); the beam so far is
+
+- a prefilled assistant message that the model continues (`continue_final_message`,
+  which vLLM reads and llama.cpp's server does by itself) on any server but OpenAI's own,
+  so a beam's chain and its depth-by-depth steps see the same prompt;
+- appended to the user message on api.openai.com, which cannot continue an assistant
+  message: there a greedy chain (the model's own turn) and a depth step (a fresh turn
+  after story + beam) are conditioned slightly differently.
+
+`greedy_chains` asks `max_tokens` = the remaining depth at temperature 0: one request
+per beam answers its whole greedy path. Requests for a depth's beams go in parallel.
 
 The API key arrives as an argument (read once, in `backends.__init__`); it is never
-logged, shown, put in an error or in `url`.
+logged, shown, put in an error or in `url`. Usage: `forward_calls` are requests,
+`prefill_tokens` prompt tokens less those the API reports as cached, `model_tokens`
+adds the completion tokens.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlparse
 
 from backends.base import Backend, BackendError, Candidate
 
@@ -28,15 +45,20 @@ CHAT_MAX_LOGPROBS = 20
 LEGACY_MAX_LOGPROBS = 5
 PARALLEL_REQUESTS = 4
 DEFAULT_URL = "https://api.openai.com/v1"
+OPENAI_HOST = "api.openai.com"
+BYTES_TOKEN = re.compile(r"^bytes:((?:\\x[0-9a-fA-F]{2})+)$")  # legacy: a partial character
 INSTRUCTION = (
     "You continue stories. Reply with the continuation of the user's text only, exactly "
     "where it stops (mid-sentence if it stops mid-sentence), with no preamble or quotes."
 )
 CHAT_NOTE = (
-    "Chat model: it answers a new assistant turn. LLooM sends your story with an "
-    "instruction to continue it verbatim, so suggestions are the model's continuation, "
-    "not the raw next tokens of your text; token ids are not exact here."
+    "Chat model: it answers a new assistant turn rather than continuing your text. "
+    "LLooM sends the story with an instruction to continue it verbatim{how}, so the "
+    "suggestions are the model's continuation as an assistant, not the raw next tokens "
+    "of your text. Tokens are matched by their text here, not by id."
 )
+PREFILLED = ", and the suggestion so far as the start of the model's answer"
+APPENDED = ", the suggestion so far appended to it (OpenAI cannot continue an answer)"
 
 
 class OpenAIBackend(Backend):
@@ -57,13 +79,16 @@ class OpenAIBackend(Backend):
 
         self._openai = openai
         self._base_url = (base_url or DEFAULT_URL).rstrip("/")
+        if not api_key.strip():
+            raise BackendError("no API key: set OPENAI_API_KEY", backend=self.name, url=self.url)
         self._client = openai.OpenAI(
             api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=1
         )
         self._model = model
         self.endpoint = _endpoint(model, endpoint)
-        self._strings: list[str] = []
-        self._ids: dict[str, int] = {}
+        self.prefill = urlparse(self._base_url).hostname != OPENAI_HOST
+        self._pieces: list[bytes] = []
+        self._ids: dict[bytes, int] = {}
         self._intern_lock = threading.Lock()
 
     # -- Backend ---------------------------------------------------------------------
@@ -78,13 +103,15 @@ class OpenAIBackend(Backend):
     @property
     def note(self) -> str | None:
         """What the page says while this backend is active."""
-        return CHAT_NOTE if self.endpoint == "chat" else None
+        if self.endpoint != "chat":
+            return None
+        return CHAT_NOTE.format(how=PREFILLED if self.prefill else APPENDED)
 
     def tokenize(self, text: str) -> list[int]:
-        return [self._intern(text)] if text else []
+        return [self._intern(text.encode("utf-8"))] if text else []
 
     def detokenize(self, ids: list[int]) -> str:
-        return "".join(self._strings[i] for i in ids)
+        return b"".join(self._pieces[i] for i in ids).decode("utf-8", errors="replace")
 
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         return [chain[0] for chain in self._chains(contexts, k, [1] * len(contexts))]
@@ -97,71 +124,86 @@ class OpenAIBackend(Backend):
 
     # -- requests --------------------------------------------------------------------
     def _chains(self, contexts, k, lengths) -> list[list[list[Candidate]]]:
-        texts = [self.detokenize(ctx) for ctx in contexts]
         with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
-            answers = list(pool.map(self._ask, texts, [k] * len(texts), lengths))
-        for _, tokens in answers:
-            self.stats.add(forward_calls=1, model_tokens=tokens)
+            answers = list(pool.map(self._ask, contexts, [k] * len(contexts), lengths))
+        for _, usage in answers:  # counted here: stats are kept per calling thread
+            self.stats.add(forward_calls=1, **usage)
         return [chain for chain, _ in answers]
 
-    def _ask(self, text: str, k: int, length: int) -> tuple[list[list[Candidate]], int]:
+    def _ask(self, context: list[int], k: int, length: int):
         try:
             if self.endpoint == "chat":
-                return self._ask_chat(text, k, length)
-            return self._ask_completion(text, k, length)
+                return self._ask_chat(context, k, length)
+            return self._ask_completion(context, k, length)
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
 
-    def _ask_chat(self, text: str, k: int, length: int):
+    def _ask_chat(self, context: list[int], k: int, length: int):
+        story, beam = self._prompt_text(context[:1]), self._prompt_text(context[1:])
+        messages = [{"role": "system", "content": INSTRUCTION}]
+        extra = None
+        if beam and self.prefill:
+            messages += [{"role": "user", "content": story}, {"role": "assistant", "content": beam}]
+            extra = {"continue_final_message": True, "add_generation_prompt": False}
+        else:
+            messages.append({"role": "user", "content": story + beam})
         reply = self._client.chat.completions.create(
             model=self._model,
-            messages=[
-                {"role": "system", "content": INSTRUCTION},
-                {"role": "user", "content": text},
-            ],
+            messages=messages,
             max_tokens=length,
             temperature=0,
             logprobs=True,
             top_logprobs=min(k, CHAT_MAX_LOGPROBS),
+            extra_body=extra,
         )
-        content = reply.choices[0].logprobs.content if reply.choices[0].logprobs else None
+        choice = reply.choices[0] if reply.choices else None
+        content = choice.logprobs.content if choice and choice.logprobs else None
         if not content:
             raise self._plain_error("the reply carried no log-probabilities for this model")
         chain = [
-            self._ranked((t.token, t.logprob, t.bytes) for t in pos.top_logprobs) for pos in content
+            self._ranked((_piece(t.token, t.bytes), t.logprob) for t in position.top_logprobs)
+            for position in content
         ]
-        return chain, _used(reply)
+        return chain, _usage(reply)
 
-    def _ask_completion(self, text: str, k: int, length: int):
+    def _ask_completion(self, context: list[int], k: int, length: int):
         reply = self._client.completions.create(
             model=self._model,
-            prompt=text,
+            prompt=self._prompt_text(context),
             max_tokens=length,
             temperature=0,
             logprobs=min(k, LEGACY_MAX_LOGPROBS),
         )
-        logprobs = reply.choices[0].logprobs
+        choice = reply.choices[0] if reply.choices else None
+        logprobs = choice.logprobs if choice else None
         if not logprobs or not logprobs.top_logprobs:
             raise self._plain_error("the reply carried no log-probabilities for this model")
         chain = [
-            self._ranked((t, lp, None) for t, lp in pos.items()) for pos in logprobs.top_logprobs
+            self._ranked((_piece(token, None), lp) for token, lp in position.items())
+            for position in logprobs.top_logprobs
         ]
-        return chain, _used(reply)
+        return chain, _usage(reply)
+
+    def _prompt_text(self, ids: list[int]) -> str:
+        """Text to send: an unfinished character at the end cannot travel as text."""
+        return self.detokenize(ids).rstrip("\ufffd")
 
     def _ranked(self, options) -> list[Candidate]:
-        out = []
-        for token, logprob, raw in options:
-            piece = bytes(raw) if raw else token.encode("utf-8")
-            out.append(Candidate(self._intern(token), token, float(logprob), piece))
+        out = [
+            Candidate(
+                self._intern(piece), piece.decode("utf-8", errors="replace"), float(lp), piece
+            )
+            for piece, lp in options
+        ]
         out.sort(key=lambda c: -c.logprob)
         return out
 
-    def _intern(self, text: str) -> int:
+    def _intern(self, piece: bytes) -> int:
         with self._intern_lock:
-            if text not in self._ids:
-                self._ids[text] = len(self._strings)
-                self._strings.append(text)
-            return self._ids[text]
+            if piece not in self._ids:
+                self._ids[piece] = len(self._pieces)
+                self._pieces.append(piece)
+            return self._ids[piece]
 
     # -- errors ----------------------------------------------------------------------
     def _plain_error(self, message: str) -> BackendError:
@@ -202,9 +244,24 @@ def _endpoint(model: str, endpoint: str) -> str:
     return "completions" if legacy else "chat"
 
 
-def _used(reply) -> int:
+def _piece(token: str, raw: list[int] | None) -> bytes:
+    """A token's bytes: the chat API's `bytes`, or the legacy API's "bytes:\\xNN" form for
+    part of a character, or the token text."""
+    if raw:
+        return bytes(raw)
+    partial = BYTES_TOKEN.match(token)
+    if partial:
+        return bytes(int(h, 16) for h in partial.group(1).split("\\x")[1:])
+    return token.encode("utf-8")
+
+
+def _usage(reply) -> dict[str, int]:
     usage = getattr(reply, "usage", None)
-    return int(getattr(usage, "total_tokens", 0) or 0)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    prompt -= int(getattr(details, "cached_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    return {"model_tokens": prompt + completion, "prefill_tokens": prompt}
 
 
 def _status_message(e) -> str:
