@@ -9,7 +9,9 @@ ids mean something only inside one instance; two different model tokens with the
 bytes share an id. Text is what crosses the wire.
 
 Prompts. Legacy completions models (`gpt-3.5-turbo-instruct`, `davinci-002`,
-`babbage-002`; `logprobs <= 5`) continue the raw text: prompt = story + beam. Chat models
+`babbage-002`; `logprobs <= 5`) continue the raw text: prompt = story + beam (their
+log-probabilities are read in OpenAI's legacy shape, or in the chat shape that
+llama.cpp's server answers there). Chat models
 (`logprobs: true, top_logprobs <= 20`) answer a new assistant turn instead, so the
 prompt asks them to continue: a system message tells the model to reply with the
 continuation of the user's text only, verbatim; the user message is the story (the
@@ -137,6 +139,8 @@ class OpenAIBackend(Backend):
             return self._ask_completion(context, k, length)
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
+        except (AttributeError, KeyError, TypeError, ValueError) as e:  # another reply shape
+            raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
 
     def _ask_chat(self, context: list[int], k: int, length: int):
         story, beam = self._prompt_text(context[:1]), self._prompt_text(context[1:])
@@ -176,13 +180,25 @@ class OpenAIBackend(Backend):
         )
         choice = reply.choices[0] if reply.choices else None
         logprobs = choice.logprobs if choice else None
-        if not logprobs or not logprobs.top_logprobs:
+        if logprobs and logprobs.top_logprobs:
+            chain = [
+                self._ranked((_piece(token, None), lp) for token, lp in position.items())
+                for position in logprobs.top_logprobs
+            ]
+        elif logprobs and getattr(logprobs, "content", None):  # llama.cpp: the chat shape
+            chain = self._chat_shaped(logprobs.content)
+        else:
             raise self._plain_error("the reply carried no log-probabilities for this model")
-        chain = [
-            self._ranked((_piece(token, None), lp) for token, lp in position.items())
-            for position in logprobs.top_logprobs
-        ]
         return chain, _usage(reply)
+
+    def _chat_shaped(self, positions) -> list[list[Candidate]]:
+        """Positions as plain dicts `{top_logprobs: [{token, bytes, logprob}]}`."""
+        return [
+            self._ranked(
+                (_piece(t["token"], t.get("bytes")), t["logprob"]) for t in p["top_logprobs"]
+            )
+            for p in positions
+        ]
 
     def _prompt_text(self, ids: list[int]) -> str:
         """Text to send: an unfinished character at the end cannot travel as text."""
