@@ -26,6 +26,10 @@ Usage: `forward_calls` counts every HTTP round trip (completions and text look-u
 them with `--enable-prompt-tokens-details`; without it, all prompt tokens count);
 `model_tokens` adds the completion tokens.
 
+The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised, so a
+search asks for what it needs; a request over the limit is refused with the limit in
+its message, which is learnt (and logged as a warning) and the request asked again.
+
 Owns: request shapes, parsing, token text, the logprobs limit. Not: the search, HTTP
 error wording (`backends.http`).
 """
@@ -43,7 +47,6 @@ log = logging.getLogger(__name__)
 
 TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
-DEFAULT_MAX_LOGPROBS = 20
 SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a neighbour
 REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
 MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
@@ -64,7 +67,7 @@ class VLLMBackend(GreedyPathBackend):
         super().__init__()
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=PARALLEL_LOOKUPS)
         self._model, self._context_length = self._served_model(model)
-        self.max_logprobs = DEFAULT_MAX_LOGPROBS
+        self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         self._texts: dict[Ids, str] = {}  # decoded text of single ids and of open runs
         self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
         self._separator = self._separator_id()
@@ -140,7 +143,7 @@ class VLLMBackend(GreedyPathBackend):
         """Top-k at each of `length` greedy positions, for every context, in one request."""
         if not contexts:
             return []
-        k = max(1, min(k, self.max_logprobs))
+        k = max(1, min(k, self.max_logprobs or k))
         body = {
             "model": self._model,
             "prompt": [list(ctx) for ctx in contexts],

@@ -149,11 +149,13 @@ def test_the_token_the_server_stops_on_is_learnt(vllm_url):
 def test_more_logprobs_than_the_server_allows_are_clamped(vllm_url, caplog):
     backend = VLLMBackend(vllm_url)
     ids = backend.tokenize("Once upon a time,")
-    backend.max_logprobs = 50  # as if we did not know the server's --max-logprobs 20
     with caplog.at_level(logging.WARNING):
-        [answer] = backend.top_logprobs([ids], 30)
+        [answer] = backend.top_logprobs([ids], 30)  # the server runs --max-logprobs 20
     assert len(answer) == 20 and backend.max_logprobs == 20
     assert "allows 20 logprobs (--max-logprobs)" in caplog.text
+    caplog.clear()
+    [again] = backend.top_logprobs([ids], 30)
+    assert again == answer and not caplog.text  # learnt once, asked within it after
 
 
 def test_an_unknown_model_names_what_is_served(vllm_url):
