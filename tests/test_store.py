@@ -301,6 +301,36 @@ def test_four_threads_keep_their_own_stories(tmp_path):
         assert all(s.token_ids == (n, i) for i, s in enumerate(written))
 
 
+_CREATE = """
+import sys
+from weave.store import StoryStore
+store = StoryStore(sys.argv[1])
+store.save(store.create(sys.argv[2]), sys.argv[2] + " saved")
+"""
+
+
+def test_processes_opening_a_new_folder_at_once_share_one_database(tmp_path):
+    folder = tmp_path / "new"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    starts = [
+        subprocess.Popen([sys.executable, "-c", _CREATE, str(folder), f"p{n}"], env=env,
+                         stderr=subprocess.PIPE, text=True)
+        for n in range(6)
+    ]  # fmt: skip
+    for p in starts:
+        assert p.wait() == 0, p.stderr.read()
+    store = StoryStore(folder)
+    assert sorted(store.get(i.id).text for i in store.list_stories()) == [
+        f"p{n} saved" for n in range(6)
+    ]
+
+
+def test_an_empty_file_is_taken_as_a_new_database(tmp_path):
+    (tmp_path / FILE_NAME).write_bytes(b"")
+    store = StoryStore(tmp_path)
+    assert store.get(store.create("x")).text == "x"
+
+
 def test_a_locked_database_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
     store = StoryStore(tmp_path)
     sid = store.create("x")

@@ -307,7 +307,10 @@ class StoryStore:
             db.execute("DELETE FROM stories WHERE id = ?", (story_id,))
         # The WAL still holds the old pages until a checkpoint. A reader holding them only
         # delays it, so this is best effort, and its failure is no news to the caller.
-        db = self._connect()
+        try:
+            db = self._connect()
+        except StoreError:
+            return
         try:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error:
