@@ -9,8 +9,11 @@ token (no `ignore_eos`: the search never continues past one), so a chain may be 
 than asked. Token ids are the server's own (`/tokenize`).
 
 Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
-holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`, once
-per id, many ids in one request (joined by a separator token and split again). Where a
+holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
+many ids in one request (joined by a separator token and split again): an id not seen
+before brings the texts of all ids below it, to the end of its block of VOCAB_BLOCK ids
+(the whole 49,152-token vocabulary here: ~90 ms, ~630 kB), so a backend makes one or a
+few look-ups in its life rather than one per depth. Where a
 context ends inside a character, a candidate's text is the difference between decoding
 the context's open run of tokens with and without it, so a character split over tokens
 is held back until its last byte arrives and then appears whole, on the token that
@@ -51,6 +54,7 @@ SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a n
 REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
 MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
 PARALLEL_LOOKUPS = 8  # /detokenize calls at once when the server has no separator token
+VOCAB_BLOCK = 16384  # ids whose texts one look-up brings (ids past the vocabulary: "")
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
                 "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
 
@@ -68,7 +72,8 @@ class VLLMBackend(GreedyPathBackend):
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=PARALLEL_LOOKUPS)
         self._model, self._context_length = self._served_model(model)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
-        self._texts: dict[Ids, str] = {}  # decoded text of single ids and of open runs
+        self._pieces: dict[int, str] = {}  # each id decoded alone
+        self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
         self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
         self._separator = self._separator_id()
         self.special_token_ids = self._control_tokens()
@@ -222,18 +227,20 @@ class VLLMBackend(GreedyPathBackend):
 
     # -- token text ----------------------------------------------------------------------
     def _spell(self, contexts: list[list[int]], chains: list[Chain]) -> list[Chain]:
-        """Give every candidate its text, in at most two /detokenize round trips: the
-        ids not seen before, then the rare open runs (a context ending mid-character)."""
+        """Give every candidate its text: look-ups only for ids never seen (a block at a
+        time) and for the rare open runs (a context ending mid-character)."""
         ids = {c.token_id for chain in chains for top in chain for c in top}
         ids.update(i for ctx in contexts for i in ctx[-MAX_RUN:])
-        self._look_up({(i,) for i in ids})
+        self._look_up_pieces(ids)
         steps = [
             list(zip(chain, self._runs(ctx, chain), strict=True))
             for ctx, chain in zip(contexts, chains, strict=True)
         ]  # (top-k, open run before it) at every position
         runs = {run for chain in steps for _, run in chain if run}
-        self._look_up(runs | {run + (c.token_id,) for chain in steps for top, run in chain
-                              if run for c in top})  # fmt: skip
+        runs |= {run + (c.token_id,) for chain in steps for top, run in chain if run for c in top}
+        todo = sorted(run for run in runs if run not in self._run_texts)
+        if todo:
+            self._run_texts.update(zip(todo, self._decode_each(todo), strict=True))
         return [[[self._spelled(run, c) for c in top] for top, run in chain] for chain in steps]
 
     def _runs(self, context: list[int], chain: Chain) -> list[Ids]:
@@ -249,47 +256,65 @@ class VLLMBackend(GreedyPathBackend):
         return out
 
     def _extended(self, run: Ids, token_id: int) -> Ids:
-        if self._texts[(token_id,)].endswith(REPLACEMENT):
+        if self._pieces[token_id].endswith(REPLACEMENT):
             return (run + (token_id,))[-MAX_RUN:]
         return ()
 
     def _spelled(self, run: Ids, candidate: Candidate) -> Candidate:
         """The text `candidate` adds after `run`: complete characters only."""
-        before = _settled(self._texts[run]) if run else ""
-        after = _settled(self._texts[run + (candidate.token_id,)])
-        text = after[len(before) :] if after.startswith(before) else after
+        if run:
+            before = _settled(self._run_texts[run])
+            after = _settled(self._run_texts[run + (candidate.token_id,)])
+            text = after[len(before) :] if after.startswith(before) else after
+        else:
+            text = _settled(self._pieces[candidate.token_id])
         return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
 
-    def _look_up(self, sequences: set[Ids]) -> None:
-        """Decode the id sequences not decoded before, in one request where possible."""
-        todo = sorted(s for s in sequences if s not in self._texts)
-        if not todo:
+    def _look_up_pieces(self, ids: set[int]) -> None:
+        """Texts for the ids not seen before, with every id below them to the end of
+        their block (a vocabulary is numbered from 0; its end is not advertised)."""
+        unseen = sorted(i for i in ids if i not in self._pieces)
+        if not unseen:
             return
-        texts = self._decode_joined(todo) if self._separator is not None else None
-        if texts is None:
-            with ThreadPoolExecutor(PARALLEL_LOOKUPS) as pool:
-                texts = list(pool.map(lambda s: self.detokenize(list(s)), todo))
-            self._spent_lookups(len(todo))
-        self._texts.update(zip(todo, texts, strict=True))
-        # A server that skips control tokens when decoding shows them as nothing.
-        empty = {s[0] for s, text in zip(todo, texts, strict=True) if len(s) == 1 and not text}
+        end = (unseen[-1] // VOCAB_BLOCK + 1) * VOCAB_BLOCK  # all blocks up to the last one
+        wanted = [i for i in range(end) if i not in self._pieces and i != self._separator]
+        texts = self._decode_joined([(i,) for i in wanted]) if self._separator is not None else None
+        if texts is None:  # a token in the block holds the separator: only the ids needed
+            wanted = unseen
+            texts = self._decode_each([(i,) for i in wanted])
+        self._pieces.update(zip(wanted, texts, strict=True))
+        if self._separator is not None:
+            self._pieces[self._separator] = SEPARATOR
+        # A server that skips control tokens when decoding shows them as nothing (and so
+        # are ids past the vocabulary, which no reply names).
+        empty = {i for i in wanted if not self._pieces[i]}
         if empty:
             self.special_token_ids = self.special_token_ids | empty
+
+    def _decode_each(self, sequences: list[Ids]) -> list[str]:
+        """Each sequence's text: in one request where the separator allows, else one
+        request per sequence, in parallel."""
+        texts = self._decode_joined(sequences) if self._separator is not None else None
+        if texts is None:
+            with ThreadPoolExecutor(PARALLEL_LOOKUPS) as pool:
+                texts = list(pool.map(lambda s: self.detokenize(list(s)), sequences))
+            self._spent_lookups(len(sequences))
+        return texts
 
     def _spent_lookups(self, round_trips: int) -> None:
         self.stats.add(forward_calls=round_trips)
         self.text_lookups += round_trips
 
-    def _decode_joined(self, todo: list[Ids]) -> list[str] | None:
+    def _decode_joined(self, sequences: list[Ids]) -> list[str] | None:
         """One /detokenize for all: separator, seq, separator, seq, ..., separator.
         None when the text does not split back into as many parts."""
         joined = [self._separator]
-        for sequence in todo:
+        for sequence in sequences:
             joined += [*sequence, self._separator]
         parts = self.detokenize(joined).split(SEPARATOR)
         self._spent_lookups(1)
-        if len(parts) != len(todo) + 2 or parts[0] or parts[-1]:
-            return None  # a token held the separator character: look up one by one
+        if len(parts) != len(sequences) + 2 or parts[0] or parts[-1]:
+            return None  # a token held the separator character
         return parts[1:-1]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from backends.base import BackendError
-from backends.vllm import SEPARATOR, VLLMBackend
+from backends.vllm import SEPARATOR, VOCAB_BLOCK, VLLMBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
 from weave.search import SearchParams, expand
@@ -86,21 +86,28 @@ def test_searches_match_mlx_and_split_characters_join(vllm, mlx_backend, story):
 
 
 # -- request patterns -----------------------------------------------------------------
-def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm_url):
-    backend = VLLMBackend(vllm_url)
-    ids = backend.tokenize("Once upon a time,")
-    [first] = backend.top_logprobs([ids], 4)
+def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm):
+    ids = vllm.tokenize("Once upon a time,")
+    [first] = vllm.top_logprobs([ids], 4)
     frontier = [ids + [c.token_id] for c in first]
-    before = backend.stats.snapshot()
-    answers = backend.top_logprobs(frontier, 5)
-    # One completion, and one /detokenize for all the token texts not seen before.
-    assert (backend.stats.snapshot() - before).forward_calls == 2
+    before = vllm.stats.snapshot()
+    answers = vllm.top_logprobs(frontier, 5)
+    assert (vllm.stats.snapshot() - before).forward_calls == 1
     assert len(answers) == 4 and all(len(a) == 5 for a in answers)
     assert all(a[0].logprob >= a[-1].logprob for a in answers)
     assert first[0].text == " the"
-    before = backend.stats.snapshot()
-    assert backend.top_logprobs(frontier, 5) == answers
-    assert (backend.stats.snapshot() - before).forward_calls == 1  # texts known: one trip
+
+
+def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url):
+    backend = VLLMBackend(vllm_url)
+    params = SearchParams(cutoff=0.05, max_depth=8)
+    first = expand(backend, backend.tokenize(STORIES[0]), params)
+    second = expand(backend, backend.tokenize(STORIES[2]), params)
+    assert first.suggestions and second.suggestions
+    assert 1 <= backend.text_lookups <= -(-49152 // VOCAB_BLOCK)  # SmolLM2's vocabulary
+    before = backend.text_lookups
+    expand(backend, backend.tokenize(STORIES[0]), params)
+    assert backend.text_lookups == before  # known ids cost nothing more
 
 
 @pytest.mark.parametrize("story", [STORIES[1], STORIES[3]])
