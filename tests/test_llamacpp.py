@@ -28,15 +28,17 @@ def llama(llama_url):
 def test_top_k_matches_our_mlx_backend(llama, mlx_backend):
     """The server runs the Q4_1 weights against 8-bit-quantised activations and an f16 KV
     cache; ours dequantises to float32. Measured here over the top-5 of the ten reference
-    prompts: max |delta| 0.19, typically 0.01-0.1; the top token agrees on all ten."""
+    prompts: max |delta| 0.19, typically 0.01-0.1; the top token agrees on all ten. Two
+    runners-up closer than that may swap places, so below the top only the set is asked."""
     worst = 0.0
     for story in STORIES:
         ids = llama.tokenize(story)
         assert ids == mlx_backend.tokenize(story)
         [theirs] = llama.top_logprobs([ids], 5)
         [ours] = mlx_backend.top_logprobs([ids], 8)
-        assert [c.token_id for c in theirs[:3]] == [c.token_id for c in ours[:3]]
+        assert theirs[0].token_id == ours[0].token_id
         ours_by_id = {c.token_id: c.logprob for c in ours}
+        assert {c.token_id for c in theirs[:3]} <= ours_by_id.keys()
         worst = max(worst, *(abs(c.logprob - ours_by_id[c.token_id]) for c in theirs))
     assert worst <= 0.25, worst
 
