@@ -397,6 +397,8 @@ def first_label(ws: session.Workspace) -> str:
 
 
 def live(p: Progress) -> str:
+    if p.depth == 0:
+        return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
     latest = f" · latest: “{md(shorten(p.latest, 60))}”" if p.latest else ""
     return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -136,6 +137,12 @@ class Backend(ABC):
     @abstractmethod
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         """For each context, its k most likely next tokens, most likely first."""
+
+    def read_ahead(self, context: list[int], k: int, report: Callable[[int, int], None]) -> None:
+        """Optional: read a long `context` (and its top-k) into the backend's cache before
+        a search, calling report(tokens read, tokens in all) on the caller's thread as it
+        goes, so a page can show how far a long story has been read. Backends whose server
+        keeps its own cache leave it to the first request and do nothing here."""
 
     def greedy_chains(
         self, contexts: list[list[int]], k: int, lengths: list[int]

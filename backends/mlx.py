@@ -4,7 +4,8 @@ A context's cache is assembled from the fragment tree (`backends.kv_tree`); only
 tokens the tree lacks are run. A search's depth arrives as many contexts that each add
 one token to a cached prefix: they run as one batched forward over a left-padded
 `BatchKVCache`, and each row's new KV is filed under its own node. Longer tails (a new
-or edited story) are prefilled in chunks. Accepting a suggestion appends ids whose KV the
+or edited story) are prefilled in chunks (`read_ahead` runs them one worker call each,
+so a page can show how far a long story has been read). Accepting a suggestion appends ids whose KV the
 tree already holds, so it costs no prefill. All MLX work runs on one worker thread of
 the backend's own: that serialises the model between the page sessions sharing it, and
 MLX arrays stay on the thread (and stream) that made them.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +107,20 @@ class MLXBackend(Backend):
         answers, usage = self._worker.submit(self._call, {tuple(c) for c in contexts}, k).result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
+
+    def read_ahead(self, context: list[int], k: int, report: Callable[[int, int], None]) -> None:
+        """Prefill a context one chunk per worker call, reporting after each; the last
+        chunk leaves the context's top-k cached for the search's first step. A tail of
+        one chunk or less is left to the search: there is no progress to show."""
+        ids = tuple(context)
+        done = self._worker.submit(lambda: self.tree.match(list(ids)).length).result()
+        if len(ids) - done <= self.prefill_chunk:
+            return
+        while done < len(ids):
+            done = min(done + self.prefill_chunk, len(ids))
+            _, usage = self._worker.submit(self._call, {ids[:done]}, k).result()
+            self.stats.add(**usage.__dict__)
+            report(done, len(ids))
 
     def close(self) -> None:
         if not self._worker.stopped:

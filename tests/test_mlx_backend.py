@@ -118,6 +118,21 @@ def test_long_story_prefills_in_chunks(embedded_model_path):
     assert_same(answer, plain_top(backend, ids, 5))
 
 
+def test_a_long_story_is_read_ahead_with_progress(embedded_model_path):
+    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    ids = backend.tokenize(STORY * 3)
+    reports = []
+    backend.read_ahead(ids, 5, lambda read, tokens: reports.append((read, tokens)))
+    assert reports == [(min(n, len(ids)), len(ids)) for n in range(16, len(ids) + 16, 16)]
+    assert backend.stats.snapshot().prefill_tokens == len(ids)
+    before = backend.stats.snapshot()
+    [answer] = backend.top_logprobs([ids], 5)
+    assert (backend.stats.snapshot() - before).model_tokens == 0  # read already
+    assert_same(answer, plain_top(backend, ids, 5))
+    backend.read_ahead(ids, 5, reports.append)  # all read: nothing to do, nothing reported
+    assert len(reports) == -(-len(ids) // 16)
+
+
 def test_concurrent_callers_get_their_own_answers(mlx_backend):
     stories = ["Once upon a time,", "In the age before man,", STORY, "She opened the door"]
     expected = {s: mlx_backend.top_logprobs([mlx_backend.tokenize(s)], 5)[0] for s in stories}

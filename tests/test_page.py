@@ -483,6 +483,16 @@ def test_a_hundred_thousand_character_story_works(fake):
     assert not at.exception and story(at) == long + " x"
 
 
+def test_the_status_tells_how_far_a_long_story_has_been_read():
+    import lloom
+    from weave.search import Progress
+
+    reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
+    assert lloom.live(reading) == "Reading the story… 512 of 30,000 tokens"
+    weaving = Progress(2, 1, 3, 40, 3.5, " the king")
+    assert lloom.live(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
+
+
 ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
 
 

@@ -139,6 +139,26 @@ def test_progress_is_reported_each_depth():
     assert seen[-1].beams_done >= 1 and seen[-1].tokens_evaluated > 0
 
 
+def test_a_backend_reading_ahead_reports_before_the_first_depth():
+    class ReadingBackend(FakeBackend):
+        def read_ahead(self, context, k, report):
+            self.asked = (list(context), k)
+            for read in (2, len(context)):
+                report(read, len(context))
+
+    seen, backend = [], ReadingBackend(seed=2)
+    expand(backend, STORY, SearchParams(max_depth=2), progress=seen.append)
+    assert backend.asked[0] == STORY and backend.asked[1] >= 2
+    assert [(p.depth, p.story_read, p.story_tokens) for p in seen[:2]] == [
+        (0, 2, len(STORY)),
+        (0, len(STORY), len(STORY)),
+    ]
+    assert [p.depth for p in seen[2:]] == [1, 2]
+    backend.asked = None
+    expand(backend, STORY, SearchParams(max_depth=2))  # no one watching: no reading ahead
+    assert backend.asked is None
+
+
 def test_parameters_are_bounded():
     for bad in (dict(cutoff=1.5), dict(max_depth=0), dict(split_limit=11), dict(score="max")):
         with pytest.raises(ValueError):

@@ -60,7 +60,8 @@ class SearchParams:
 
 @dataclass(frozen=True)
 class Progress:
-    """Reported after every depth, for a live status."""
+    """Reported after every depth, for a live status; before the first, while a backend
+    reads a long story ahead (depth 0: `story_read` of `story_tokens` read)."""
 
     depth: int
     beams_done: int
@@ -68,6 +69,8 @@ class Progress:
     tokens_evaluated: int
     seconds: float
     latest: str
+    story_read: int = 0
+    story_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,8 @@ class _Search:
         self.cutoff = params.cutoff
 
     def run(self) -> TreeNode:
+        if self.progress is not None:  # a long story's first reading shows progress too
+            self.backend.read_ahead(self.context, self._k(0), self._report_reading)
         live = [_Beam(self.root)]
         for depth in range(self.params.max_depth):
             if not live:
@@ -288,17 +293,24 @@ class _Search:
         node.finished = True
         self.finished.append(node)
 
+    def _report_reading(self, read: int, tokens: int) -> None:
+        self._send(0, [], story_read=read, story_tokens=tokens)
+
     def _report(self, depth: int, live: list[_Beam]) -> None:
+        self._send(depth + 1, live)
+
+    def _send(self, depth: int, live: list[_Beam], **reading: int) -> None:
         if self.progress is None:
             return
         latest = self.finished[-1].text() if self.finished else ""
         self.progress(
             Progress(
-                depth=depth + 1,
+                depth=depth,
                 beams_done=len(self.finished),
                 beams_live=len(live),
                 tokens_evaluated=(self.backend.stats.snapshot() - self.usage_before).model_tokens,
                 seconds=time.perf_counter() - self.started,
                 latest=latest,
+                **reading,
             )
         )
