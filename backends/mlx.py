@@ -5,10 +5,10 @@ tokens the tree lacks are run. A search's depth arrives as many contexts that ea
 one token to a cached prefix: they run as one batched forward over a left-padded
 `BatchKVCache`, and each row's new KV is filed under its own node. Longer tails (a new
 or edited story) are prefilled in chunks (`read_ahead` runs them one worker call each,
-so a page can show how far a long story has been read). Accepting a suggestion appends ids whose KV the
-tree already holds, so it costs no prefill. All MLX work runs on one worker thread of
-the backend's own: that serialises the model between the page sessions sharing it, and
-MLX arrays stay on the thread (and stream) that made them.
+so a page can show how far a long story has been read). Accepting a suggestion appends
+ids whose KV the tree already holds, so it costs no prefill. All MLX work runs on one
+worker thread of the backend's own: that serialises the model between the page
+sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
 
 Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
 their bytes, forwards and the cache. Does not own: the search.
