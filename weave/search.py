@@ -294,12 +294,12 @@ class _Search:
         self.finished.append(node)
 
     def _report_reading(self, read: int, tokens: int) -> None:
-        self._send(0, [], story_read=read, story_tokens=tokens)
+        self._send(0, 0, story_read=read, story_tokens=tokens)
 
     def _report(self, depth: int, live: list[_Beam]) -> None:
-        self._send(depth + 1, live)
+        self._send(depth + 1, len(live))
 
-    def _send(self, depth: int, live: list[_Beam], **reading: int) -> None:
+    def _send(self, depth: int, beams_live: int, *, story_read=0, story_tokens=0) -> None:
         if self.progress is None:
             return
         latest = self.finished[-1].text() if self.finished else ""
@@ -307,10 +307,11 @@ class _Search:
             Progress(
                 depth=depth,
                 beams_done=len(self.finished),
-                beams_live=len(live),
+                beams_live=beams_live,
                 tokens_evaluated=(self.backend.stats.snapshot() - self.usage_before).model_tokens,
                 seconds=time.perf_counter() - self.started,
                 latest=latest,
-                **reading,
+                story_read=story_read,
+                story_tokens=story_tokens,
             )
         )
