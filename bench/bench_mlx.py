@@ -7,8 +7,8 @@ For each starting story, the same search (same parameters, so the same tree) run
 then an accept-and-search-again round on the tree backend. Prints tokens evaluated,
 forward calls, wall time and the ratios, plus KV bytes held by fragments against one
 full cache copy per beam (how a cache-per-beam design would hold them). Last, a long
-story (bench/long_story.txt, ~1,300 tokens): the shared-prefix attention against copying the story into
-every row of the batch.
+story (bench/long_story.txt, ~1,300 tokens): the shared-prefix attention against copying
+the story into every row of the batch.
 
     .venv/bin/python bench/bench_mlx.py
 """
