@@ -1,5 +1,8 @@
 """JSON over HTTP for the remote backends: one keep-alive session, errors made plain.
 
+A server may close an idle kept-alive connection just as a request goes out on it; that
+request is sent again, once, on a new connection.
+
 Every failure leaves here as a `BackendError` that names the backend, the server and
 what to check: a refused connection, a timeout, an HTTP error with the server's own
 message, or a reply that is not the JSON expected. This module knows nothing of
@@ -9,10 +12,12 @@ completions; the backend modules build the requests.
 from __future__ import annotations
 
 import json
+from http.client import RemoteDisconnected
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.exceptions import ProtocolError
 
 from backends.base import BackendError
 
@@ -41,10 +46,20 @@ class JsonClient:
     def close(self) -> None:
         self.session.close()
 
-    def _call(self, method: str, path: str, body: dict | None) -> Any:
+    def _send(self, method: str, path: str, body: dict | None) -> requests.Response:
+        """One request; asked once more, on a new connection, when the pooled one turns out
+        to have been closed by the server. Every request here only reads, so that is safe."""
         url = f"{self.base_url}{path}"
         try:
-            reply = self.session.request(method, url, json=body, timeout=self.timeout)
+            return self.session.request(method, url, json=body, timeout=self.timeout)
+        except requests.exceptions.ConnectionError as e:
+            if not _dropped(e):
+                raise
+        return self.session.request(method, url, json=body, timeout=self.timeout)
+
+    def _call(self, method: str, path: str, body: dict | None) -> Any:
+        try:
+            reply = self._send(method, path, body)
         except requests.exceptions.ConnectionError as e:
             raise self.error(
                 f"cannot connect ({_reason(e)}): is the server running, and is the address right?"
@@ -64,6 +79,15 @@ class JsonClient:
             raise self.error(
                 f"{path} answered with something that is not JSON: {reply.text[:200]!r}"
             ) from e
+
+
+def _dropped(error: requests.exceptions.ConnectionError) -> bool:
+    """Whether a kept-alive connection was closed by the server before it answered (its
+    idle timeout firing as the request went out), rather than the server being away."""
+    cause = error.args[0] if error.args else None
+    return isinstance(cause, ProtocolError) and isinstance(
+        cause.args[-1], (RemoteDisconnected, ConnectionResetError)
+    )
 
 
 def server_message(reply: requests.Response) -> str:

@@ -41,7 +41,45 @@ def serving(status: int = 200, body: bytes | str | dict = b"", *, delay: float =
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with _running(Handler) as url:
+        yield url
+
+
+@contextmanager
+def dropping_reused_connections(body: dict):
+    """Serve `body` over HTTP/1.1 keep-alive, but close a connection without a reply when
+    a second request arrives on it: a server whose idle keep-alive timeout fires just as
+    the client reuses the connection. Yields the URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        answered = False  # one handler per connection
+
+        def _reply(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.answered:
+                self.close_connection = True
+                return
+            self.answered = True
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, *args):
+            pass
+
+    with _running(Handler) as url:
+        yield url
+
+
+@contextmanager
+def _running(handler: type[BaseHTTPRequestHandler]):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
