@@ -87,7 +87,6 @@ def _llamacpp(settings: Settings, env: Mapping[str, str]) -> Backend:
     return LlamaCppBackend(
         settings.llamacpp.url,
         timeout=settings.llamacpp.timeout,
-        pipeline_requests=settings.llamacpp.pipeline_requests or None,
     )
 
 

@@ -145,13 +145,17 @@ class Backend(ABC):
         keeps its own cache leave it to the first request and do nothing here."""
 
     def greedy_chains(
-        self, contexts: list[list[int]], k: int, lengths: list[int]
+        self, contexts: list[list[int]], k: int, lengths: list[int], *, stops: tuple[str, ...] = ()
     ) -> list[list[list[Candidate]]] | None:
         """Optional: top-k at each of `lengths[i]` positions along each context's greedy path.
 
         result[i][j] is the top-k after contexts[i] plus the first j greedy tokens; the
         greedy token at j is result[i][j][0]. Remote backends answer a whole beam in one
-        request this way. Returns None when the backend has no such capability.
+        request this way. A path may end early just after a greedy token whose text holds
+        one of `stops` (the search's auto-stop ends the beam there), so a server stops
+        generating what no beam would use; a chain may also be shorter than asked for
+        other reasons, and the search asks again for beams that go on. Returns None when
+        the backend has no such capability.
         """
         return None
 
@@ -167,18 +171,21 @@ class GreedyPathBackend(Backend):
     number of positions along its greedy path; single steps are paths of length one."""
 
     @abstractmethod
-    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
-        """For each context, the top-k at each of `length` greedy positions (at least one)."""
+    def _complete(
+        self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
+    ) -> list[Chain]:
+        """For each context, the top-k at each of `length` greedy positions (at least one),
+        or fewer where the path's text reached one of `stops`."""
 
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         return [chain[0] for chain in self._complete(contexts, k, 1)]
 
-    def greedy_chains(self, contexts, k, lengths):
+    def greedy_chains(self, contexts, k, lengths, *, stops=()):
         """One request per distinct length (a search's depth asks one length for all)."""
         chains: list = [None] * len(contexts)
         for length in sorted(set(lengths)):
             rows = [i for i, n in enumerate(lengths) if n == length]
-            answers = self._complete([contexts[i] for i in rows], k, length)
+            answers = self._complete([contexts[i] for i in rows], k, length, stops)
             for i, chain in zip(rows, answers, strict=True):
                 chains[i] = chain
         return chains

@@ -1,5 +1,8 @@
 """JSON over HTTP for the remote backends: one keep-alive session, errors made plain.
 
+Replies are JSON, or a server-sent event stream read to its end (`post_events`: a
+llama-server streams a completion's per-token probabilities, stop tokens included).
+
 A server may close an idle kept-alive connection just as a request goes out on it; that
 request is sent again, once, on a new connection.
 
@@ -40,6 +43,25 @@ class JsonClient:
     def post(self, path: str, body: dict) -> Any:
         return self._call("POST", path, body)
 
+    def post_events(self, path: str, body: dict) -> list[Any]:
+        """POST and read a server-sent event stream to its end: each `data:` line's JSON.
+        An event that carries an `error` is raised as the server's own message."""
+        reply = self._reply("POST", path, body)
+        events = []
+        for line in reply.text.splitlines():
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            try:
+                event = json.loads(line[5:])
+            except ValueError as e:
+                raise self.error(f"{path} streamed what is not JSON: {line[:200]!r}") from e
+            if isinstance(event, dict) and "error" in event:
+                error = event["error"]
+                message = error.get("message", error) if isinstance(error, dict) else error
+                raise self.error(f"{path} failed while streaming: {str(message)[:300]}")
+            events.append(event)
+        return events
+
     def error(self, message: str) -> BackendError:
         return BackendError(message, backend=self.backend, url=self.base_url)
 
@@ -58,6 +80,16 @@ class JsonClient:
         return self.session.request(method, url, json=body, timeout=self.timeout)
 
     def _call(self, method: str, path: str, body: dict | None) -> Any:
+        reply = self._reply(method, path, body)
+        try:
+            return reply.json()
+        except (ValueError, json.JSONDecodeError) as e:
+            raise self.error(
+                f"{path} answered with something that is not JSON: {reply.text[:200]!r}"
+            ) from e
+
+    def _reply(self, method: str, path: str, body: dict | None) -> requests.Response:
+        """The server's reply with a success status, or a `BackendError` saying what failed."""
         try:
             reply = self._send(method, path, body)
         except requests.exceptions.ConnectionError as e:
@@ -73,12 +105,7 @@ class JsonClient:
             raise self.error(f"request to {path} failed: {e}") from e
         if reply.status_code >= 400:
             raise self.error(f"{path} answered HTTP {reply.status_code}: {server_message(reply)}")
-        try:
-            return reply.json()
-        except (ValueError, json.JSONDecodeError) as e:
-            raise self.error(
-                f"{path} answered with something that is not JSON: {reply.text[:200]!r}"
-            ) from e
+        return reply
 
 
 def _dropped(error: requests.exceptions.ConnectionError) -> bool:

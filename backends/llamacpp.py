@@ -3,20 +3,30 @@
 Prompts go as the server's own token ids (`/tokenize`; ids get no BOS from the server,
 so one is prepended when the model wants it), with `n_probs`, `cache_prompt: true` and
 `post_sampling_probs: false`, so the probabilities are the model's raw distribution.
-A depth's contexts travel as one multi-prompt request (`prompt: [[ids], ...]`) that the
-server spreads over its slots, or as `pipeline_requests` parallel ones on one keep-alive
-session. Greedy chains (`top_k: 1`, `n_predict` = the remaining depth) answer a beam's
-whole greedy path in one prompt, so only tokens that split start new prompts; measured
-against depth-by-depth requests (bench/bench_llamacpp.py) they save no round trips once
-a depth is one request, and generate tokens that finished beams never use, so the search
-uses them only when asked (`--chains`).
+
+Doing only the work the tree needs. A CPU server's cost is the tokens it evaluates
+(`timings.prompt_n + predicted_n`); the least a search can cost is the story once plus
+one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
+- Greedy chains by default (`prefers_chains`): one prompt answers a beam's whole greedy
+  path (`top_k: 1`, `n_predict` up to the remaining depth), each of its tokens evaluated
+  once, in place, in its slot; only tokens that split start new prompts.
+- Chains stop where the beam does: the search's auto-stop strings go as `stop`, so the
+  server ends a path on the token holding '.' or ','. A whole reply drops that token's
+  probabilities, so chains are streamed (`stream: true`), where every token's come.
+  (The search also asks no further than the cap will let beams live.)
+- Slots pinned (`id_slot`, `backends.llamacpp_slots`): each prompt goes to the slot that
+  holds its parent's path, in an order that keeps shared prefixes in the cache; the
+  story is read once per search, not once per slot.
+`--cache-reuse` (KV shifting of chunks found later in a prompt) does not fit a tree, whose
+prompts differ only at the end; `n_keep` matters only when a context overflows.
 
 Both reply shapes are read: the current `completion_probabilities: [{id, token, bytes,
 logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters join), and
 the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped
 back to ids with `/tokenize`.
 
-Owns: request shapes and parsing. Not: the search, HTTP error wording (`backends.http`).
+Owns: request shapes and parsing. Not: the search, slot planning
+(`backends.llamacpp_slots`), HTTP error wording (`backends.http`).
 """
 
 from __future__ import annotations
@@ -26,24 +36,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 from backends.base import Candidate, Chain, GreedyPathBackend, Usage
 from backends.http import JsonClient, expect
+from backends.llamacpp_slots import SlotBook
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
 
 class LlamaCppBackend(GreedyPathBackend):
-    """llama-server at `url`; `pipeline_requests` parallel requests per depth (default 1:
-    one multi-prompt request, which the server already spreads over its slots)."""
+    """llama-server at `url`."""
 
     name = "llamacpp"
-    prefers_chains = False
+    prefers_chains = True
 
-    def __init__(self, url: str, *, timeout: float = 60.0, pipeline_requests: int | None = None):
+    def __init__(self, url: str, *, timeout: float = 60.0):
         super().__init__()
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=16)
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
-        self.pipeline = max(1, pipeline_requests or 1)
+        self.slots = SlotBook(int(props.get("total_slots") or 0))
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())
@@ -77,33 +87,38 @@ class LlamaCppBackend(GreedyPathBackend):
         self.client.close()
 
     # -- requests --------------------------------------------------------------------
-    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
-        """Top-k at `length` greedy positions per context; contexts split over parallel requests."""
-        groups = [contexts[i :: self.pipeline] for i in range(min(self.pipeline, len(contexts)))]
-        with ThreadPoolExecutor(len(groups)) as pool:
-            replies = list(pool.map(lambda g: self._request(g, k, length), groups))
+    def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
+        """Top-k at `length` greedy positions per context (fewer where the text reached one
+        of `stops`): one request per slot used, in parallel."""
+        prompts = [self._bos + list(ctx) for ctx in contexts]
+        plan = self.slots.plan(prompts)
+        with ThreadPoolExecutor(len(plan)) as pool:
+            replies = list(
+                pool.map(lambda w: self._request(w.slot, [prompts[i] for i in w.rows], k,
+                                                 length, stops), plan)
+            )  # fmt: skip
         spent = Usage()
         answers: list[Chain] = [[] for _ in contexts]
-        for g, (chains, usage) in enumerate(replies):
+        for work, (chains, usage) in zip(plan, replies, strict=True):
             spent += usage
-            for j, chain in enumerate(chains):
-                answers[g + j * self.pipeline] = chain
+            for i, chain in zip(work.rows, chains, strict=True):
+                answers[i] = chain
         self.stats.add(**spent.__dict__)  # on the caller's thread: stats are per thread
         return answers
 
-    def _request(self, group: list[list[int]], k: int, length: int) -> tuple[list[Chain], Usage]:
-        chains, usage = self._post(group, k, length)
+    def _request(self, slot, group: list[list[int]], k: int, length: int, stops):
+        chains, usage = self._post(slot, group, k, length, stops)
         broken = [i for i, chain in enumerate(chains) if not chain]
         if broken:  # a greedy path that starts inside a character: ask that one position
-            firsts, more = self._post([group[i] for i in broken], k, 1)
+            firsts, more = self._post(slot, [group[i] for i in broken], k, 1, ())
             usage += more
             for i, first in zip(broken, firsts, strict=True):
                 chains[i] = first
         return chains, usage
 
-    def _post(self, group: list[list[int]], k: int, length: int) -> tuple[list[Chain], Usage]:
+    def _post(self, slot, group, k: int, length: int, stops) -> tuple[list[Chain], Usage]:
         body = {
-            "prompt": [self._bos + list(ctx) for ctx in group],
+            "prompt": group,
             "n_predict": length,
             "n_probs": k,
             "cache_prompt": True,
@@ -111,20 +126,29 @@ class LlamaCppBackend(GreedyPathBackend):
             "top_k": 1,
             "post_sampling_probs": False,  # the raw distribution, not the sampler's
             "stop": [],
+            "return_tokens": True,  # what the slot now holds, for the next plan
         }
+        if slot is not None:
+            body["id_slot"] = slot
         if length == 1 and self._plain:
             # The server holds back the probabilities of a sampled token that ends inside a
             # UTF-8 character. Sampling is forced onto a whole character; the probabilities
             # reported (raw logits, before any sampler) are unaffected.
             body["logit_bias"] = [[self._plain[0], 1000]]
-        reply = self.client.post("/completion", body)
-        results = reply if isinstance(reply, list) else [reply]
+        if stops and length > 1:
+            # The server stops after the token whose text holds a stop string. Only a
+            # stream reports that token's probabilities (a whole reply drops them).
+            body["stop"], body["stream"] = list(stops), True
+            results = _gathered(self.client.post_events("/completion", body))
+        else:
+            reply = self.client.post("/completion", body)
+            results = reply if isinstance(reply, list) else [reply]
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
-        results = sorted(results, key=lambda r: r.get("index", 0) if isinstance(r, dict) else 0)
+        expect(all(isinstance(r, dict) for r in results), self.client, "a result is not an object")
+        results = sorted(results, key=lambda r: r.get("index", 0))
         usage = Usage(forward_calls=1)
         chains = []
-        for result in results:
-            expect(isinstance(result, dict), self.client, "a result is not an object")
+        for prompt, result in zip(group, results, strict=True):
             chains.append(self._chain(result, k))
             timings = result.get("timings") or {}
             prompt_n, predicted_n = (
@@ -132,7 +156,15 @@ class LlamaCppBackend(GreedyPathBackend):
                 int(timings.get("predicted_n", 0)),
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
+            self._held(prompt, result)
         return chains, usage
+
+    def _held(self, prompt: list[int], result: dict) -> None:
+        """Record what the result's slot holds now (results of one slot come in order)."""
+        slot, cached = result.get("id_slot"), result.get("tokens_cached")
+        if isinstance(slot, int) and isinstance(cached, int):
+            generated = [int(t) for t in result.get("tokens") or []]
+            self.slots.hold(slot, tuple(prompt + generated)[:cached])
 
     # -- parsing ---------------------------------------------------------------------
     def _chain(self, result: dict, k: int) -> Chain:
@@ -210,8 +242,29 @@ class LlamaCppBackend(GreedyPathBackend):
 
 
 def _merged(position: dict) -> bool:
-    """Whether an entry stands for several tokens (its bytes are not its own token's)."""
+    """Whether an entry stands for several tokens: its bytes are not its own token's, nor
+    the part of them before a stop string (the server cuts the text of a stop token)."""
     own = next(
         (o for o in position.get("top_logprobs") or [] if o.get("id") == position.get("id")), None
     )
-    return own is not None and own.get("bytes") != position.get("bytes")
+    if own is None:
+        return False
+    mine, shown = bytes(own.get("bytes") or []), bytes(position.get("bytes") or [])
+    return not mine.startswith(shown)
+
+
+def _gathered(events: list) -> list[dict]:
+    """A stream's events made into one result per prompt, as a whole reply gives them:
+    its positions in order, its generated tokens, and the final event's fields."""
+    results: dict[int, dict] = {}
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        result = results.setdefault(int(event.get("index") or 0), {
+            "completion_probabilities": [], "tokens": []})  # fmt: skip
+        result["completion_probabilities"] += event.get("completion_probabilities") or []
+        result["tokens"] += event.get("tokens") or []
+        if event.get("stop"):
+            result.update({key: event[key] for key in ("timings", "id_slot", "tokens_cached",
+                           "index", "tokens_predicted") if key in event})  # fmt: skip
+    return [results[i] for i in sorted(results)]

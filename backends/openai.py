@@ -118,8 +118,8 @@ class OpenAIBackend(Backend):
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         return [chain[0] for chain in self._chains(contexts, k, [1] * len(contexts))]
 
-    def greedy_chains(self, contexts, k, lengths):
-        return self._chains(contexts, k, lengths)
+    def greedy_chains(self, contexts, k, lengths, *, stops=()):
+        return self._chains(contexts, k, lengths)  # stops unused: chains run their length
 
     def close(self) -> None:
         self._client.close()

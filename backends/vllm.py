@@ -144,8 +144,10 @@ class VLLMBackend(GreedyPathBackend):
         return frozenset(special_ids(info)) if isinstance(info, dict) else frozenset()
 
     # -- completions -------------------------------------------------------------------
-    def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
-        """Top-k at each of `length` greedy positions, for every context, in one request."""
+    def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
+        """Top-k at each of `length` greedy positions, for every context, in one request;
+        a path ends early on a token whose text holds one of `stops` (that token's
+        log-probs still come back)."""
         if not contexts:
             return []
         k = max(1, min(k, self.max_logprobs or k))
@@ -157,6 +159,8 @@ class VLLMBackend(GreedyPathBackend):
             "temperature": 0,
             "return_tokens_as_token_ids": True,
         }
+        if stops and length > 1:
+            body["stop"] = list(stops)
         try:
             reply = self.client.post("/v1/completions", body)
         except BackendError as e:
@@ -164,7 +168,7 @@ class VLLMBackend(GreedyPathBackend):
             if not limit or int(limit.group(1)) >= k:
                 raise
             self._learn_limit(int(limit.group(1)))
-            return self._complete(contexts, k, length)
+            return self._complete(contexts, k, length, stops)
         self._count(reply)
         chains = self._parse(reply, len(contexts), k)
         return self._spell(contexts, chains)
@@ -203,7 +207,10 @@ class VLLMBackend(GreedyPathBackend):
         expect(isinstance(positions, list) and positions, self.client,
                "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
         sampled = [self._token_id(t) for t in logprobs.get("tokens") or []]
-        if choice.get("finish_reason") == "stop" and sampled:  # stopped on a control token
+        stopped_on_token = choice.get("finish_reason") == "stop" and not isinstance(
+            choice.get("stop_reason"), str
+        )
+        if stopped_on_token and sampled:  # a control token, not one of our stop strings
             self.special_token_ids = self.special_token_ids | {sampled[-1]}
         chain = [self._ranked(position, k) for position in positions]
         for j, token in enumerate(sampled[: len(chain)]):

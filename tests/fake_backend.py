@@ -64,7 +64,7 @@ class FakeBackend(Backend):
         self.stats.add(forward_calls=1, model_tokens=len(contexts))
         return [self.distribution(ctx)[:k] for ctx in contexts]
 
-    def greedy_chains(self, contexts, k, lengths):
+    def greedy_chains(self, contexts, k, lengths, *, stops=()):
         if not self.chains:
             return None
         self.calls.append(len(contexts))

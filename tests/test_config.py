@@ -41,17 +41,17 @@ def test_bad_values_are_refused():
 def test_environment_overrides_in_one_place(tmp_path):
     env = {
         "LLAMA_API_URL": "http://127.0.0.1:9",
-        "LLAMA_PIPELINE_REQUESTS": "4",
+        "LLAMA_TIMEOUT": "7.5",
         "LLOOM_DATA_DIR": str(tmp_path),
         "LLOOM_KV_CACHE_MB": "64",
     }
     settings = load_settings(env=env)
     assert settings.llamacpp.url == "http://127.0.0.1:9"
-    assert settings.llamacpp.pipeline_requests == 4
+    assert settings.llamacpp.timeout == 7.5
     assert settings.data_dir == tmp_path
     assert settings.mlx.kv_cache_mb == 64
-    with pytest.raises(ConfigError, match="LLAMA_PIPELINE_REQUESTS"):
-        load_settings(env={"LLAMA_PIPELINE_REQUESTS": "many"})
+    with pytest.raises(ConfigError, match="LLAMA_TIMEOUT"):
+        load_settings(env={"LLAMA_TIMEOUT": "soon"})
 
 
 def test_selection_order_and_no_silent_fallback():

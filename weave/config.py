@@ -37,7 +37,6 @@ class MLXSettings:
 class LlamaCppSettings:
     url: str = ""
     timeout: float = 60.0
-    pipeline_requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,6 @@ ENVIRONMENT = {
     "LLOOM_KV_CACHE_MB": ("mlx", "kv_cache_mb", int),
     "LLAMA_API_URL": ("llamacpp", "url", str),
     "LLAMA_TIMEOUT": ("llamacpp", "timeout", float),
-    "LLAMA_PIPELINE_REQUESTS": ("llamacpp", "pipeline_requests", int),
     "VLLM_API_URL": ("vllm", "url", str),
     "VLLM_MODEL": ("vllm", "model", str),
     "VLLM_TIMEOUT": ("vllm", "timeout", float),

@@ -218,19 +218,32 @@ class _Search:
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
         needy = [beam for beam in live if not beam.lookahead]
         if needy:
-            self._fill(needy, depth)
+            self._fill(needy, depth, self._chain_length(depth, len(live)))
         return [beam.lookahead.pop(0) for beam in live]
 
-    def _fill(self, needy: list[_Beam], depth: int) -> None:
-        contexts = [self.context + beam.node.token_ids() for beam in needy]
+    def _chain_length(self, depth: int, live: int) -> int:
+        """How far along its greedy path a beam is worth asking about: to the last depth,
+        but not far past where the cap is likely to end it. Once finished plus live beams
+        reach the cap, every beam takes its top token and ends, so positions asked beyond
+        would be computed for nothing; the room left lasts about room / live depths if
+        each beam splits once a depth, and the depth that reaches the cap still needs one
+        more position. (A path asked too short only costs asking again.)"""
+        room = self.params.max_suggestions - len(self.finished) - live
         remaining = self.params.max_depth - depth
+        return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
+
+    def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> None:
+        contexts = [self.context + beam.node.token_ids() for beam in needy]
         chains = None
         use_chains = self.params.use_chains
         if use_chains is None:
             use_chains = self.backend.prefers_chains
         if use_chains and remaining > 1:
             k = max(self._k(d) for d in range(depth, self.params.max_depth))
-            chains = self.backend.greedy_chains(contexts, k, [remaining] * len(contexts))
+            stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
+            chains = self.backend.greedy_chains(
+                contexts, k, [remaining] * len(contexts), stops=stops
+            )
         if chains is None:
             answers = self.backend.top_logprobs(contexts, self._k(depth))
             chains = [[answer] for answer in answers]
