@@ -1,12 +1,24 @@
 """The vLLM backend: a thin client of vLLM's OpenAI-compatible server.
 
-One `POST /v1/completions` carries a whole depth's frontier as token-id prompts
+One `POST /v1/completions` carries a whole depth's needy beams as token-id prompts
 (`prompt: [[ids], [ids], ...]`) with `logprobs: k`, `temperature: 0` and
 `return_tokens_as_token_ids` (top-logprob keys come back as "token_id:N"; plain token
-strings collide). Greedy chains ask `max_tokens` = the remaining depth, so one request
-answers a beam's whole greedy path; the server stops a path early on an end-of-text
-token (no `ignore_eos`: the search never continues past one), so a chain may be shorter
-than asked. Token ids are the server's own (`/tokenize`).
+strings collide). Token ids are the server's own (`/tokenize`).
+
+Doing only the work the tree needs (measured with bench/bench_vllm.py; the server's
+/metrics count prompt tokens, prefix-cache hits and generated tokens):
+- Greedy chains by default: `max_tokens` up to the remaining depth answers a beam's whole
+  greedy path in one sequence, each token computed once; only split tokens start new
+  sequences. Asked one position a depth instead, every beam's context is read again at
+  every depth, since a short context is never in the prefix cache (below).
+- A chain stops where the beam does: the search's auto-stop strings go as `stop` (the
+  stop token's log-probs still come back, its `stop_reason` naming the string), and at
+  an end-of-text token (no `ignore_eos`). A chain may be shorter than asked.
+- The prefix cache reuses whole blocks only: on CPU a multiple of 32 tokens, 128 unless
+  the server is started with `--block-size 32` (recommended). So each new sequence
+  re-reads its context's last partial block: up to 31 tokens of the story's end plus
+  its path. That bounds short stories: a context under 32 tokens is never reused, and
+  each split beam reads the story again.
 
 Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
 holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
@@ -65,7 +77,7 @@ class VLLMBackend(GreedyPathBackend):
     """vLLM at `url` (e.g. http://127.0.0.1:8000); `model` defaults to the first served."""
 
     name = "vllm"
-    prefers_chains = False  # one request already carries a whole depth
+    prefers_chains = True  # the tokens a depth-by-depth search would read again
 
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 60.0):
         super().__init__()

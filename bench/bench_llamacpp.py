@@ -1,24 +1,26 @@
 """Our llama.cpp client against LLooM v0.3's request pattern, on one server, side by side.
 
 v0.3 sends one `/completion` per beam per token: the prompt is a string (story plus the
-token texts so far), `n_predict: 1`, `n_probs`, from LLAMA_PIPELINE_REQUESTS threads
-(1 unless set). Ours sends token ids: a depth's contexts as multi-prompt requests over
-the server's slots, or greedy chains that answer a beam's whole path in one prompt. All
-run the same threshold search with the same parameters; printed: round trips, wall time
-and the ratios, on loopback and through a relay adding 20 and 50 ms round trips (a
-server across a network; bench/latency.py).
+token texts so far), `n_predict: 1`, `n_probs`, from one thread (its default). Ours sends
+token ids: greedy chains stopped where the beam stops, each prompt pinned to the slot
+holding its parent's path (backends/llamacpp.py). Both run the same threshold search with
+the same parameters. Printed per story:
+- the tokens the server evaluated (its own `timings.prompt_n + predicted_n`, summed) on a
+  freshly started server, against the least a search can cost (the story once plus one
+  token per tree node), and the round trips;
+- wall time, the median of REPEATS runs taken in turn, on loopback and through a relay
+  adding a 50 ms round trip (a server across a network; bench/latency.py).
 
-    .venv/bin/python bench/bench_llamacpp.py      (starts its own llama-server)
+    .venv/bin/python bench/bench_llamacpp.py      (starts its own llama-servers, -np 4)
 """
 
 from __future__ import annotations
 
 import math
-import os
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -32,15 +34,20 @@ from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
 
 V03_PROBS = 10
-RTTS_MS = (0, 20, 50)
+RTTS_MS = (0, 50)
+REPEATS = 3
 
 
 class LLooMv03(StringPromptBackend):
     """v0.3 against llama.cpp: `/completion` with a string prompt, `n_predict: 1`."""
 
+    tokens = 0  # what the server reports it evaluated
+
     def ask(self, prompt: str) -> list[Candidate]:
         body = {"prompt": prompt, "n_predict": 1, "n_probs": V03_PROBS, "cache_prompt": True}
         reply = self.client.post("/completion", body)
+        timings = reply.get("timings") or {}
+        self.tokens += timings.get("prompt_n", 0) + timings.get("predicted_n", 0)
         options = reply["completion_probabilities"][0]["top_logprobs"]
         return [
             Candidate(self.intern(o["token"]), o["token"], o["logprob"])
@@ -49,48 +56,63 @@ class LLooMv03(StringPromptBackend):
         ]
 
 
+CLIENTS = {
+    "ours": LlamaCppBackend,
+    "v0.3, 1 thread": lambda url: LLooMv03(url, 1),
+}
+
+
 def main() -> None:
     settings = load_settings()
     params = settings.search_for("SmolLM2-135M-Instruct")
-    threads = int(os.environ.get("LLAMA_PIPELINE_REQUESTS", "1"))
-    with tempfile.TemporaryDirectory() as tmp, llama_server(Path(tmp) / "log") as server:
-        print(f"llama-server at {server}; {params}")
-        for rtt in RTTS_MS:
-            with delayed(server, rtt) as url:
-                compare(url, rtt, settings.starting_stories, params, threads)
-
-
-def compare(url: str, rtt: float, stories, params, threads: int) -> None:
-    ours = LlamaCppBackend(url)
-    runs = (
-        ("ours", ours, params),
-        ("ours, chains", ours, replace(params, use_chains=True)),
-        (f"v0.3, {threads} thread(s)", LLooMv03(url, threads), params),
+    stories = settings.starting_stories
+    print(f"{params}\n\n-- tokens the server evaluated, each search on a fresh server --")
+    print(
+        f"{'story':<24}{'client':<16}{'sugg':>5}{'requests':>9}{'tokens':>8}{'least':>7}{'ratio':>7}"
     )
-    print(f"\n-- round trip {rtt} ms --")
-    print(f"{'story':<24}{'client':<20}{'sugg':>5}{'requests':>10}{'seconds':>9}")
-    totals = {name: [0, 0.0] for name, _, _ in runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        for story in stories:
+            for name, make in CLIENTS.items():
+                with llama_server(Path(tmp) / "log") as url:
+                    tokens_row(story, name, make(url), params)
+        for rtt in RTTS_MS:
+            with llama_server(Path(tmp) / "log") as server, delayed(server, rtt) as url:
+                wall_times(url, rtt, stories, params)
+
+
+def tokens_row(story: str, name: str, backend, params) -> None:
+    result = expand(backend, backend.tokenize(story), params)
+    spent = backend.tokens if isinstance(backend, LLooMv03) else result.stats.model_tokens
+    least = len(result.context_ids) + _nodes(result.tree) if name == "ours" else None
+    least_text = f"{least:>7}{spent / least:>6.2f}x" if least else ""
+    print(
+        f"{story[:22]:<24}{name:<16}{len(result.suggestions):>5}"
+        f"{result.stats.forward_calls:>9}{spent:>8}{least_text}"
+    )
+
+
+def wall_times(url: str, rtt: float, stories, params) -> None:
+    print(f"\n-- wall time, median of {REPEATS}, round trip {rtt} ms --")
+    totals = dict.fromkeys(CLIENTS, 0.0)
     for story in stories:
-        for name, backend, run_params in runs:
-            started = time.perf_counter()
-            result = expand(backend, backend.tokenize(story), run_params)
-            seconds = time.perf_counter() - started
-            totals[name][0] += result.stats.forward_calls
-            totals[name][1] += seconds
-            print(
-                f"{story[:22]:<24}{name:<20}{len(result.suggestions):>5}"
-                f"{result.stats.forward_calls:>10}{seconds:>9.2f}"
-            )
-    base_name = runs[-1][0]
-    base_trips, base_seconds = totals[base_name]
-    for name, (trips, seconds) in totals.items():
-        print(f"{name:<20}{trips:>5} requests, {seconds:6.2f} s")
-    for name in ("ours", "ours, chains"):
-        trips, seconds = totals[name]
-        print(
-            f"{name} vs {base_name}: 1/{base_trips / trips:.1f} of the round trips, "
-            f"{base_seconds / seconds:.1f}x faster"
-        )
+        seconds: dict[str, list[float]] = {name: [] for name in CLIENTS}
+        for _ in range(REPEATS):
+            for name, make in CLIENTS.items():
+                backend = make(url)
+                started = time.perf_counter()
+                expand(backend, backend.tokenize(story), params)
+                seconds[name].append(time.perf_counter() - started)
+        medians = {name: statistics.median(times) for name, times in seconds.items()}
+        for name, median in medians.items():
+            totals[name] += median
+        cells = "  ".join(f"{name} {median:5.2f} s" for name, median in medians.items())
+        print(f"{story[:22]:<24}{cells}  ({medians['v0.3, 1 thread'] / medians['ours']:.1f}x)")
+    print(f"all stories: ours {totals['ours']:.2f} s, v0.3 {totals['v0.3, 1 thread']:.2f} s: "
+          f"{totals['v0.3, 1 thread'] / totals['ours']:.1f}x faster")  # fmt: skip
+
+
+def _nodes(node) -> int:
+    return sum(1 + _nodes(child) for child in node.children)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,29 @@
 """Our vLLM client against LLooM v0.3's request pattern, on the same server, side by side.
 
 v0.3 sends one /v1/completions request per beam per token, with the prompt built as a
-string (story + token texts), `logprobs: 5`, from a pool of LLAMA_PIPELINE_REQUESTS
-threads. We send one request per depth carrying the whole frontier as token ids (and,
-for comparison, greedy chains that answer each new beam's whole path at once). All run
-the same threshold search with the same parameters; the bench prints round trips (ours
-include the /detokenize look-ups for token text), wall time and ratios, on loopback and
-through a relay adding a 50 ms round trip (a server across a network; bench/latency.py).
+string (story + token texts), `logprobs: 5`, from a pool of threads (1, its default, and
+6, its README's vLLM example). Ours sends token ids: a depth's needy beams in one request,
+each a greedy chain stopped where the beam stops (backends/vllm.py). All run the same
+threshold search with the same parameters, on the starting stories and on three passages
+of over 200 tokens from bench/long_story.txt. Printed per story:
+- the tokens the server computed (its /metrics: prompt tokens - prefix-cache hits +
+  generated tokens) against the least a search can cost (the story once plus one token
+  per tree node), and the round trips (ours include the /detokenize look-ups for token
+  text). Ours runs first on each story of a fresh server, so its story is not cached
+  beforehand; v0.3 then finds the story's blocks cached (in its favour);
+- wall time, the median of REPEATS runs taken in turn, on loopback and through a relay
+  adding a 50 ms round trip (bench/latency.py).
 
     .venv/bin/python bench/bench_vllm.py      (starts its own vLLM server; ~1 min to boot)
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,12 +33,15 @@ from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.vllm import VLLMBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
 from bench.lloom_v03 import StringPromptBackend  # noqa: E402
-from tests.vllm_server import SERVED_NAME, vllm_server  # noqa: E402
+from tests.vllm_server import SERVED_NAME, computed_tokens, vllm_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
 
 V03_LOGPROBS = 5
 RTTS_MS = (0, 50)
+REPEATS = 3
+LONG_STORY = Path(__file__).with_name("long_story.txt")
+PASSAGES = ((0, 210), (300, 230), (600, 250))  # (first token, tokens) of the long story
 
 
 class LLooMv03(StringPromptBackend):
@@ -50,65 +60,72 @@ class LLooMv03(StringPromptBackend):
         return [Candidate(self.intern(text), text, lp) for text, lp in ranked]
 
 
+CLIENTS = {
+    "ours": VLLMBackend,
+    "v0.3, 1 thread": lambda url: LLooMv03(url, 1),
+    "v0.3, 6 threads": lambda url: LLooMv03(url, 6),
+}
+
+
 def main() -> None:
     settings = load_settings()
     params = replace(settings.search_for("SmolLM2-135M-Instruct"), max_suggestions=25)
     model = ensure_embedded_model(settings.cache_dir)
     with tempfile.TemporaryDirectory() as tmp, vllm_server(model, Path(tmp) / "log") as server:
         print(f"vLLM at {server}; {params}")
+        stories = stories_for(server, settings.starting_stories)
+        print("\n-- tokens the server computed --")
+        print(f"{'story':<16}{'client':<17}{'sugg':>5}{'round trips':>12}{'tokens':>8}"
+              f"{'least':>7}{'ratio':>7}")  # fmt: skip
+        for label, story in stories:
+            for name, make in CLIENTS.items():
+                tokens_row(server, label, story, name, make(server), params)
         for rtt in RTTS_MS:
             with delayed(server, rtt) as url:
-                compare(url, rtt, settings.starting_stories, params)
+                wall_times(url, rtt, stories, params)
 
 
-@dataclass
-class Total:
-    """One client's sums over the stories."""
+def stories_for(url: str, starting: list[str]) -> list[tuple[str, str]]:
+    """The starting stories, and passages of the long story cut at token boundaries."""
+    backend = VLLMBackend(url)
+    ids = backend.tokenize(LONG_STORY.read_text())
+    passages = [backend.detokenize(ids[start : start + n]) for start, n in PASSAGES]
+    labelled = [(story[:14], story) for story in starting]
+    labelled += [(f"long {len(backend.tokenize(p))} tok", p) for p in passages]
+    backend.close()
+    return labelled
 
-    round_trips: int = 0  # every HTTP request the search made
-    lookups: int = 0  # of which /detokenize for token text
-    seconds: float = 0.0
+
+def tokens_row(server: str, label: str, story: str, name: str, backend, params) -> None:
+    before = computed_tokens(server)
+    result = expand(backend, backend.tokenize(story), params)
+    spent = computed_tokens(server) - before
+    least = len(result.context_ids) + _nodes(result.tree)
+    ratio = f"{least:>7}{spent / least:>6.2f}x" if name == "ours" else ""
+    print(f"{label:<16}{name:<17}{len(result.suggestions):>5}{result.stats.forward_calls:>12}"
+          f"{spent:>8.0f}{ratio}")  # fmt: skip
 
 
-def compare(url: str, rtt: float, stories, params) -> None:
-    """Each client runs the same search on every story; ours starts each story with a new
-    backend, so its token-text look-ups are paid cold every time (a page's backend keeps
-    them and pays each id once)."""
-    runs = {
-        "ours": lambda: (VLLMBackend(url), params),
-        "ours, chains": lambda: (VLLMBackend(url), replace(params, use_chains=True)),
-        "v0.3, 1 thread": lambda: (LLooMv03(url, 1), params),  # v0.3's default
-        "v0.3, 6 threads": lambda: (LLooMv03(url, 6), params),  # its README's vLLM example
-    }
-    print(f"\n-- round trip {rtt} ms --")
-    print(f"{'story':<24}{'client':<17}{'sugg':>5}{'round trips':>12}{'lookups':>8}{'s':>7}")
-    totals = {name: Total() for name in runs}
-    for story in stories:
-        for name, make in runs.items():
-            backend, run_params = make()
-            lookups = getattr(backend, "text_lookups", 0)
-            started = time.perf_counter()
-            result = expand(backend, backend.tokenize(story), run_params)
-            seconds = time.perf_counter() - started
-            lookups = getattr(backend, "text_lookups", 0) - lookups
-            total = totals[name]
-            total.round_trips += result.stats.forward_calls
-            total.lookups += lookups
-            total.seconds += seconds
-            print(
-                f"{story[:22]:<24}{name:<17}{len(result.suggestions):>5}"
-                f"{result.stats.forward_calls:>12}{lookups:>8}{seconds:>7.2f}"
-            )
-    for name, total in totals.items():
-        print(f"{name:<17}{total.round_trips:>5} round trips ({total.lookups} text look-ups), "
-              f"{total.seconds:6.2f} s")  # fmt: skip
-    for ours in ("ours", "ours, chains"):
-        for baseline in ("v0.3, 1 thread", "v0.3, 6 threads"):
-            mine, theirs = totals[ours], totals[baseline]
-            print(
-                f"{ours} vs {baseline}: 1/{theirs.round_trips / mine.round_trips:.1f} of the "
-                f"round trips, {theirs.seconds / mine.seconds:.1f}x faster"
-            )
+def wall_times(url: str, rtt: float, stories, params) -> None:
+    print(f"\n-- wall time, median of {REPEATS}, round trip {rtt} ms --")
+    for label, story in stories:
+        seconds: dict[str, list[float]] = {name: [] for name in CLIENTS}
+        for _ in range(REPEATS):
+            for name, make in CLIENTS.items():
+                backend = make(url)
+                started = time.perf_counter()
+                expand(backend, backend.tokenize(story), params)
+                seconds[name].append(time.perf_counter() - started)
+        medians = {name: statistics.median(times) for name, times in seconds.items()}
+        cells = "  ".join(f"{name} {median:5.2f} s" for name, median in medians.items())
+        ratios = ", ".join(
+            f"{medians[name] / medians['ours']:.1f}x vs {name}" for name in list(CLIENTS)[1:]
+        )
+        print(f"{label:<16}{cells}  (ours {ratios})")
+
+
+def _nodes(node) -> int:
+    return sum(1 + _nodes(child) for child in node.children)
 
 
 if __name__ == "__main__":

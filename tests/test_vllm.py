@@ -17,9 +17,11 @@ from backends.base import BackendError
 from backends.vllm import SEPARATOR, VOCAB_BLOCK, VLLMBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
+from tests.vllm_server import computed_tokens
 from weave.search import SearchParams, expand
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "smollm2-next-token-reference.json"
+LONG_STORY = Path(__file__).resolve().parent.parent / "bench" / "long_story.txt"
 STORIES = [
     "Once upon a time,",
     "The forest seemed darker then usual, but that did not bother Elis in the least.",
@@ -121,6 +123,27 @@ def test_chains_equal_depth_by_depth(vllm, story):
         assert a.text == b.text
         assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
     assert completions < plain_completions
+
+
+def test_a_long_story_costs_the_server_little_more_than_its_tree(vllm, vllm_url):
+    """What the server computed over a whole search (its /metrics: prompt tokens less
+    prefix-cache hits, plus generated) against the least a search can cost: the story
+    once plus one token per tree node. A 230-token passage no other test reads, so its
+    blocks are not cached beforehand. Each new beam re-reads its context's last partial
+    32-token block; depth by depth, every beam was read again at every depth (3.2x)."""
+    ids = vllm.tokenize(LONG_STORY.read_text())[300:530]
+    before = computed_tokens(vllm_url)
+    result = expand(vllm, ids, SearchParams(cutoff=0.1))
+    spent = computed_tokens(vllm_url) - before
+    nodes = sum(1 for _ in _walk(result.tree)) - 1
+    assert len(result.suggestions) >= 10
+    assert spent <= 2 * (len(ids) + nodes), (spent, len(ids) + nodes)
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
 
 
 def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):

@@ -9,14 +9,21 @@ use instead of starting one, which saves its ~40 s start when iterating.
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
+
+import requests
 
 from tests.servers import free_port, required, running
 from weave.config import load_settings
 
 VERSION = "0.32.0"
 SERVED_NAME = "smol"
+# The prefix cache shares whole blocks only. On CPU a block is a multiple of 32 tokens
+# (its attention kernel's unit; the default there is 128): the smallest, so that a search
+# re-reads at most 31 tokens of a context before the blocks it shares with others.
+BLOCK_SIZE = 32
 
 
 def vllm_python() -> Path | None:
@@ -38,8 +45,24 @@ def vllm_server(model_dir: Path, log: Path):
         "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
         "--max-logprobs", "20", "--max-model-len", "2048", "--dtype", "float32",
         "--enforce-eager", "--enable-prefix-caching", "--enable-prompt-tokens-details",
-        "--enable-tokenizer-info-endpoint",
+        "--enable-tokenizer-info-endpoint", "--block-size", str(BLOCK_SIZE),
     ]  # fmt: skip
     env = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_LOGGING_LEVEL": "WARNING"}
     with running(command, f"http://127.0.0.1:{port}", env=env, log=log, wait=300) as url:
         yield url
+
+
+def computed_tokens(url: str) -> float:
+    """Tokens the server has computed so far, from its /metrics: prompt tokens less
+    prefix-cache hits, plus generated tokens."""
+    text = requests.get(f"{url}/metrics", timeout=10).text
+
+    def total(name: str) -> float:
+        found = re.search(rf"^{re.escape(name)}\{{[^}}]*\}} ([0-9.e+]+)$", text, re.MULTILINE)
+        return float(found.group(1)) if found else 0.0
+
+    return (
+        total("vllm:prompt_tokens_total")
+        - total("vllm:prefix_cache_hits_total")
+        + total("vllm:generation_tokens_total")
+    )
