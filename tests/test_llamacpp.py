@@ -156,3 +156,22 @@ def test_bad_replies_are_clear_errors(status, body, message):
         backend = LlamaCppBackend(url)
         with pytest.raises(BackendError, match=message):
             backend.top_logprobs([[1, 2]], 3)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('data: {"error": {"message": "context full"}}\n\n', "while streaming: context full"),
+        ("data: {not json\n\n", "streamed what is not JSON"),
+    ],
+)
+def test_a_stream_that_fails_is_a_clear_error(body, message):
+    routes = {
+        "/props": (200, PROPS),
+        "/tokenize": (200, {"tokens": []}),
+        "/completion": (200, body),
+    }
+    with serving(routes=routes) as url:
+        backend = LlamaCppBackend(url)
+        with pytest.raises(BackendError, match=message):
+            backend.greedy_chains([[1, 2]], 3, [4], stops=(".", ","))
