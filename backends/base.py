@@ -31,6 +31,17 @@ class Candidate:
         return self.raw if self.raw is not None else self.text.encode("utf-8")
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """One sampled continuation: its tokens (never a control token), their text (the
+    backend's detokenization of exactly those tokens) and the sum of their log-probs under
+    the model's raw distribution (before min-p and temperature reshape it)."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    logprob: float
+
+
 class BackendError(RuntimeError):
     """A backend could not answer: names the backend, where it looked, and what to check."""
 
@@ -157,6 +168,26 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""
+
+    def sample(
+        self,
+        context: list[int],
+        *,
+        n: int,
+        temperature: float,
+        min_p: float,
+        max_tokens: int,
+        seed: int | None = None,
+    ) -> list[Continuation]:
+        """Optional: n continuations of `context` drawn by the model, in the order drawn.
+
+        At each position, tokens whose probability is below `min_p` times the top token's
+        are dropped and the rest sampled at `temperature` (0: the top token). A sample
+        ends after `max_tokens` tokens or at a control token, which it does not include.
+        `seed` makes the draw repeatable where the backend can. Counted in `stats` as a
+        search is.
+        """
+        raise BackendError("this backend cannot sample continuations", backend=self.name)
 
 
 Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path
