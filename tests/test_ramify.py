@@ -142,4 +142,3 @@ def test_bad_requests_are_refused_before_the_backend_is_asked(mlx_backend):
     for bad in ({"n": 0}, {"temperature": -1}, {"min_p": 1.5}, {"max_tokens": 0}):
         with pytest.raises(ValueError):
             replace(PARAMS, **bad)
-
