@@ -43,7 +43,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import BackendError, Candidate, Chain, GreedyPathBackend
+from backends.base import BackendError, Candidate, Chain, Continuation, GreedyPathBackend
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
@@ -316,6 +316,56 @@ class VLLMBackend(GreedyPathBackend):
         if len(parts) != len(sequences) + 2 or parts[0] or parts[-1]:
             return None  # a token held the separator character
         return parts[1:-1]
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """One request with `n` choices: the prefix cache reads the story once, and with a
+        seed choice i is drawn with seed + i. vLLM's own sampler scales by temperature
+        before min-p (llama.cpp and MLX filter first: at temperatures below 1 vLLM keeps
+        fewer tokens). `logprobs: 0` gives each drawn token's raw log-prob (the server's
+        default `--logprobs-mode raw_logprobs`)."""
+        if temperature == 0 and n > 1:  # every draw is the greedy path (vLLM refuses n > 1)
+            return n * self.sample(
+                context, n=1, temperature=0, min_p=min_p, max_tokens=max_tokens, seed=seed
+            )
+        body = {
+            "model": self._model,
+            "prompt": list(context),
+            "n": n,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "min_p": min_p,
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        reply = self.client.post("/v1/completions", body)
+        self._count(reply)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        expect(isinstance(choices, list) and len(choices) == n
+               and all(isinstance(c, dict) for c in choices), self.client,
+               f"expected {n} choices")  # fmt: skip
+        return [self._continuation(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
+
+    def _continuation(self, choice: dict) -> Continuation:
+        """A choice's tokens up to the first control token; its text is the server's,
+        or looked up when a control token cut it short."""
+        logprobs = choice.get("logprobs")
+        logprobs = logprobs if isinstance(logprobs, dict) else {}
+        tokens = [self._token_id(t) for t in logprobs.get("tokens") or []]
+        values = logprobs.get("token_logprobs") or []
+        expect(len(values) == len(tokens) and all(isinstance(v, int | float) for v in values),
+               self.client, "a choice without the drawn tokens' log-probs")  # fmt: skip
+        if choice.get("finish_reason") == "stop" and tokens:  # it stopped on a control token
+            self.special_token_ids = self.special_token_ids | {tokens[-1]}
+        kept = next((i for i, t in enumerate(tokens) if t in self.special_token_ids), len(tokens))
+        if kept < len(tokens) or not isinstance(choice.get("text"), str):
+            text = self.detokenize(tokens[:kept])
+            self.stats.add(forward_calls=1)
+        else:
+            text = choice["text"]
+        return Continuation(tuple(tokens[:kept]), text, float(sum(values[:kept])))
 
 
 def special_ids(info: dict) -> set[int]:

@@ -2,8 +2,8 @@
 
 MLX runs the real embedded model and is checked against plain forwards (no cache) of
 the same token ids; llama.cpp and vLLM are real servers on the embedded model, checked
-against their own greedy paths; the OpenAI backend talks to those servers' OpenAI
-endpoints.
+against their own greedy paths (and vLLM, float32 as ours, against our forwards); the
+OpenAI backend talks to those servers' OpenAI endpoints.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from dataclasses import replace
 import mlx.core as mx
 import pytest
 
+from backends.llamacpp import LlamaCppBackend
+from backends.openai import OpenAIBackend
+from backends.vllm import VLLMBackend
 from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
@@ -142,3 +145,88 @@ def test_bad_requests_are_refused_before_the_backend_is_asked(mlx_backend):
     for bad in ({"n": 0}, {"temperature": -1}, {"min_p": 1.5}, {"max_tokens": 0}):
         with pytest.raises(ValueError):
             replace(PARAMS, **bad)
+
+
+# -- llama.cpp -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def llama(llama_url):
+    backend = LlamaCppBackend(llama_url)
+    yield backend
+    backend.close()
+
+
+def greedy_chain(backend, context: list[int], length: int) -> tuple[tuple[int, ...], float]:
+    """A server's own greedy path (top-1 at each position) and its summed log-prob."""
+    [chain] = backend.greedy_chains([context], 1, [length])
+    return tuple(top[0].token_id for top in chain), sum(top[0].logprob for top in chain)
+
+
+def test_llamacpp_draws_all_samples_in_one_request_with_seeds(llama):
+    context = llama.tokenize(STORY)
+    result = ramify(llama, context, PARAMS)  # n = the server's 4 slots
+    assert_well_formed(llama, result, PARAMS)
+    assert result.stats.forward_calls == 1
+    assert len(set(drawn_ids(result))) > 1
+    assert drawn_ids(ramify(llama, context, PARAMS)) == drawn_ids(result)
+    more = ramify(llama, context, replace(PARAMS, n=6))  # more than its slots: two requests
+    assert len(more.samples) == 6 and more.stats.forward_calls == 2
+    assert drawn_ids(more)[:4] == drawn_ids(result)  # the seeds go on where they left off
+
+
+def test_llamacpp_cold_draws_follow_its_greedy_path(llama):
+    context = llama.tokenize("Once upon a time,")
+    path, logprob = greedy_chain(llama, context, PARAMS.max_tokens)
+    for params in (replace(PARAMS, temperature=0.0), replace(PARAMS, temperature=1.5, min_p=1.0)):
+        result = ramify(llama, context, params)
+        assert drawn_ids(result) == [path] * params.n
+        for sample in result.samples:  # raw log-probs, whatever the temperature
+            assert sample.logprob == pytest.approx(logprob, abs=1e-3)
+
+
+# -- vLLM ------------------------------------------------------------------------------------
+def test_vllm_samples_with_its_own_sampler(vllm_url, mlx_backend):
+    vllm = VLLMBackend(vllm_url)
+    context = vllm.tokenize(STORY)
+    hot = replace(PARAMS, temperature=1.3, min_p=0.0)
+    result = ramify(vllm, context, hot)
+    assert_well_formed(vllm, result, hot)
+    assert len(set(drawn_ids(result))) > 1
+    assert drawn_ids(ramify(vllm, context, hot)) == drawn_ids(result)
+    for sample in result.samples:  # float32 as ours: the raw log-probs agree
+        reference = raw_logprob(mlx_backend, context, sample.token_ids)
+        assert sample.logprob == pytest.approx(reference, abs=1e-2)
+    path, logprob = greedy_chain(vllm, context, PARAMS.max_tokens)
+    for params in (replace(PARAMS, temperature=0.0), replace(PARAMS, min_p=1.0)):
+        cold = ramify(vllm, context, params)
+        assert drawn_ids(cold) == [path] * params.n
+        assert cold.samples[0].logprob == pytest.approx(logprob, abs=1e-3)
+
+
+# -- OpenAI (vLLM's and llama.cpp's OpenAI endpoints) ------------------------------------------
+def openai_on(url: str, endpoint: str) -> OpenAIBackend:
+    return OpenAIBackend(api_key="EMPTY", model="smol", base_url=f"{url}/v1", endpoint=endpoint)
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completions"])
+def test_openai_samples_through_vllm(vllm_url, endpoint):
+    openai = openai_on(vllm_url, endpoint)
+    context = openai.tokenize("Once upon a time,")
+    result = ramify(openai, context, PARAMS)
+    assert_well_formed(openai, result, PARAMS)
+    assert result.stats.forward_calls == 1
+    assert drawn_ids(ramify(openai, context, PARAMS)) == drawn_ids(result)
+
+
+def test_openai_legacy_samples_are_the_raw_continuation(vllm_url):
+    openai, vllm = openai_on(vllm_url, "completions"), VLLMBackend(vllm_url)
+    cold = replace(PARAMS, n=2, temperature=0.0)
+    ours = ramify(openai, openai.tokenize(STORY), cold).samples[0]
+    theirs = ramify(vllm, vllm.tokenize(STORY), cold).samples[0]
+    assert ours.text == theirs.text
+    assert ours.logprob == pytest.approx(theirs.logprob, abs=1e-3)
+
+
+def test_openai_samples_through_llama_cpp(llama_url):
+    openai = openai_on(llama_url, "chat")
+    result = ramify(openai, openai.tokenize("The dragon circled the tower,"), PARAMS)
+    assert_well_formed(openai, result, PARAMS)
