@@ -22,9 +22,10 @@ Owns: request shapes and parsing. Not: the search, HTTP error wording (`backends
 from __future__ import annotations
 
 import math
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Candidate, Chain, GreedyPathBackend, Usage
+from backends.base import Candidate, Chain, Continuation, GreedyPathBackend, Usage
 from backends.http import JsonClient, expect
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
@@ -207,6 +208,70 @@ class LlamaCppBackend(GreedyPathBackend):
                 if len(found) == 1:
                     ids.add(found[0])
         return ids
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """The server's own sampler: min-p, then temperature, then its draw. One request
+        asks `n_cmpl` completions (at most one per slot): the server reads the prompt once
+        and copies that slot's state to the others, each child's seed one more than the
+        one before. A server that answers fewer is asked again for the rest, seeds going on.
+        `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
+        seed = secrets.randbits(31) if seed is None else seed
+        slots = max(1, int(self._props.get("total_slots") or 1))
+        drawn: list[Continuation] = []
+        while len(drawn) < n:
+            body = {
+                "prompt": self._bos + list(context),
+                "n_predict": max_tokens,
+                "n_cmpl": min(n - len(drawn), slots),
+                "samplers": ["min_p", "temperature"],
+                "min_p": min_p,
+                "temperature": temperature,
+                "seed": seed + len(drawn),
+                "n_probs": 1,
+                "post_sampling_probs": False,
+                "return_tokens": True,
+                "cache_prompt": True,
+                "stop": [],
+            }
+            reply = self.client.post("/completion", body)
+            results = reply if isinstance(reply, list) else [reply]
+            expect(bool(results) and all(isinstance(r, dict) for r in results), self.client,
+                   "no completions")  # fmt: skip
+            results.sort(key=lambda r: r.get("index", 0))
+            self.stats.add(forward_calls=1, **_sampling_usage(results))
+            drawn += [self._continuation(result) for result in results]
+        return drawn[:n]
+
+    def _continuation(self, result: dict) -> Continuation:
+        """A completion's tokens up to the first control token, or up to the first
+        character the server reported as one entry for several tokens (its log-probs are
+        not all known: the sample ends before it)."""
+        tokens = result.get("tokens")
+        positions = result.get("completion_probabilities") or []
+        expect(isinstance(tokens, list), self.client, "no tokens: does it know return_tokens?")
+        ids, logprob, pieces = [], 0.0, []
+        for token, position in zip(tokens, positions, strict=False):
+            if token in self.special_token_ids:
+                break
+            expect(isinstance(position, dict), self.client, "a probabilities entry not an object")
+            if position.get("id") != token:
+                break
+            if position.get("logprob") is None:
+                raise self.client.error(FA_HINT)
+            ids.append(int(token))
+            logprob += float(position["logprob"])
+            raw = position.get("bytes")
+            pieces.append(bytes(raw) if raw is not None else str(position.get("token")).encode())
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        return Continuation(tuple(ids), text, logprob)
+
+
+def _sampling_usage(results: list[dict]) -> dict[str, int]:
+    """Prompt and drawn tokens over a request's completions (the server's own timings)."""
+    prompt = sum(int((r.get("timings") or {}).get("prompt_n", 0)) for r in results)
+    drawn = sum(int((r.get("timings") or {}).get("predicted_n", 0)) for r in results)
+    return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
 
 
 def _merged(position: dict) -> bool:

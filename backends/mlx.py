@@ -10,8 +10,12 @@ ids whose KV the tree already holds, so it costs no prefill. All MLX work runs o
 worker thread of the backend's own: that serialises the model between the page
 sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
 
+Sampling (`sample`, for ramify) feeds n rows over the context's cached KV, shared as a
+search's depth shares it, one batched forward per drawn token, and files every sample's
+KV in the tree.
+
 Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
-their bytes, forwards and the cache. Does not own: the search.
+their bytes, forwards, sampling and the cache. Does not own: the search.
 """
 
 from __future__ import annotations
