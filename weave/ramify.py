@@ -85,9 +85,18 @@ def ramify(
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
 
     def report(depth: int, done: int, latest: str = "", read: int = 0, tokens: int = 0):
-        usage = backend.stats.snapshot() - usage_before
-        progress(Progress(depth, done, 0, usage.model_tokens, time.perf_counter() - started,
-                          latest, story_read=read, story_tokens=tokens))  # fmt: skip
+        progress(
+            Progress(
+                depth=depth,
+                beams_done=done,
+                beams_live=0,
+                tokens_evaluated=(backend.stats.snapshot() - usage_before).model_tokens,
+                seconds=time.perf_counter() - started,
+                latest=latest,
+                story_read=read,
+                story_tokens=tokens,
+            )
+        )
 
     if progress is not None:
         backend.read_ahead(fitted, 1, lambda read, tokens: report(0, 0, read=read, tokens=tokens))
