@@ -268,9 +268,12 @@ class LlamaCppBackend(GreedyPathBackend):
 
 
 def _sampling_usage(results: list[dict]) -> dict[str, int]:
-    """Prompt and drawn tokens over a request's completions (the server's own timings)."""
-    prompt = sum(int((r.get("timings") or {}).get("prompt_n", 0)) for r in results)
-    drawn = sum(int((r.get("timings") or {}).get("predicted_n", 0)) for r in results)
+    """Prompt and drawn tokens of one request's completions, from the server's timings.
+    The prompt is read once, for the first; the others copy its state and repeat its
+    prompt figures."""
+    timings = [r.get("timings") or {} for r in results]
+    prompt = int(timings[0].get("prompt_n", 0))
+    drawn = sum(int(t.get("predicted_n", 0)) for t in timings)
     return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
 
 
