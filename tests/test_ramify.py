@@ -163,12 +163,13 @@ def greedy_chain(backend, context: list[int], length: int) -> tuple[tuple[int, .
 
 def test_llamacpp_draws_all_samples_in_one_request_with_seeds(llama):
     context = llama.tokenize(STORY)
-    result = ramify(llama, context, PARAMS)  # n = the server's 4 slots
-    assert_well_formed(llama, result, PARAMS)
+    params = replace(PARAMS, max_tokens=6)  # n = the server's 4 slots
+    result = ramify(llama, context, params)
+    assert_well_formed(llama, result, params)
     assert result.stats.forward_calls == 1
     assert len(set(drawn_ids(result))) > 1
-    assert drawn_ids(ramify(llama, context, PARAMS)) == drawn_ids(result)
-    more = ramify(llama, context, replace(PARAMS, n=6))  # more than its slots: two requests
+    assert drawn_ids(ramify(llama, context, params)) == drawn_ids(result)
+    more = ramify(llama, context, replace(params, n=6))  # more than its slots: two requests
     assert len(more.samples) == 6 and more.stats.forward_calls == 2
     assert drawn_ids(more)[:4] == drawn_ids(result)  # the seeds go on where they left off
 
