@@ -14,9 +14,11 @@ from dataclasses import replace
 import mlx.core as mx
 import pytest
 
+from backends.base import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
+from tests.http_stubs import serving
 from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
@@ -231,3 +233,19 @@ def test_openai_samples_through_llama_cpp(llama_url):
     openai = openai_on(llama_url, "chat")
     result = ramify(openai, openai.tokenize("The dragon circled the tower,"), PARAMS)
     assert_well_formed(openai, result, PARAMS)
+
+
+# -- servers that answer badly (loopback stubs) ------------------------------------------------
+def test_a_reply_without_the_drawn_tokens_is_a_clear_error():
+    routes = {
+        "/props": (200, {"total_slots": 2, "model_path": "/models/x.gguf"}),
+        "/tokenize": (200, {"tokens": []}),
+        "/completion": (200, {"content": " and then", "completion_probabilities": []}),
+    }
+    with serving(routes=routes) as url, pytest.raises(BackendError, match="return_tokens"):
+        ramify(LlamaCppBackend(url), [1, 2, 3], PARAMS)
+    with serving(200, {"choices": []}) as url:
+        openai = openai_on(url, "chat")
+        with pytest.raises(BackendError, match="no choices") as error:
+            ramify(openai, openai.tokenize("Hello"), PARAMS)
+    assert url in str(error.value)
