@@ -298,12 +298,13 @@ class OpenAIBackend(Backend):
         logprobs = choice.logprobs
         if self.endpoint == "chat" or getattr(logprobs, "content", None) is not None:
             positions = (logprobs.content if logprobs else None) or []
-            pairs = [(_piece(_get(t, "token"), _get(t, "bytes")), _get(t, "logprob"))
-                     for t in positions]  # fmt: skip
+            pieces = [_piece(_get(t, "token"), _get(t, "bytes")) for t in positions]
+            values = [_get(t, "logprob") for t in positions]
         else:
             tokens = (logprobs.tokens if logprobs else None) or []
-            pairs = list(zip((_piece(t, None) for t in tokens), logprobs.token_logprobs,
-                             strict=True)) if tokens else []  # fmt: skip
+            pieces = [_piece(t, None) for t in tokens]
+            values = logprobs.token_logprobs if tokens else []
+        pairs = list(zip(pieces, values, strict=True))
         written = choice.message.content if self.endpoint == "chat" else choice.text
         if written and not pairs:
             raise self._plain_error("the reply carried no log-probabilities for this model")
