@@ -184,8 +184,9 @@ class Backend(ABC):
         At each position, tokens whose probability is below `min_p` times the top token's
         are dropped and the rest sampled at `temperature` (0: the top token). A sample
         ends after `max_tokens` tokens or at a control token, which it does not include.
-        `seed` makes the draw repeatable where the backend can. Counted in `stats` as a
-        search is.
+        `seed` makes the draw repeatable where the backend can. Servers draw with their
+        own samplers; a backend's `sample` says where they differ from this. Counted in
+        `stats` as a search is.
         """
         raise BackendError("this backend cannot sample continuations", backend=self.name)
 
