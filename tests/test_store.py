@@ -187,8 +187,6 @@ def test_purge_removes_the_text_for_real(tmp_path):
     assert [i.id for i in store.stories()] == [keep]
     with pytest.raises(StoryNotFound):
         store.load(sid)
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert b"purple-elephant-7319" not in on_disk
 
@@ -452,6 +450,28 @@ def test_a_file_that_cannot_be_imported_says_why(tmp_path, data, message):
     with pytest.raises(BadImport, match=message):
         store.import_json(data)
     assert store.stories() == []
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda d: d["nodes"][1].update(parent=""), "does not come after its parent"),
+        (lambda d: d["nodes"].append(d["nodes"][1]), "appears twice"),
+        (lambda d: d["nodes"][1].update(kind="dreamt"), "unknown kind"),
+        (lambda d: d["nodes"][1].update(token_ids=[-1]), "not non-negative ints"),
+        (lambda d: d.update(cursor="nowhere"), "name a node it does not hold"),
+        (lambda d: d["suggestions"].update(nowhere={}), "under nodes it holds"),
+    ],
+    ids=["orphan", "twice", "kind", "ids", "cursor", "suggestions"],
+)
+def test_an_export_that_was_tampered_with_is_refused(tmp_path, spoil, message):
+    store = LoomStore(tmp_path)
+    sid, _ = store.create("Once")
+    doc = json.loads(store.export_json(sid))
+    spoil(doc)
+    with pytest.raises(BadImport, match=message):
+        store.import_json(json.dumps(doc))
+    assert len(store.stories()) == 1
 
 
 def test_a_session_file_of_the_page_before_the_loom_imports_as_a_chain(tmp_path):

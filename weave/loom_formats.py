@@ -32,7 +32,7 @@ _NODE_FIELDS = ("id", "parent", "text", "kind", "token_ids", "model", "params", 
 
 
 @dataclass(frozen=True)
-class Story:
+class SavedStory:
     """A loom and what goes with it, as a document holds them."""
 
     loom: Loom
@@ -54,7 +54,7 @@ class LogRow:
 
 
 # -- writing ------------------------------------------------------------------------------
-def loom_document(story_id: str, story: Story, updated: float) -> str:
+def loom_document(story_id: str, story: SavedStory, updated: float) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
     doc = {
@@ -82,7 +82,7 @@ def _node_json(node: Node) -> dict:
 
 
 # -- reading ------------------------------------------------------------------------------
-def read_document(data: str | bytes) -> Story:
+def read_document(data: str | bytes) -> SavedStory:
     """A story from a "lloom-loom", "lloom-session" or "lloom-story" file."""
     try:
         doc = json.loads(data)
@@ -98,7 +98,7 @@ def read_document(data: str | bytes) -> Story:
         raise ValueError(f"a {kind} file with a missing or wrong value ({e!r})") from e
 
 
-def _read_loom(doc: dict) -> Story:
+def _read_loom(doc: dict) -> SavedStory:
     if doc.get("version") != LOOM_VERSION:
         raise ValueError(
             f"a {LOOM_FORMAT} file of version {doc.get('version')!r}; this LLooM reads "
@@ -109,7 +109,8 @@ def _read_loom(doc: dict) -> Story:
         node = _node(item)
         if node.id in nodes:
             raise ValueError(f"node {node.id!r} appears twice")
-        if (node.parent is None) != (not nodes) or (node.parent and node.parent not in nodes):
+        first = not nodes
+        if (node.parent is None) != first or not (first or node.parent in nodes):
             raise ValueError(f"node {node.id!r} does not come after its parent")
         nodes[node.id] = node
     root = next(iter(nodes.values()), None)
@@ -123,7 +124,7 @@ def _read_loom(doc: dict) -> Story:
     if not all(k in nodes and isinstance(v, dict) for k, v in suggestions.items()):
         raise ValueError("its suggestions must be objects kept under nodes it holds")
     loom = Loom(nodes, root.id, doc["cursor"], dict(checkouts), frozenset(marks))
-    return Story(loom, _title(doc), _time(doc["created"]), _settings(doc), dict(suggestions))
+    return SavedStory(loom, _title(doc), _time(doc["created"]), _settings(doc), dict(suggestions))
 
 
 def _node(item: Any) -> Node:
@@ -146,7 +147,7 @@ def _node(item: Any) -> Node:
     )  # fmt: skip
 
 
-def _read_session(doc: dict) -> Story:
+def _read_session(doc: dict) -> SavedStory:
     """The page's session file: its history of texts becomes a chain."""
     history = _list(doc["history"], "history")
     if not history or not all(isinstance(h, dict) and isinstance(h["text"], str) for h in history):
@@ -160,10 +161,10 @@ def _read_session(doc: dict) -> Story:
     search = doc.get("search")
     loom = loom_from_log(rows)
     suggestions = {loom.cursor: search} if isinstance(search, dict) else {}
-    return Story(loom, _title(doc), now, _settings(doc), suggestions)
+    return SavedStory(loom, _title(doc), now, _settings(doc), suggestions)
 
 
-def _read_log(doc: dict) -> Story:
+def _read_log(doc: dict) -> SavedStory:
     """The store's story export: its log is replayed."""
     rows = []
     for i, item in enumerate(_list(doc["history"], "history")):
@@ -176,7 +177,7 @@ def _read_log(doc: dict) -> Story:
     loom = loom_from_log(rows)
     tree = doc.get("tree")
     suggestions = {loom.cursor: tree} if isinstance(tree, dict) else {}
-    return Story(loom, _title(doc), _time(doc["created_at"]), _settings(doc), suggestions)
+    return SavedStory(loom, _title(doc), _time(doc["created_at"]), _settings(doc), suggestions)
 
 
 def loom_from_log(rows: list[LogRow]) -> Loom:

@@ -30,13 +30,13 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from weave.loom import Loom, Node, title_for
-from weave.loom_formats import LogRow, Story, loom_document, loom_from_log, read_document
+from weave.loom_formats import LogRow, SavedStory, loom_document, loom_from_log, read_document
 
 FILE_NAME = "stories.sqlite3"
 SCHEMA_VERSION = 3
@@ -185,7 +185,7 @@ class LoomStore:
         loom = Loom.new(_checked(text), kind=kind, **node)
         story_id = uuid.uuid4().hex[:12]
         with self._write() as db:
-            _insert_story(db, story_id, Story(loom, _title_value(title), time.time()))
+            _insert_story(db, story_id, SavedStory(loom, _title_value(title), time.time()))
         return story_id, loom
 
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
@@ -240,6 +240,14 @@ class LoomStore:
             for table in ("suggestions", "bookmarks", "checkouts", "nodes"):
                 db.execute(f"DELETE FROM {table} WHERE story_id = ?", (story_id,))
             db.execute("DELETE FROM stories WHERE id = ?", (story_id,))
+        # The WAL still holds the old pages until a checkpoint. A reader holding them only
+        # delays it, so this is best effort, and its failure is no news to the caller.
+        db = self._connect()
+        try:
+            with suppress(sqlite3.Error):
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
 
     # -- what goes with a story ---------------------------------------------------------
     def settings(self, story_id: str) -> dict:
@@ -291,7 +299,7 @@ class LoomStore:
                     (story_id,),
                 )
             }
-            story = Story(
+            story = SavedStory(
                 _loom(db, story_id), row["title"], row["created"],
                 {} if row["settings"] is None else _loads(row["settings"], story_id),
                 suggestions,
@@ -579,7 +587,7 @@ def _dumps(value: Any, what: str) -> str:
         raise InvalidInput(f"{what} cannot be saved as JSON: {e}") from e
 
 
-def _insert_story(db: sqlite3.Connection, story_id: str, story: Story) -> None:
+def _insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> None:
     loom, now = story.loom, time.time()
     db.execute(
         "INSERT INTO stories (id, title, created, updated, settings, root, cursor) "
@@ -674,7 +682,8 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
         tree = None if old["tree"] is None else json.loads(_old_text(old["tree"]))
         settings = {} if old["settings"] is None else json.loads(_old_text(old["settings"]))
         title = None if old["title"] is None else _old_text(old["title"])
-        story = Story(loom, title, old["created"], settings, {loom.cursor: tree} if tree else {})
+        shown = {loom.cursor: tree} if tree else {}
+        story = SavedStory(loom, title, old["created"], settings, shown)
         _insert_story(db, old["id"], story)
         db.execute(
             "UPDATE stories SET updated = ?, deleted = ? WHERE id = ?",
