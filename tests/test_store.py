@@ -519,3 +519,21 @@ def test_a_database_written_before_the_loom_opens_as_looms_with_nothing_lost(tmp
     assert loom.sibling(-1).text() == "Once upon a time, there was a fox who"
     store.update(fox, lambda lm: lm.accept(" quickly"))  # and it is writable
     assert LoomStore(tmp_path).load(fox).text().endswith("that quickly")  # no second migration
+
+
+def test_a_database_before_the_loom_that_cannot_be_replayed_is_left_as_it_was(tmp_path):
+    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # a state made from one never written
+        sid = db.execute("SELECT story_id FROM log LIMIT 1").fetchone()[0]
+        seq = db.execute("SELECT MAX(seq) + 1 FROM log WHERE story_id = ?", (sid,)).fetchone()[0]
+        db.execute(
+            "INSERT INTO log (story_id, seq, kind, state, parent, created, text) "
+            "VALUES (?, ?, 'edit', ?, 99, 0, x'41')",
+            (sid, seq, seq),
+        )
+    before = (tmp_path / FILE_NAME).read_bytes()
+    with pytest.raises(NotLoomDatabase, match="cannot be migrated .history entry .* not made"):
+        LoomStore(tmp_path)
+    assert (tmp_path / FILE_NAME).read_bytes() == before
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
