@@ -242,12 +242,12 @@ class LoomStore:
             db.execute("DELETE FROM stories WHERE id = ?", (story_id,))
         # The WAL still holds the old pages until a checkpoint. A reader holding them only
         # delays it, so this is best effort, and its failure is no news to the caller.
-        db = self._connect()
-        try:
-            with suppress(sqlite3.Error):
+        with suppress(StoreError, sqlite3.Error):
+            db = self._connect()
+            try:
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            db.close()
+            finally:
+                db.close()
 
     # -- what goes with a story ---------------------------------------------------------
     def settings(self, story_id: str) -> dict:
