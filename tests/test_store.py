@@ -17,7 +17,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.test_loom import MOVES, apply
 from weave.loom import Loom, NoSuchNode
 from weave.loom_store import (
     APPLICATION_ID,
@@ -82,6 +85,19 @@ def test_moves_are_saved_and_the_file_refuses_to_change_a_node(tmp_path):
             db.execute("UPDATE nodes SET text = 'x' WHERE story_id = ?", (sid,))
         with pytest.raises(sqlite3.IntegrityError, match="only a deleted story"):
             db.execute("DELETE FROM nodes WHERE story_id = ?", (sid,))
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(MOVES, max_size=12))
+def test_any_moves_saved_one_by_one_load_back_as_the_same_loom(tmp_path, moves):
+    store = LoomStore(tmp_path)
+    sid, loom = store.create("Once")
+    for move in moves:
+        loom = store.update(sid, lambda lm, move=move: apply(lm, move))
+    assert store.load(sid) == loom
+    assert store.load(store.import_json(store.export_json(sid))) == loom
 
 
 def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written(tmp_path):
