@@ -553,3 +553,22 @@ def test_a_database_before_the_loom_that_cannot_be_replayed_is_left_as_it_was(tm
     assert (tmp_path / FILE_NAME).read_bytes() == before
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_processes_opening_a_database_before_the_loom_at_once_migrate_it_once(tmp_path):
+    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
+    code = "import sys, weave.loom_store as s\nprint(len(s.LoomStore(sys.argv[1]).stories()))"
+    opens = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=ENV,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]  # fmt: skip
+    for p in opens:
+        out, err = p.communicate()
+        assert p.returncode == 0, err
+        assert out.strip() == "3"  # the fourth story is deleted
+    store = LoomStore(tmp_path)
+    assert sum(i.nodes for i in store.stories() + store.stories(deleted=True)) == 14
+    assert not any("partial" in name for name in os.listdir(tmp_path))
+    with sqlite3.connect(tmp_path / f"{FILE_NAME}.v2-backup") as db:  # of the old file
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2

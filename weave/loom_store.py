@@ -484,11 +484,20 @@ class LoomStore:
                 f"the database at {self.path} has schema {version}, from a LLooM too old "
                 "for this one to read; it was left untouched"
             )
-        copy = sqlite3.connect(self.folder / f"{FILE_NAME}.v{version}-backup")
+        # Another process may migrate the file meanwhile: a copy that is no longer of
+        # schema 2 is not a backup, and must not replace one.
+        backup = self.folder / f"{FILE_NAME}.v{version}-backup"
+        partial = backup.with_name(f"{backup.name}.{os.getpid()}-partial")
+        copy = sqlite3.connect(partial)
         try:
             db.backup(copy)
+            copied = copy.execute("PRAGMA user_version").fetchone()[0]
         finally:
             copy.close()
+        if copied != version:
+            partial.unlink()
+            return
+        os.replace(partial, backup)
         db.execute("BEGIN IMMEDIATE")
         try:
             if db.execute("PRAGMA user_version").fetchone()[0] == 2:  # not another process
