@@ -499,6 +499,19 @@ def test_a_session_file_of_the_page_before_the_loom_imports_as_a_chain(tmp_path)
     assert [n.text for n in loom.path()] == ["", "The forest", " seemed darker", " still"]
 
 
+def test_lone_surrogates_in_an_old_file_become_u_fffd_and_in_values_are_kept(tmp_path):
+    session = json.loads((OLD / "session.json").read_text())
+    session["title"] = "odd \ud800"
+    session["history"][-1]["text"] = "The forest \udfff was dark"
+    session["position"] = 3
+    store = LoomStore(tmp_path)
+    sid = store.import_json(json.dumps(session))
+    assert store.load(sid).text() == "The forest \ufffd was dark"
+    assert store.info(sid).title == "odd \ufffd"
+    store.save_settings(sid, {"name": "\ud800 odd"})  # opaque values keep what they hold
+    assert store.settings(sid) == {"name": "\ud800 odd"}
+
+
 def test_a_story_export_of_the_store_before_the_loom_imports(tmp_path):
     old = json.loads((OLD / "story-export.json").read_text())
     store = LoomStore(tmp_path)

@@ -10,7 +10,8 @@ and `read_document` reads it back exactly.
 ("lloom-story": a log of states and undo/redo moves). Both, and the log of a database
 being migrated, become a loom by replaying them (`loom_from_log`): each state is an edit
 made at the state it came from, each undo or redo a move, so a linear history becomes a
-chain and nothing written is lost.
+chain and nothing written is lost. A lone surrogate in them (not a character: the page
+showed it as U+FFFD) becomes U+FFFD.
 
 This module is pure: it neither reads files nor knows SQLite (`weave.loom_store` does).
 Every problem with a document is a `ValueError` saying what is wrong.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,7 @@ from weave.loom import KINDS, Loom, Node
 
 LOOM_FORMAT = "lloom-loom"
 LOOM_VERSION = 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NODE_FIELDS = ("id", "parent", "text", "kind", "token_ids", "model", "params", "score", "created")
 
 
@@ -187,10 +190,10 @@ def loom_from_log(rows: list[LogRow]) -> Loom:
     accepted node, any other state an edit. Raises ValueError for a log that names a row
     it does not hold.
     """
-    if not rows or rows[0].text is None:
+    if not rows or not isinstance(rows[0].text, str):
         raise ValueError("its history does not start with a text")
     first = rows[0]
-    loom = Loom.new(first.text, created=first.created)
+    loom = Loom.new(without_surrogates(first.text), created=first.created)
     at = {0: loom.cursor}
     for seq, row in enumerate(rows[1:], start=1):
         if not isinstance(row.text, str):
@@ -200,12 +203,17 @@ def loom_from_log(rows: list[LogRow]) -> Loom:
             continue
         if row.parent not in at:
             raise ValueError(f"history entry {seq} was not made from a state before it")
-        base = loom.go(at[row.parent])
-        extends = row.text.startswith(base.text())
+        base, text = loom.go(at[row.parent]), without_surrogates(row.text)
+        extends = text.startswith(base.text())
         kind = "accepted" if row.kind == "accept" and extends else "edited"
-        loom = base.edit(row.text, kind=kind, created=row.created)
+        loom = base.edit(text, kind=kind, created=row.created)
         at[seq] = loom.cursor
     return loom
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (a code point UTF-8 cannot hold) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _list(value: Any, what: str) -> list:
@@ -222,7 +230,7 @@ def _time(value: Any) -> float:
 
 def _title(doc: dict) -> str | None:
     title = doc.get("title")
-    return title if isinstance(title, str) and title.strip() else None
+    return without_surrogates(title) if isinstance(title, str) and title.strip() else None
 
 
 def _settings(doc: dict) -> dict:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import time
 import uuid
@@ -36,14 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from weave.loom import Loom, Node, title_for
-from weave.loom_formats import LogRow, SavedStory, loom_document, loom_from_log, read_document
+from weave.loom_formats import (
+    LogRow,
+    SavedStory,
+    loom_document,
+    loom_from_log,
+    read_document,
+    without_surrogates,
+)
 
 FILE_NAME = "stories.sqlite3"
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 TITLE_BYTES = 4096  # of the first node's text, read to make a title
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 SCHEMA = (
     """CREATE TABLE stories (
@@ -580,7 +585,7 @@ def _loads(value: str, story_id: str) -> Any:
 def _checked(text: str) -> str:
     if not isinstance(text, str):
         raise InvalidInput(f"a text must be a str, not {type(text).__name__}")
-    if _SURROGATE.search(text):
+    if without_surrogates(text) != text:
         raise InvalidInput("a text holds a lone surrogate (not a character); clean it first")
     return text
 
@@ -591,7 +596,7 @@ def _title_value(title: str | None) -> str | None:
 
 def _dumps(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value)  # ASCII: a lone surrogate in a value is kept, escaped
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{what} cannot be saved as JSON: {e}") from e
 
@@ -704,4 +709,4 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
 
 def _old_text(value: bytes | str) -> str:
     text = value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
-    return _SURROGATE.sub("\ufffd", text)
+    return without_surrogates(text)
