@@ -555,13 +555,13 @@ def _infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInf
     )
     return [
         StoryInfo(
-            r["id"],
-            r["title"] if r["title"] is not None else _opening_title(r["opening"]),
-            r["nodes"],
-            r["created"],
-            r["updated"],
-            r["deleted"] is not None,
-        )  # fmt: skip
+            id=r["id"],
+            title=r["title"] if r["title"] is not None else _opening_title(r["opening"]),
+            nodes=r["nodes"],
+            created=r["created"],
+            updated=r["updated"],
+            deleted=r["deleted"] is not None,
+        )
         for r in rows
     ]
 
