@@ -108,7 +108,7 @@ def story_page(
     story_ui(ws)
     offer = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
-    left, right = st.columns([5, 6], gap="medium")
+    left, right = st.columns([6, 5], gap="medium")
     with left:
         if offer is not None:
             if offer.params != params:
@@ -495,7 +495,7 @@ class Row:
 
 def suggestion_row(row: Row, share: float, best: float, shading: bool) -> None:
     suggestion = row.suggestion
-    bar, text, keep, go = st.columns([1.2, 6, 0.8, 1.1], vertical_alignment="bottom")
+    bar, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall", vertical_alignment="bottom")
     bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
     with text:
         if shading:

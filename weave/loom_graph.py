@@ -18,9 +18,9 @@ from weave.render import BEST_COLOR, label
 OPENING_CHARS = 24
 TOOLTIP_CHARS = 300
 START = "(start)"
-_GRAPH = {"rankdir": "LR", "nodesep": "0.1", "ranksep": "0.3", "fontname": "sans-serif"}
-_NODE = {"shape": "box", "style": "rounded", "fontname": "sans-serif", "fontsize": "11",
-         "height": "0.3", "margin": "0.08,0.03", "color": "#8a99ad"}  # fmt: skip
+_GRAPH = {"rankdir": "TB", "nodesep": "0.15", "ranksep": "0.25", "fontname": "sans-serif"}
+_NODE = {"shape": "box", "style": "rounded", "fontname": "sans-serif", "fontsize": "14",
+         "height": "0.35", "margin": "0.1,0.05", "color": "#8a99ad"}  # fmt: skip
 _EDGE = {"arrowsize": "0.5", "color": "#8a99ad"}
 _ON_PATH = {"color": BEST_COLOR, "penwidth": "2"}
 _CURSOR = {"style": "rounded,filled,bold", "fillcolor": "#fde2ec"}
@@ -35,7 +35,7 @@ def opening(node: Node, limit: int = OPENING_CHARS) -> str:
 
 
 def render_loom(loom: Loom) -> graphviz.Digraph:
-    """The loom as a left-to-right graph; `.source` is the DOT text."""
+    """The loom as a top-down graph; `.source` is the DOT text."""
     on_path = {node.id for node in loom.path()}
     graph = graphviz.Digraph("loom", graph_attr=_GRAPH, node_attr=_NODE, edge_attr=_EDGE)
     for node in loom.nodes.values():
