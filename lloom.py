@@ -475,17 +475,16 @@ def suggestions_ui(
                "📌 keeps one as a branch without moving; ➡️ takes it.")  # fmt: skip
     space = "p" if prefix_space else "n"
     for i, suggestion in enumerate(suggestions):
-        row = Row(ws, offer, suggestion, f"sg_{offer.tag}_{space}_{i}", prefix_space)
-        suggestion_row(row, suggestion.probability / total, best, shading)
+        row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
+        suggestion_row(row, suggestion, suggestion.probability / total, best, shading)
 
 
 @dataclass(frozen=True)
 class Row:
-    """One suggestion on the page: where it came from, and its widgets' key."""
+    """One offered continuation on the page: where it came from, and its widgets' key."""
 
     ws: session.Workspace
-    offer: session.Offer
-    suggestion: Suggestion
+    piece: session.Piece
     key: str
     prefix_space: bool
 
@@ -493,17 +492,27 @@ class Row:
         return st.session_state.get(self.key)
 
 
-def suggestion_row(row: Row, share: float, best: float, shading: bool) -> None:
-    suggestion = row.suggestion
+def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
+                   shading: bool) -> None:  # fmt: skip
     bar, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall", vertical_alignment="bottom")
     bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
     with text:
         if shading:
             st.markdown(suggestion_html(suggestion, strip_space=row.prefix_space),
                         unsafe_allow_html=True)  # fmt: skip
-        shown = display_text(suggestion) if row.prefix_space else suggestion.text
-        st.text_input("Suggestion", value=shown, key=row.key, label_visibility="collapsed")
-    kept = row.ws.loom.child_with_text(row.offer.node_id, suggestion.text) is not None
+        text_box(row)
+    take_buttons(row, keep, go)
+
+
+def text_box(row: Row) -> None:
+    """The offered text, editable (prefix space: shown without its leading space)."""
+    shown = display_text(row.piece) if row.prefix_space else row.piece.text
+    st.text_input("Suggestion", value=shown, key=row.key, label_visibility="collapsed")
+
+
+def take_buttons(row: Row, keep, go) -> None:
+    """📌 keep as a branch (disabled once kept), ➡️ accept."""
+    kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
     keep.button("📌", key=f"{row.key}_keep", width="stretch", on_click=keep_row, args=(row,),
                 help="Kept as a branch" if kept else "Keep as a branch; stay here",
                 disabled=kept)  # fmt: skip
@@ -513,11 +522,11 @@ def suggestion_row(row: Row, share: float, best: float, shading: bool) -> None:
 
 def accept_row(row: Row) -> None:
     """Without prefix space the box holds the whole text, its leading space included."""
-    row.ws.accept(row.offer, row.suggestion, row.shown(), prefix_space=row.prefix_space)
+    row.ws.accept(row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
 def keep_row(row: Row) -> None:
-    row.ws.keep(row.offer, row.suggestion, row.shown(), prefix_space=row.prefix_space)
+    row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
 # -- the graphs -----------------------------------------------------------------------------

@@ -62,6 +62,24 @@ def open_store(folder) -> tuple[LoomStore, str | None]:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """A continuation offered at a node (a suggestion), and what made it."""
+
+    node_id: str  # the node it was made for: taking it adds a child there
+    text: str
+    token_ids: tuple[int, ...]
+    exact: bool  # `token_ids` spell `text` exactly
+    model: str
+    params: dict[str, Any]
+    score: float
+    kind: str = "accepted"
+
+    def text_as(self, shown: str | None, prefix_space: bool) -> str:
+        """The text taken when the box showed `shown` (None: unchanged)."""
+        return accepted_text(self, shown, prefix_space=prefix_space)
+
+
+@dataclass(frozen=True)
 class Offer:
     """A search's suggestions for one node: what the page shows there, and nowhere else."""
 
@@ -74,6 +92,10 @@ class Offer:
         """Names this search's widgets, so that another search's never show its texts."""
         s = self.result.stats
         return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+
+    def piece(self, suggestion: Suggestion) -> Piece:
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
 
 
 class Workspace:
@@ -173,40 +195,39 @@ class Workspace:
             self._move(lambda loom: loom.at(cursor).edit(text, id=node_id))
             self.auto_accepted = 0
 
-    def accept(self, offer: Offer, suggestion: Suggestion, shown: str | None, *,
-               prefix_space: bool) -> None:  # fmt: skip
+    def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Take a suggestion as shown (maybe edited): a child of the node it was made for.
 
         A suggestion made for another node than the current one (a click on a button
         left from before the last move) is kept as a branch there, and nothing moves.
         """
-        grow = self._grower(offer, suggestion, shown, prefix_space=prefix_space)
-        if offer.node_id == self.cursor:
-            self._move(lambda loom: grow(loom, "accept"))
-            self.auto_accepted = 0
-        else:
-            self.keep(offer, suggestion, shown, prefix_space=prefix_space)
+        if piece.node_id != self.cursor:
+            self.keep(piece, shown, prefix_space=prefix_space)
+            return
+        grow = self._grower(piece, shown, prefix_space=prefix_space)
+        self._move(lambda loom: grow(loom, "accept"))
+        self.auto_accepted = 0
 
-    def keep(self, offer: Offer, suggestion: Suggestion, shown: str | None, *,
-             prefix_space: bool) -> None:  # fmt: skip
+    def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
-        grow = self._grower(offer, suggestion, shown, prefix_space=prefix_space)
+        grow = self._grower(piece, shown, prefix_space=prefix_space)
         cursor = self.cursor
         self._move(lambda loom: grow(loom, "keep").at(cursor))
 
-    def _grower(self, offer: Offer, suggestion: Suggestion, shown: str | None, *,
-                prefix_space: bool) -> Callable[[Loom, str], Loom]:  # fmt: skip
-        text = accepted_text(suggestion, None if shown is None else clean_text(shown),
-                             prefix_space=prefix_space)  # fmt: skip
-        exact = text == suggestion.text and suggestion.exact
+    def _grower(
+        self, piece: Piece, shown: str | None, *, prefix_space: bool
+    ) -> Callable[[Loom, str], Loom]:
+        text = piece.text_as(None if shown is None else clean_text(shown), prefix_space)
+        exact = text == piece.text and piece.exact
         node = {
             "id": new_id(),
-            "token_ids": suggestion.token_ids if exact else None,
-            "model": offer.result.stats.model if exact else None,
-            "params": asdict(offer.params),
-            "score": suggestion.score,
+            "kind": piece.kind,
+            "token_ids": piece.token_ids if exact else None,
+            "model": piece.model if exact else None,
+            "params": piece.params,
+            "score": piece.score,
         }
-        return lambda loom, how: getattr(loom.at(offer.node_id), how)(text, **node)
+        return lambda loom, how: getattr(loom.at(piece.node_id), how)(text, **node)
 
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(node_id))
@@ -403,7 +424,7 @@ class Workspace:
         if len(suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
             return False
         taken = self.auto_accepted + 1
-        self.accept(offer, suggestions[0], None, prefix_space=prefix_space)
+        self.accept(offer.piece(suggestions[0]), None, prefix_space=prefix_space)
         self.auto_accepted = taken
         return True
 
