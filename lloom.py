@@ -24,8 +24,9 @@ from weave.config import ConfigError, Settings, load_settings
 from weave.loom import Loom
 from weave.loom_graph import opening, render_loom
 from weave.loom_store import LoomStore, StoryInfo
+from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
 from weave.render import render_tree, suggestion_html
-from weave.search import Progress, SearchParams, SearchResult
+from weave.search import Progress, SearchParams, SearchResult, SearchStats
 from weave.story import display_text
 from weave.tree import Suggestion
 
@@ -51,6 +52,15 @@ SLIDERS = {  # widget key -> label, bounds (LLooM v0.3's), step, help
     "cfg_split_limit": ("Split Limit", 0, 10, 1, "Children per beam at most (0: no limit)"),
 }  # fmt: skip
 DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
+SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, bounds, step, help
+    "smp_n": ("n", "Samples", 1, MAX_SAMPLES, 1, "Continuations to draw"),
+    "smp_temperature": ("temperature", "Temperature", 0.0, 2.0, 0.05,
+                        "0: always the most likely token"),
+    "smp_min_p": ("min_p", "Min-p", 0.0, 1.0, 0.01,
+                  "Drop tokens below this share of the top token's probability"),
+    "smp_max_tokens": ("max_tokens", "Max tokens", 1, MAX_SAMPLE_TOKENS, 1,
+                       "Tokens per sample at most"),
+}  # fmt: skip
 
 
 # -- shared, once per process ---------------------------------------------------------------
@@ -106,10 +116,13 @@ def story_page(
     """The story, its moves, this node's suggestions and the graphs; returns what it showed."""
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
+    draw = sample_ui(settings, ws, backend)
     offer = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
     left, right = st.columns([6, 5], gap="medium")
     with left:
+        if draw is not None:
+            samples_ui(ws, draw, prefix_space)
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
@@ -456,6 +469,53 @@ def error_ui(ws: session.Workspace) -> None:
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
 
 
+# -- samples (n8loom's ramify) ----------------------------------------------------------------
+def sample_ui(
+    settings: Settings, ws: session.Workspace, backend: Backend | None
+) -> session.Draw | None:
+    """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
+    with st.expander("🎲 Sample: draw continuations (temperature, min-p)"):
+        columns = st.columns(len(SAMPLE_SLIDERS))
+        for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
+            field, label, low, high, step, help_text = spec
+            st.session_state.setdefault(key, getattr(settings.sample, field))
+            column.slider(label, low, high, step=step, key=key, help=help_text)
+        clicked = st.button("🎲 Sample", key="sample", disabled=backend is None or not ws.text)
+    if clicked:
+        values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
+        sample(ws, backend, replace(settings.sample, **values))
+    return ws.draw()
+
+
+def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
+    with st.status("Sampling…", expanded=False) as status:
+        draw = ws.sample(backend, params, progress=lambda p: status.update(label=live(p)))
+        if draw is None:
+            status.update(label="No samples: see below", state="error")
+        else:
+            status.update(label=drawn(draw.result), state="complete")
+
+
+def drawn(result: RamifyResult) -> str:
+    s, n = result.stats, len(result.samples)
+    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
+
+
+def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) -> None:
+    """The samples drawn here, each with its log-probability, editable, 📌 and ➡️."""
+    st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
+    space = "p" if prefix_space else "n"
+    for i, sample in enumerate(draw.result.samples):
+        row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
+        score, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall",
+                                           vertical_alignment="bottom")  # fmt: skip
+        score.caption(f"log-p {sample.logprob:.1f}", help="Its tokens' log-probabilities, summed")
+        with text:
+            text_box(row, "Sample")
+        take_buttons(row, keep, go)
+
+
 # -- suggestions ----------------------------------------------------------------------------
 def suggestions_ui(
     ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
@@ -500,14 +560,14 @@ def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
         if shading:
             st.markdown(suggestion_html(suggestion, strip_space=row.prefix_space),
                         unsafe_allow_html=True)  # fmt: skip
-        text_box(row)
+        text_box(row, "Suggestion")
     take_buttons(row, keep, go)
 
 
-def text_box(row: Row) -> None:
+def text_box(row: Row, label: str) -> None:
     """The offered text, editable (prefix space: shown without its leading space)."""
     shown = display_text(row.piece) if row.prefix_space else row.piece.text
-    st.text_input("Suggestion", value=shown, key=row.key, label_visibility="collapsed")
+    st.text_input(label, value=shown, key=row.key, label_visibility="collapsed")
 
 
 def take_buttons(row: Row, keep, go) -> None:
@@ -586,7 +646,10 @@ def sidebar_ui(
             bookmarks_ui(ws)
         backend_info_ui(settings, backend)
         if offer is not None:
-            stats_ui(offer)
+            stats_ui("This node's search", offer.result.stats)
+        draw = ws.draw()
+        if draw is not None:
+            stats_ui("This node's samples", draw.result.stats)
         if ws.started:
             downloads_ui(ws, offer)
         import_ui(ws)
@@ -654,10 +717,9 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
         st.info(md(note))
 
 
-def stats_ui(offer: session.Offer) -> None:
-    """The cost of the search whose suggestions this node shows."""
-    s = offer.result.stats
-    st.subheader("This node's search")
+def stats_ui(title: str, s: SearchStats) -> None:
+    """The cost of the search (or the sampling) whose results this node shows."""
+    st.subheader(title)
     st.markdown(
         f"- forward calls: **{s.forward_calls}**\n- model tokens: **{s.model_tokens}**\n"
         f"- prefill tokens: **{s.prefill_tokens}**\n- seconds: **{s.seconds:.2f}**"

@@ -371,6 +371,46 @@ def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefil
     assert offer(at).result.stats.prefill_tokens == 0 and not backend_error(at)
 
 
+def samples(at: AppTest) -> list[str]:
+    return [box.value for box in at.text_input if box.key.startswith("smp_")]
+
+
+@pytest.mark.slow
+def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
+    at = started()  # the real embedded model: MLX samples in one batched run
+    start = workspace(at).cursor
+    at.slider(key="smp_n").set_value(3)
+    at.slider(key="smp_max_tokens").set_value(8).run()
+    at.button(key="sample").click().run()
+    assert not at.exception and not backend_error(at)
+    drawn = workspace(at).draw().result.samples
+    assert len(samples(at)) == 3 and all(s.token_ids for s in drawn)
+    assert "This node's samples" in " ".join(h.value for h in at.sidebar.subheader)
+    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
+    at.button(key=f"{boxes_[1].key}_keep").click().run()
+    at.button(key=f"{boxes_[0].key}_go").click().run()
+    loom = workspace(at).loom
+    taken = loom.path()[2]
+    assert taken.kind == "sampled" and taken.token_ids == drawn[0].token_ids
+    assert taken.text == drawn[0].text and taken.params["n"] == 3
+    assert {c.kind for c in loom.children(start)} == {"sampled"}
+    assert len(loom.children(start)) == (2 if drawn[1].text != drawn[0].text else 1)
+    assert samples(at) == []  # they belong to the node they were drawn at
+    searched = [r for (node, _), r in workspace(at).results.items() if node == taken.id]
+    assert searched[0].stats.prefill_tokens == 0  # the search after a sample reads nothing again
+    undo_to(at, start)
+    assert len(samples(at)) == 3
+
+
+def test_a_backend_that_cannot_sample_says_so_and_keeps_everything(fake):
+    at = started()
+    shown = suggestions(at)
+    at.button(key="sample").click().run()
+    assert not at.exception
+    assert "cannot sample" in backend_error(at)
+    assert story(at) == FIRST and suggestions(at) == shown and samples(at) == []
+
+
 # -- branches, navigation, bookmarks ---------------------------------------------------------
 def test_branch_go_back_other_branch_switch_and_reload(fake):
     at = started()

@@ -10,7 +10,8 @@ rerun, with the node ids it was shown with.
 
 Suggestions belong to the node they were made for: a search's result is kept per
 (node, parameters), in memory and in the store beside that node, and a node shows only
-its own. The page (`lloom.py`) draws widgets and calls a `Workspace`, so that everything
+its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
+or kept as a branch. The page (`lloom.py`) draws widgets and calls a `Workspace`, so that everything
 it does to a story can be tested without a browser. Searching is `weave.search`'s.
 
 `backend_factory` is the one hook for building the shared backend: the page calls
@@ -30,6 +31,7 @@ from backends import Backend, BackendError, create_backend
 from weave.config import Settings
 from weave.loom import Loom, new_id
 from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
+from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
 from weave.story import accepted_text
 from weave.tree import Suggestion, TreeNode
@@ -63,7 +65,7 @@ def open_store(folder) -> tuple[LoomStore, str | None]:
 
 @dataclass(frozen=True)
 class Piece:
-    """A continuation offered at a node (a suggestion), and what made it."""
+    """A continuation offered at a node (a suggestion or a sample), and what made it."""
 
     node_id: str  # the node it was made for: taking it adds a child there
     text: str
@@ -98,6 +100,25 @@ class Offer:
                      self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Draw:
+    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
+
+    node_id: str
+    params: RamifyParams
+    result: RamifyResult
+
+    @property
+    def tag(self) -> str:
+        s = self.result.stats
+        return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+
+    def piece(self, sample: Sample) -> Piece:
+        """A sample to take: its text is the detokenization of exactly its ids."""
+        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+
+
 class Workspace:
     """This tab's cursor in one story of `store`, and the searches made at its nodes.
 
@@ -116,6 +137,7 @@ class Workspace:
         self.settings: dict = {}
         self.pending: list[Move] = []  # moves shown but not yet saved
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
+        self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
         self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
         self.error: str | None = None
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
@@ -412,6 +434,28 @@ class Workspace:
         self.results.move_to_end(key)
         while len(self.results) > KEPT_RESULTS:
             self.results.popitem(last=False)
+
+    def draw(self) -> Draw | None:
+        """The samples last drawn at the cursor in this tab (they are not saved until taken
+        or kept)."""
+        return self.draws.get(self.cursor) if self.loom is not None else None
+
+    def sample(
+        self, backend: Backend, params: RamifyParams, progress: ProgressCallback | None = None
+    ) -> Draw | None:
+        """Draw `params.n` continuations at the cursor; None on a backend error (see `error`)."""
+        node_id = self.cursor
+        try:
+            result = ramify(backend, list(self.path_ids(backend, node_id)), params, progress)
+        except (BackendError, ValueError) as e:
+            self.error = str(e)
+            return None
+        self.error = None
+        self.draws[node_id] = Draw(node_id, params, result)
+        self.draws.move_to_end(node_id)
+        while len(self.draws) > KEPT_RESULTS:
+            self.draws.popitem(last=False)
+        return self.draws[node_id]
 
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
