@@ -38,10 +38,17 @@ class StoryFake(FakeBackend):
         return super().tokenize("".join(c if c in "abc., xé" else "x" for c in text))
 
     def top_logprobs(self, contexts, k):
+        self.answer()
+        return super().top_logprobs(contexts, k)
+
+    def sample(self, context, **draw):
+        self.answer()
+        return super().sample(context, **draw)
+
+    def answer(self) -> None:
         if self.down:
             raise BackendError("connection refused; is the server running?", backend="fake",
                                url="http://127.0.0.1:9")  # fmt: skip
-        return super().top_logprobs(contexts, k)
 
 
 @pytest.fixture
@@ -402,12 +409,34 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     assert len(samples(at)) == 3
 
 
-def test_a_backend_that_cannot_sample_says_so_and_keeps_everything(fake):
+def draw_samples(at: AppTest, n: int) -> AppTest:
+    at.slider(key="smp_n").set_value(n).run()
+    return at.button(key="sample").click().run()
+
+
+def test_samples_are_taken_or_kept_as_branches_and_stay_at_their_node(fake):
+    at = draw_samples(started(), 3)
+    assert not at.exception and len(samples(at)) == 3
+    start, drawn = workspace(at).cursor, workspace(at).draw().result.samples
+    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
+    at.button(key=f"{boxes_[2].key}_keep").click().run()
+    assert workspace(at).cursor == start and len(samples(at)) == 3  # kept: nothing moved
+    at.button(key=f"{boxes_[0].key}_go").click().run()
+    taken = workspace(at).loom.path()[2]
+    assert (taken.kind, taken.text, taken.token_ids) == ("sampled", drawn[0].text,
+                                                         drawn[0].token_ids)  # fmt: skip
+    assert samples(at) == []  # not shown at another node
+    undo_to(at, start)
+    assert len(samples(at)) == 3  # back where they were drawn
+
+
+def test_a_failed_draw_keeps_the_story_and_the_suggestions(fake):
     at = started()
     shown = suggestions(at)
-    at.button(key="sample").click().run()
+    fake.down = True
+    draw_samples(at, 2)
     assert not at.exception
-    assert "cannot sample" in backend_error(at)
+    assert "connection refused" in backend_error(at)
     assert story(at) == FIRST and suggestions(at) == shown and samples(at) == []
 
 
