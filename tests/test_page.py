@@ -570,6 +570,17 @@ def test_a_double_accept_takes_one_suggestion(fake):
     assert {c.text for c in workspace(at).loom.children(start)} == {first.text, second.text}
 
 
+def test_a_move_naming_another_storys_node_does_nothing(tmp_path):
+    store = LoomStore(tmp_path)  # e.g. a button left on the page from the story open before
+    first, second = session.Workspace(store), session.Workspace(store)
+    assert first.start("ab") and second.start("ab ab")
+    second.go(first.cursor)
+    second.accept(session.Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
+                  prefix_space=True)  # fmt: skip
+    assert second.text == "ab ab" and not second.pending and second.save_error is None
+    assert len(store.load(second.story_id).nodes) == 2  # the root and its one node
+
+
 # -- nothing lost ---------------------------------------------------------------------------
 def test_a_refreshed_tab_comes_back_to_the_same_node(fake):
     at = started()

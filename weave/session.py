@@ -29,7 +29,7 @@ from typing import Any
 
 from backends import Backend, BackendError, create_backend
 from weave.config import Settings
-from weave.loom import Loom, new_id
+from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
@@ -277,8 +277,17 @@ class Workspace:
         self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
 
     def _move(self, move: Move) -> None:
-        """Show `move` at once; save it (and any before it) in the store."""
-        self.loom = move(self.loom)
+        """Show `move` at once; save it (and any before it) in the store.
+
+        A move naming a node this story lacks (a click left on the page from another
+        story) does nothing.
+        """
+        if self.loom is None:
+            return
+        try:
+            self.loom = move(self.loom)
+        except NoSuchNode:
+            return
         self.pending.append(move)
         self.error, self.failed = None, None
         self._flush()
