@@ -3,7 +3,7 @@
 Ids travel with the text so that accepting a suggestion appends the beam's own ids
 (whose KV the MLX backend already holds) instead of re-tokenizing; any other change
 re-tokenizes, and the backend reuses the longest common prefix. This module owns that
-rule and LLooM's "prefix space" display rule; it stores nothing (`weave.store` does).
+rule and LLooM's "prefix space" display rule; it stores nothing (`weave.loom_store` does).
 """
 
 from __future__ import annotations
