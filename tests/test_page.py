@@ -502,7 +502,7 @@ def test_odd_characters_in_the_story_work(fake):
     assert story(at) == ODD
     assert suggestions(at) and at.get("graphviz_chart")
     source = at.get("graphviz_chart")[0].proto.spec
-    assert 'quote \\" back \\\\ <b>&amp;amp;</b>' in source  # the story's tail, escaped
+    assert '\\" back \\\\ \\n<b>&amp;amp;</b>' in source  # the story's tail, escaped
 
 
 def test_a_lone_surrogate_is_replaced_not_a_crash():

@@ -8,6 +8,7 @@ import math
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from itertools import count
 
 import pytest
 from hypothesis import given, settings
@@ -16,12 +17,13 @@ from hypothesis import strategies as st
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.render import (
     BEST_COLOR,
-    MAX_LABEL,
+    Fit,
     chain,
     render_tree,
     suggestion_html,
     token_spans,
     visible,
+    wrapped_label,
 )
 from weave.search import SearchParams, expand
 from weave.tree import Suggestion, TreeNode
@@ -33,7 +35,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def tree_of(spec: dict, *, finished_leaves: bool = True) -> TreeNode:
     """{"piece": (probability, {children...})} -> a tree; leaves are finished beams."""
     root = TreeNode(None, b"", 0.0)
-    counter = iter(range(1000))
+    counter = count()
 
     def grow(node: TreeNode, children: dict) -> None:
         for piece, (p, below) in children.items():
@@ -45,10 +47,18 @@ def tree_of(spec: dict, *, finished_leaves: bool = True) -> TreeNode:
     return root
 
 
+WIDE = Fit(columns=50, children=50, nodes=1000, line=100, lines=1)  # all shown, whole
+
+
 def nodes(source: str) -> dict[str, str]:
     """name -> raw DOT label of every node statement."""
     found = re.findall(r'^\t(n\d+|root) \[label=("(?:[^"\\]|\\.)*"|\S+)', source, re.M)
     return dict(found)
+
+
+def texts(source: str) -> list[str]:
+    """Every node's label as drawn: unquoted, lines joined by '/'."""
+    return sorted(label.strip('"').replace("\\n", "/") for label in nodes(source).values())
 
 
 def edges(source: str) -> list[str]:
@@ -75,8 +85,7 @@ STORY = {
 
 def test_single_child_chains_merge_into_one_node():
     source = render_tree(tree_of(STORY), story_tail="Once").source
-    labels = sorted(nodes(source).values())
-    assert labels == ['" a time,"', '" the"', '" upon"', "Once"]
+    assert texts(source) == ["Once", "a time,", "the", "upon"]  # leading spaces not drawn
     assert len(edges(source)) == 3
 
 
@@ -99,7 +108,7 @@ def test_the_best_beam_is_highlighted_and_only_it():
     best_edges = [e for e in edges(source) if BEST_COLOR in e]
     # by joint probability " upon the" (0.9 * 0.3 = 0.27) beats " upon a time," (0.252)
     assert len(best_edges) == 2
-    the = [name for name, text in nodes(source).items() if text == '" the"'][0]
+    the = [name for name, text in nodes(source).items() if text == "the"][0]
     assert any(f"-> {the} " in e for e in best_edges)
     # an explicit best beam overrides
     time_leaf = next(leaf for leaf in tree.leaves() if leaf.piece == b",")
@@ -122,10 +131,10 @@ NASTY = 'say "hi" \\ <b>&amp;</b> \\N \\l'
 
 def test_labels_are_escaped_in_the_source():
     tree = tree_of({NASTY: (0.5, {})})
-    source = render_tree(tree, story_tail='a "quoted" \\ tail').source
+    source = render_tree(tree, story_tail='a "quoted" \\ tail', fit=WIDE).source
     label = nodes(source)["n1"]
     assert label == '"say \\"hi\\" \\\\ <b>&amp;amp;</b> \\\\N \\\\l"'
-    assert 'root [label="a \\"quoted\\" \\\\ tail"' in source
+    assert 'root [label="a \\"quoted\\" \\n\\\\ tail"' in source  # on two lines
 
 
 @needs_dot
@@ -134,7 +143,7 @@ def test_nasty_labels_draw_exactly_as_written():
            "👩‍👩‍👧 emoji", "<table>&lt;"]  # fmt: skip
     tree = tree_of({text: (0.1, {}) for text in [NASTY, *odd]})
     # token pieces are bytes; only the story's text can hold a lone surrogate
-    texts = svg_node_texts(render_tree(tree, max_label=100, story_tail="lone \ud800 end"))
+    texts = svg_node_texts(render_tree(tree, fit=WIDE, story_tail="lone \ud800 end"))
     assert visible(NASTY) == NASTY
     assert NASTY in texts
     assert "line↵break⇥tab" in texts
@@ -144,12 +153,19 @@ def test_nasty_labels_draw_exactly_as_written():
         assert text in texts
 
 
-def test_long_runs_are_shortened_with_the_whole_run_in_the_tooltip():
+def test_long_runs_wrap_on_two_lines_with_the_whole_run_in_the_tooltip():
     long = "word " * 30
     source = render_tree(tree_of({long: (0.5, {})})).source
-    label = nodes(source)["n1"]
-    assert len(label.strip('"')) == MAX_LABEL and label.endswith('…"')
+    assert nodes(source)["n1"] == '"word word \\nword word w…"'
     assert "word word word word word word word word" in source.split("tooltip=")[1]
+
+
+def test_wrapped_labels_break_after_spaces_and_escape_each_line():
+    assert wrapped_label("short", 12, 2) == "short"
+    assert wrapped_label("a rather long label here", 12, 2) == "a rather \\nlong label…"
+    assert wrapped_label("unbreakablewordsgoon", 8, 2) == "unbreaka\\nbleword…"
+    # a backslash at a line's end stays a character, not an escape of the line break
+    assert wrapped_label("end\\ \\next", 5, 2) == "end\\\\ \\n\\\\next"
 
 
 def search_tree(seed: int = 3):
@@ -160,11 +176,11 @@ def search_tree(seed: int = 3):
 def test_thirty_suggestions_stay_readable():
     result = search_tree()
     assert len(result.suggestions) >= 25
-    source = render_tree(result.tree, best=result.suggestions[0].token_ids).source
+    fit = Fit(columns=50, children=50, nodes=1000)  # nothing folded
+    source = render_tree(result.tree, best=result.suggestions[0].token_ids, fit=fit).source
     tokens = sum(len(leaf.path()) for leaf in result.tree.leaves())
     named = nodes(source)
     assert len(named) - 1 < tokens  # chains merged: fewer nodes than tokens
-    assert all(len(label.strip('"')) <= MAX_LABEL for label in named.values())
     finished = [leaf for leaf in result.tree.leaves() if leaf.finished]
     assert source.count('style="rounded,filled"') == len(finished)  # one node per beam
 
@@ -180,10 +196,9 @@ def test_a_big_tree_draws():
 @given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=4, unique=True))
 def test_any_text_draws_as_its_visible_form(pieces):
     tree = tree_of({piece: (0.2, {}) for piece in pieces})
-    texts = svg_node_texts(render_tree(tree, max_label=100))
+    texts = svg_node_texts(render_tree(tree, fit=WIDE))
     for piece in pieces:
-        shown = visible(piece)
-        shown = shown.replace(" ", "\u2423") if not shown.strip() else shown
+        shown = visible(piece).strip(" ") or visible(piece).replace(" ", "\u2423")
         # SVG text collapses runs of whitespace; compare with spaces squeezed
         assert " ".join(shown.split()) in {" ".join(t.split()) for t in texts}
 
@@ -229,3 +244,96 @@ def test_suggestion_spans_follow_the_cut_and_split_characters():
     spans = token_spans(split)
     assert "".join(text for text, _ in spans) == " café"
     assert spans[-1] == ("é", pytest.approx(math.log(0.25)))
+
+
+# -- folding: a graph that stays readable however many beams there are ---------------------
+def more_nodes(source: str) -> dict[str, int]:
+    """name -> k of every "+k more" node."""
+    found = re.findall(r'^\t(n\d+) \[label="\+(\d+) more"', source, re.M)
+    return {name: int(k) for name, k in found}
+
+
+def test_a_wide_fan_shows_its_likeliest_children_and_folds_the_rest():
+    probs = [0.3, 0.2, 0.1, 0.08, 0.07] + [0.25 / 95] * 95
+    tree = tree_of({f"w{i}": (p, {}) for i, p in enumerate(probs)})
+    source = render_tree(tree, fit=Fit(children=5)).source
+    shown = [t for t in texts(source) if t.startswith("w")]
+    assert sorted(shown) == ["w0", "w1", "w2", "w3", "w4"]
+    [(more, k)] = more_nodes(source).items()
+    assert k == 95
+    # the folded runs' pooled probability is on the edge to "+95 more"
+    assert re.search(rf'-> {more} \[label="25%"', source)
+    tooltip = source.split(f"\t{more} [")[1].split("\n")[0]
+    assert "w5 0.3% | w6 0.3%" in tooltip  # the folded runs are named in its tooltip
+
+
+def test_deep_paths_fold_past_the_column_limit_and_the_best_beam_stays_highlighted():
+    deep = {"a": (0.5, {"b": (0.5, {})}), "z": (0.5, {})}
+    for letter in "cdefg":  # a split at every level: six columns of runs
+        deep = {letter: (0.6, deep), letter.upper(): (0.4, {})}
+    tree = tree_of(deep)
+    best = next(leaf for leaf in tree.leaves() if leaf.piece == b"b").token_ids()
+    source = render_tree(tree, best=best, fit=Fit(columns=3)).source
+    assert {"g", "f", "e"} <= set(texts(source)) and "d" not in texts(source)
+    [(more, k)] = more_nodes(source).items()
+    assert k == 4  # every suggestion under 'd': D, C, ab, z
+    assert any(f"-> {more} " in e and BEST_COLOR in e for e in edges(source))
+
+
+def test_the_node_budget_keeps_the_likeliest_runs_and_always_the_best_beam():
+    tree = tree_of({f"w{i}": (0.5 / 40 if i else 0.001, {}) for i in range(40)})
+    unlikely = [tree.children[0].token_id]  # w0, the least likely, named as the best
+    source = render_tree(tree, best=unlikely, fit=Fit(children=100, nodes=10)).source
+    shown = [t for t in texts(source) if t.startswith("w")]
+    assert len(shown) == 10 and "w0" in shown
+    assert list(more_nodes(source).values()) == [30]
+    w0 = [name for name, text in nodes(source).items() if text == "w0"][0]
+    assert any(f"-> {w0} " in e and BEST_COLOR in e for e in edges(source))
+
+
+# -- label size, measured on what `dot` draws ----------------------------------------------
+PAGE_PX = 800  # the main area of a 1280-px window with Streamlit's sidebar open
+
+
+def smallest_label_px(graph, width_px: int = PAGE_PX) -> tuple[float, float]:
+    """(smallest text size, drawing height) in CSS px when the SVG is shown at most
+    `width_px` wide, as `st.graphviz_chart` does: natural size (1 pt = 4/3 px) or
+    scaled down to fit."""
+    svg = ET.fromstring(graph.pipe(format="svg"))
+    _, _, width_pt, height_pt = (float(v) for v in svg.get("viewBox").split())
+    scale = min(4 / 3, width_px / width_pt)
+    sizes = [float(t.get("font-size")) for t in svg.iter(f"{SVG}text")]
+    return min(sizes) * scale, height_pt * scale
+
+
+def widest_tree(depth: int = 5, fan: int = 6) -> TreeNode:
+    """Every run longer than a label can show, a wide fan everywhere: the worst case of
+    ordinary prose (a label of twelve 'W's is wider, and rare)."""
+    words = "Whereupon Marguerite mused, wondering"
+    spec: dict = {}
+    for level in range(depth):
+        spec = {f" {words} {level}.{i}": (1 / fan, spec) for i in range(fan)}
+    return tree_of(spec)
+
+
+@needs_dot
+@pytest.mark.parametrize("name", ["widest", "fake search"])
+def test_labels_stay_at_least_11px_at_page_width(name):
+    tree = widest_tree() if name == "widest" else search_tree().tree
+    tail = "Whereupon the Marquise of Montgomery wondered"
+    px, height = smallest_label_px(render_tree(tree, story_tail=tail))
+    assert px >= 11
+    assert height < 1200
+
+
+@needs_dot
+@pytest.mark.slow
+def test_a_hundred_suggestions_at_cutoff_0_are_no_longer_a_tall_column(mlx_backend):
+    story = mlx_backend.tokenize("Once upon a time, in a small village by the sea, there lived")
+    params = SearchParams(cutoff=0.0, split_limit=0, max_suggestions=100)
+    result = expand(mlx_backend, story, params)
+    assert len(result.suggestions) == 100 and len(result.tree.children) > 50
+    graph = render_tree(result.tree, best=result.suggestions[0].token_ids, story_tail="lived")
+    px, height = smallest_label_px(graph)
+    assert px >= 11 and height < 400  # before folding: 3,700 px tall
+    assert sum(more_nodes(graph.source).values()) == 100 - (len(nodes(graph.source)) - 2)
