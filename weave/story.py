@@ -3,7 +3,8 @@
 Ids travel with the text so that accepting a suggestion appends the beam's own ids
 (whose KV the MLX backend already holds) instead of re-tokenizing; any other change
 re-tokenizes, and the backend reuses the longest common prefix. This module owns that
-rule and LLooM's "prefix space" display rule; it stores nothing (`weave.store` does).
+rule and LLooM's "prefix space" rule for showing and accepting suggestions (`weave.tree`
+pools suggestions by it); it stores nothing (`weave.store` does).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backends.base import Backend
-from weave.tree import Suggestion
+from weave.tree import Suggestion, without_prefix_space
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Story:
 
 def display_text(suggestion: Suggestion) -> str:
     """LLooM's prefix space: suggestions are shown without their leading space."""
-    return suggestion.text[1:] if suggestion.text.startswith(" ") else suggestion.text
+    return without_prefix_space(suggestion.text)
 
 
 def accepted_text(suggestion: Suggestion, shown: str | None, *, prefix_space: bool) -> str:
