@@ -3,7 +3,6 @@ the SVG it draws (what a reader sees, so escaping is checked end to end)."""
 
 from __future__ import annotations
 
-import html as ihtml
 import math
 import re
 import shutil
@@ -15,18 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.render import (
-    BEST_COLOR,
-    Fit,
-    chain,
-    render_tree,
-    suggestion_html,
-    token_spans,
-    visible,
-    wrapped_label,
-)
+from weave.present import visible
+from weave.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
 from weave.search import SearchParams, expand
-from weave.tree import Suggestion, TreeNode
+from weave.tree import TreeNode
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -201,49 +192,6 @@ def test_any_text_draws_as_its_visible_form(pieces):
         shown = visible(piece).strip(" ") or visible(piece).replace(" ", "\u2423")
         # SVG text collapses runs of whitespace; compare with spaces squeezed
         assert " ".join(shown.split()) in {" ".join(t.split()) for t in texts}
-
-
-def suggestion(pieces: list[str], probs: list[float], text: str | None = None) -> Suggestion:
-    logprobs = tuple(math.log(p) for p in probs)
-    return Suggestion(
-        text="".join(pieces) if text is None else text,
-        token_ids=tuple(range(len(pieces))),
-        logprob=sum(logprobs),
-        probability=math.exp(sum(logprobs)),
-        score=sum(logprobs),
-        token_pieces=tuple(pieces),
-        token_logprobs=logprobs,
-        exact=text is None,
-    )
-
-
-def test_suggestion_html_shades_each_token_with_a_tooltip():
-    html = suggestion_html(suggestion([" once", " more"], [0.9, 0.1]))
-    spans = re.findall(r'<span title="([^"]*)" style="[^"]*rgba\(255, 160, 0, ([\d.]+)\)', html)
-    assert [title for title, _ in spans] == ["90.0%", "10.0%"]
-    assert float(spans[0][1]) > float(spans[1][1])
-    assert ">once</span>" in html  # the prefix space is not shown
-    assert "> more</span>" in html
-    assert "> once" in suggestion_html(suggestion([" once"], [0.5]), strip_space=False)
-
-
-def test_suggestion_html_escapes_html_and_markdown():
-    nasty = ['<script>alert("x")</script>', " & *bold* $x$ [link](u) `code`\n"]
-    html = suggestion_html(suggestion(nasty, [0.5, 0.5]))
-    body = re.sub(r"<span[^>]*>|</span>|<div[^>]*>|</div>", "", html)
-    for ch in '<>"*$[]()`':
-        assert ch not in body
-    assert "&#60;script&#62;" in body and "↵" in body
-    assert ihtml.unescape(body) == visible("".join(nasty))
-
-
-def test_suggestion_spans_follow_the_cut_and_split_characters():
-    cut = suggestion([" end", ".\n\nNext"], [0.5, 0.4], text=" end.")
-    assert token_spans(cut) == [(" end", math.log(0.5)), (".", math.log(0.4))]
-    split = suggestion([" caf", "\ufffd", "\ufffd"], [0.5, 0.5, 0.5], text=" café")
-    spans = token_spans(split)
-    assert "".join(text for text, _ in spans) == " café"
-    assert spans[-1] == ("é", pytest.approx(math.log(0.25)))
 
 
 # -- folding: a graph that stays readable however many beams there are ---------------------

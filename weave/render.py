@@ -11,8 +11,7 @@ area of a 1280-px window with Streamlit's sidebar open). Every label is escaped 
 and only here: quotes, backslashes, `<>&`, newlines and control characters never reach
 DOT raw (`weave.story_graph` draws the loom with the same pieces).
 
-It also draws one suggestion as HTML with each token shaded by its probability
-(`suggestion_html`), escaped for Streamlit's markdown. This module does not search
+Model text is made visible by `weave.present.visible`. This module does not search
 (`weave.search`) or know about pages.
 """
 
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +26,8 @@ from itertools import count
 
 import graphviz
 
+from weave import present
+from weave.present import shorten, visible
 from weave.tree import Suggestion, TreeNode
 
 LINE = 12  # characters per line of a node label
@@ -35,7 +35,6 @@ ROOT_LABEL = 24  # the story's tail in the root node (two lines)
 BEST_COLOR = "#d6336c"
 EDGE_RGB = "1f4e79"
 MORE_LISTED = 12  # hidden runs named in a "+k more" tooltip
-VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
 
 
 @dataclass(frozen=True)
@@ -211,75 +210,9 @@ def wrapped_label(text: str, width: int, lines: int) -> str:
     return graphviz.nohtml("\\n".join(label(row) for row in rows))
 
 
-def visible(text: str) -> str:
-    """Newlines and tabs as symbols, other control characters as U+2400 pictures or \\xNN,
-    lone surrogates as U+FFFD: what a graph label can show and DOT can carry."""
-    out = []
-    for ch in text:
-        if ch in VISIBLE:
-            out.append(VISIBLE[ch])
-        elif ord(ch) < 0x20:
-            out.append(chr(0x2400 + ord(ch)))  # ␀ ␁ ... the Control Pictures block
-        elif unicodedata.category(ch) == "Cc":
-            out.append(f"\\x{ord(ch):02x}")
-        elif 0xD800 <= ord(ch) <= 0xDFFF:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def suggestion_html(suggestion: Suggestion, *, strip_space: bool = True) -> str:
-    """The suggestion's tokens as spans shaded by probability, each with a tooltip.
-
-    Args:
-        suggestion: a ranked suggestion (its text may be cut inside its last token).
-        strip_space: drop a leading space, as the page shows suggestions (prefix space).
-    Returns:
-        One HTML block, safe for `st.markdown(..., unsafe_allow_html=True)`: every piece
-        of model text is HTML-escaped and markdown's special characters are entities.
-    """
-    spans = []
-    for text, logprob in token_spans(suggestion):
-        if strip_space and not spans and text.startswith(" "):
-            text = text[1:]
-        p = math.exp(logprob)
-        shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
-        spans.append(f'<span title="{p:.1%}" style="{shade}">{_html_text(text)}</span>')
-    return f'<div style="white-space: pre-wrap; line-height: 1.7">{"".join(spans)}</div>'
-
-
-def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
-    """The suggestion's text split along its tokens, each with its log-probability.
-
-    Tokens are matched against the text in order; auto-stop's cut shortens the last one.
-    Where a piece does not match (a UTF-8 character split across tokens), the rest of
-    the text becomes one span with the remaining tokens' joint log-probability.
-    """
-    text, pos, spans = suggestion.text, 0, []
-    pairs = list(zip(suggestion.token_pieces, suggestion.token_logprobs, strict=True))
-    for i, (piece, logprob) in enumerate(pairs):
-        if pos >= len(text):
-            break
-        if not text.startswith(piece, pos) and not piece.startswith(text[pos:]):
-            rest = sum(lp for _, lp in pairs[i:])
-            spans.append((text[pos:], rest))
-            return spans
-        spans.append((text[pos : pos + len(piece)], logprob))
-        pos += len(piece)
-    return spans
-
-
-def _html_text(text: str) -> str:
-    """Every character HTML and markdown (or LaTeX) could read as syntax, as an entity."""
-    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
-
-
-_SPECIAL = frozenset("<>&\"'\\`*_{}[]()#+-.!|~$:=")
-
-
-def shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """The page's present call, kept until it calls `weave.present.suggestion_html`."""
+    return present.suggestion_html(suggestion, prefix_space=strip_space)
 
 
 def _tail_label(text: str, limit: int) -> str:
