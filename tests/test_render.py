@@ -4,6 +4,7 @@ the SVG it draws (what a reader sees, so escaping is checked end to end)."""
 from __future__ import annotations
 
 import math
+import random
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -17,6 +18,7 @@ from tests.fake_backend import VOCAB, FakeBackend
 from weave.present import visible
 from weave.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
 from weave.search import SearchParams, expand
+from weave.story_graph import StoryNode, render_story_tree
 from weave.tree import TreeNode
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
@@ -285,3 +287,102 @@ def test_a_hundred_suggestions_at_cutoff_0_are_no_longer_a_tall_column(mlx_backe
     px, height = smallest_label_px(graph)
     assert px >= 11 and height < 400  # before folding: 3,700 px tall
     assert sum(more_nodes(graph.source).values()) == 100 - (len(nodes(graph.source)) - 2)
+
+
+# -- the story tree (the loom) ----------------------------------------------------------------
+def story_nodes(spec: list[tuple[str, str | None, str]], cursor: str, bookmarks=()) -> list:
+    """(id, parent, text) rows -> StoryNodes with the path to `cursor` flagged."""
+    parents = {node_id: parent for node_id, parent, _ in spec}
+    path, at = set(), cursor
+    while at is not None:
+        path.add(at)
+        at = parents[at]
+    return [StoryNode(i, p, t, on_path=i in path, bookmarked=i in bookmarks) for i, p, t in spec]
+
+
+def drawn(graph) -> dict[str, str]:
+    """node id (from the `id` attribute) -> label as drawn (lines joined by '/')."""
+    found = re.findall(r'\[label=("(?:[^"\\]|\\.)*"|[^\s\]]+)[^\]]*? id=(\w+)', graph.source)
+    return {node_id: text.strip('"').replace("\\n", "/") for text, node_id in found}
+
+
+LOOM = [("r", None, ""), ("a", "r", "Once upon"), ("b", "a", " a time,"), ("c", "b", " there"),
+        ("d", "c", " lived"), ("e", "b", " long ago")]  # fmt: skip
+
+
+def test_story_chains_merge_and_the_cursor_stands_alone():
+    graph = render_story_tree(story_nodes(LOOM, "d"), cursor="d")
+    # a→b is one run (b branches), c→d is cut at the cursor
+    assert drawn(graph) == {"r": "(start)", "b": "Once upon a /time,", "c": "there",
+                            "d": "lived", "e": "long ago"}  # fmt: skip
+    assert re.search(r'id=b [^\]]*tooltip="Once upon a time, \(2 steps\)"', graph.source)
+    path_edges = [e for e in edges(graph.source) if BEST_COLOR in e]
+    assert len(path_edges) == 3  # start → "Once upon a time," → there → lived
+    assert re.search(r'label=lived [^\]]*fillcolor="#fde2ec"', graph.source)
+
+
+def test_bookmarks_stand_alone_and_are_marked():
+    graph = render_story_tree(story_nodes(LOOM, "d", bookmarks={"a"}), cursor="d")
+    labels = drawn(graph)
+    assert labels["a"] == "★ Once upon" and labels["b"] == "a time,"
+    assert re.search(r"id=a [^\]]*peripheries=2", graph.source)
+
+
+@needs_dot
+def test_story_nodes_carry_their_id_and_a_link_for_click_to_jump():
+    graph = render_story_tree(story_nodes(LOOM, "d"), cursor="d",
+                              url=lambda node_id: f"?story=s1&node={node_id}")  # fmt: skip
+    svg = ET.fromstring(graph.pipe(format="svg"))
+    groups = {g.get("id"): g for g in svg.iter(f"{SVG}g") if g.get("class") == "node"}
+    assert {"r", "b", "c", "d", "e"} <= set(groups)
+    links = {a.get("{http://www.w3.org/1999/xlink}href") for a in svg.iter(f"{SVG}a")}
+    assert "?story=s1&node=e" in links  # the XML holds '&amp;': an href a browser follows
+    assert all(a.get("target") == "_top" for a in svg.iter(f"{SVG}a"))
+
+
+def long_loom(steps: int) -> list[tuple[str, str | None, str]]:
+    """A path of `steps` nodes, each with a side branch (so no two merge)."""
+    spec: list = [("r", None, "")]
+    for i in range(steps):
+        parent = f"p{i - 1}" if i else "r"
+        spec += [(f"p{i}", parent, f" step {i}"), (f"x{i}", parent, f" aside {i}")]
+    return spec
+
+
+def test_a_long_path_keeps_its_end_and_folds_its_beginning():
+    graph = render_story_tree(story_nodes(long_loom(30), "p29"), cursor="p29", fit=Fit(columns=5))
+    labels = drawn(graph)
+    assert [labels[f"p{i}"] for i in range(26, 30)] == [f"step {i}" for i in range(26, 30)]
+    assert labels["p25"] == "⋯ 26 earlier"  # p0 … p25, a click goes to p25
+    assert "p24" not in labels and "r" not in labels
+    assert "aside 27" in labels.values()  # branches from the drawn path stay, those
+    assert "aside 26" not in labels.values()  # from the folded part go with it
+
+
+def test_a_wide_fan_of_branches_shows_the_path_and_the_newest():
+    spec = [("r", None, ""), *[(f"b{i}", "r", f" branch {i}") for i in range(30)]]
+    graph = render_story_tree(story_nodes(spec, "b3"), cursor="b3")
+    shown = {node_id for node_id in drawn(graph) if node_id.startswith("b")}
+    assert shown == {"b3", "b29", "b28", "b27"}
+    assert re.search(r'label="\+26 more"', graph.source)
+
+
+def test_a_story_tree_must_hold_its_cursor_and_parents():
+    with pytest.raises(ValueError, match="cursor"):
+        render_story_tree(story_nodes(LOOM, "d"), cursor="zz")
+    with pytest.raises(ValueError, match="parent"):
+        render_story_tree([StoryNode("r", None, ""), StoryNode("a", "q", "x")], cursor="r")
+
+
+@needs_dot
+def test_a_big_story_tree_keeps_labels_at_least_11px_at_page_width():
+    rng = random.Random(7)
+    words = ["Whereupon", "the", "Marquise", "wandered", "towards", "Montgomery", "harbour"]
+    spec: list = [("r", None, "")]
+    for i in range(400):
+        parent = rng.choice(spec[-12:] if rng.random() < 0.85 else spec)[0]
+        spec.append((f"n{i}", parent, " " + " ".join(rng.choices(words, k=rng.randint(2, 9)))))
+    graph = render_story_tree(story_nodes(spec, "n399", bookmarks={"n50", "n51"}), cursor="n399")
+    px, height = smallest_label_px(graph)
+    assert px >= 11 and height < 1200
+    assert len(drawn(graph)) <= 31  # 30 runs and the start

@@ -201,8 +201,8 @@ def wrapped_label(text: str, width: int, lines: int) -> str:
             rows.append(rest)
             rest = ""
             break
-        cut = rest.rfind(" ", 1, width + 1)
-        cut = cut + 1 if cut > width // 2 else width
+        space = rest.rfind(" ", 1, width + 1)
+        cut = space + 1 if space > 0 else width
         rows.append(rest[:cut])
         rest = rest[cut:]
     if rest:
