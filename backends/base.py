@@ -31,6 +31,17 @@ class Candidate:
         return self.raw if self.raw is not None else self.text.encode("utf-8")
 
 
+@dataclass(frozen=True)
+class TokenAlternatives:
+    """What the model offered at one position of a text: the log-probability of the token
+    that is there, and the k most likely tokens there (most likely first)."""
+
+    position: int  # index of the token in the ids asked about
+    token_id: int
+    logprob: float
+    top: list[Candidate]
+
+
 class BackendError(RuntimeError):
     """A backend could not answer: names the backend, where it looked, and what to check."""
 
@@ -153,6 +164,15 @@ class Backend(ABC):
         greedy token at j is result[i][j][0]. Remote backends answer a whole beam in one
         request this way. Returns None when the backend has no such capability.
         """
+        return None
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """Optional: for each position i in start..len(ids)-1, the log-prob of ids[i] after
+        ids[:i] and the top-k there, so that a writer can pick another token anywhere in
+        the story. Returns None when the backend cannot (its server gives no log-probs of
+        a prompt's own tokens)."""
         return None
 
     def close(self) -> None:
