@@ -9,6 +9,7 @@ import pytest
 
 from backends import BackendError
 from backends.mlx import MLXBackend
+from backends.vllm import VLLMBackend
 from weave.search import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
@@ -58,3 +59,34 @@ def test_a_window_after_a_search_reads_only_its_own_tokens(fresh_mlx_backend):
     assert [row.position for row in rows] == list(range(len(ids) - 4, len(ids)))
     assert spent.model_tokens == 4 and spent.forward_calls == 1
     assert_matches(rows, plain_logprobs(backend, ids), ids, 3)
+
+
+@pytest.mark.slow
+def test_vllm_prompt_logprobs_agree_with_the_mlx_backend(vllm_url, mlx_backend):
+    """vLLM's `prompt_logprobs` against our float32 forward: the same alternatives at every
+    position, their text spelled whole where a character is split over tokens."""
+    vllm = VLLMBackend(vllm_url)
+    try:
+        story = "The dragon 🐉 circled the tower and"
+        ids = vllm.tokenize(story)
+        assert ids == mlx_backend.tokenize(story)
+        before, lookups = vllm.stats.snapshot(), vllm.text_lookups
+        theirs = vllm.alternatives(ids, 5, start=2)
+        requests = (vllm.stats.snapshot() - before).forward_calls - (vllm.text_lookups - lookups)
+        assert requests == 1  # one completion request; token text is looked up apart
+        ours = mlx_backend.alternatives(ids, 5, start=2)
+        assert (
+            [r.position for r in theirs] == [r.position for r in ours] == list(range(2, len(ids)))
+        )
+        for remote, local in zip(theirs, ours, strict=True):
+            assert remote.token_id == local.token_id
+            assert abs(remote.logprob - local.logprob) <= TOLERANCE
+            assert [c.token_id for c in remote.top[:3]] == [c.token_id for c in local.top[:3]]
+            local_by_id = {c.token_id: c for c in local.top}
+            for cand in remote.top:
+                if cand.token_id in local_by_id:
+                    assert abs(cand.logprob - local_by_id[cand.token_id].logprob) <= TOLERANCE
+        texts = "".join(c.text for row in theirs for c in row.top)
+        assert "\ufffd" not in texts and "the" in texts
+    finally:
+        vllm.close()
