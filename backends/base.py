@@ -31,17 +31,6 @@ class Candidate:
         return self.raw if self.raw is not None else self.text.encode("utf-8")
 
 
-@dataclass(frozen=True)
-class TokenAlternatives:
-    """What the model offered at one position of a text: the log-probability of the token
-    that is there, and the k most likely tokens there (most likely first)."""
-
-    position: int  # index of the token in the ids asked about
-    token_id: int
-    logprob: float
-    top: list[Candidate]
-
-
 class BackendError(RuntimeError):
     """A backend could not answer: names the backend, where it looked, and what to check."""
 
@@ -94,6 +83,17 @@ class BackendStats:
 
     def snapshot(self) -> Usage:
         return getattr(self._local, "usage", Usage())
+
+
+@dataclass(frozen=True)
+class TokenAlternatives:
+    """What the model offered at one position of a text: the log-probability of the token
+    that is there, and the k most likely tokens there (most likely first)."""
+
+    position: int  # index of the token in the ids asked about
+    token_id: int
+    logprob: float | None  # None: the backend knows it only among the top-k, and it is not
+    top: list[Candidate]
 
 
 class Backend(ABC):
@@ -155,6 +155,15 @@ class Backend(ABC):
         goes, so a page can show how far a long story has been read. Backends whose server
         keeps its own cache leave it to the first request and do nothing here."""
 
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """Optional: for each position i in start..len(ids)-1, the log-prob of ids[i] after
+        ids[:i] and the top-k there, so that a writer can pick another token anywhere in
+        the story. Returns None when the backend cannot (its server gives no log-probs of
+        a prompt's own tokens)."""
+        return None
+
     def greedy_chains(
         self, contexts: list[list[int]], k: int, lengths: list[int]
     ) -> list[list[list[Candidate]]] | None:
@@ -164,15 +173,6 @@ class Backend(ABC):
         greedy token at j is result[i][j][0]. Remote backends answer a whole beam in one
         request this way. Returns None when the backend has no such capability.
         """
-        return None
-
-    def alternatives(
-        self, ids: list[int], k: int, *, start: int = 1
-    ) -> list[TokenAlternatives] | None:
-        """Optional: for each position i in start..len(ids)-1, the log-prob of ids[i] after
-        ids[:i] and the top-k there, so that a writer can pick another token anywhere in
-        the story. Returns None when the backend cannot (its server gives no log-probs of
-        a prompt's own tokens)."""
         return None
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Candidate, Chain, GreedyPathBackend, Usage
+from backends.base import Candidate, Chain, GreedyPathBackend, TokenAlternatives, Usage
 from backends.http import JsonClient, expect
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
@@ -75,6 +75,23 @@ class LlamaCppBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
+        """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers
+        generated tokens; `echo` is refused), so each position is asked as a prompt of its
+        own: one multi-prompt request that the server spreads over its slots, each
+        re-reading with `cache_prompt` little more than its slot lacks. The story token's
+        log-prob is known only when it is among the top-k (else None)."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        positions = range(start, len(ids))
+        tops = self.top_logprobs([list(ids[:i]) for i in positions], k)
+        return [
+            TokenAlternatives(
+                i, ids[i], next((c.logprob for c in top if c.token_id == ids[i]), None), top
+            )
+            for i, top in zip(positions, tops, strict=True)
+        ]
 
     # -- requests --------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
