@@ -7,9 +7,10 @@ transport, caching and tokenization; it knows nothing about beams, cutoffs or pa
 
 from __future__ import annotations
 
+import codecs
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -92,8 +93,19 @@ class TokenAlternatives:
 
     position: int  # index of the token in the ids asked about
     token_id: int
+    text: str  # the token's own text: "" when it ends inside a character (see token_texts)
     logprob: float | None  # None: the backend knows it only among the top-k, and it is not
     top: list[Candidate]
+
+
+def token_texts(pieces: Sequence[bytes], start: int) -> list[str]:
+    """The own text of each token from index `start` of `pieces` (the tokens' bytes, from a
+    few tokens before `start` so that a character split there is whole again): complete
+    characters only, so a token that ends inside a character has "" and the token that
+    completes it the whole character, as a reader sees the text grow."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(piece) for piece in pieces]
+    return texts[start:]
 
 
 class Backend(ABC):

@@ -16,8 +16,10 @@ from __future__ import annotations
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
-from backends.base import BackendError, Candidate, TokenAlternatives, Usage
+from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
 from backends.kv_tree import FragmentTree
+
+LEAD = 4  # tokens decoded before the first position, so a character split there is whole
 
 
 def token_alternatives(
@@ -40,16 +42,18 @@ def token_alternatives(
         for layer, layer_cache in enumerate(cache):
             layer_cache.state = (keys[layer][None], values[layer][None], reuse)
     k = min(k, len(pieces))
+    lead = max(0, start - LEAD)
+    texts = iter(token_texts([pieces[i] for i in ids[lead:]], start - lead))
     rows: list[TokenAlternatives] = []
     usage = Usage()
     for begin in range(reuse, len(ids) - 1, chunk):
         end = min(begin + chunk, len(ids) - 1)
-        rows += _chunk(model, cache, pieces, ids, begin, end, k, start)
+        rows += _chunk(model, cache, pieces, ids, begin, end, k, start, texts)
         usage += Usage(forward_calls=1, model_tokens=end - begin, prefill_tokens=end - begin)
     return rows, usage
 
 
-def _chunk(model, cache, pieces, ids, begin, end, k, start) -> list[TokenAlternatives]:
+def _chunk(model, cache, pieces, ids, begin, end, k, start, texts) -> list[TokenAlternatives]:
     """Run ids[begin:end]; the alternatives for positions begin+1..end that are >= start."""
     inputs = mx.array([ids[begin:end]])
     following = mx.array(ids[begin + 1 : end + 1])[:, None]  # (T, 1): the token each predicts
@@ -76,5 +80,5 @@ def _chunk(model, cache, pieces, ids, begin, end, k, start) -> list[TokenAlterna
             Candidate(i, pieces[i].decode("utf-8", errors="replace"), p, pieces[i])
             for i, p in zip(top_ids, top_lps, strict=True)
         ]
-        rows.append(TokenAlternatives(position, ids[position], lp, top))
+        rows.append(TokenAlternatives(position, ids[position], next(texts), lp, top))
     return rows

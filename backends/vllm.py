@@ -137,9 +137,11 @@ class VLLMBackend(GreedyPathBackend):
                "no prompt_logprobs for every prompt token")  # fmt: skip
         scored = [self._prompt_position(positions[i], ids[i], k) for i in range(start, len(ids))]
         contexts = [list(ids[:i]) for i in range(start, len(ids))]
-        spelled = self._spell(contexts, [[top] for top, _ in scored])
+        # The story's own token is spelled with the top-k, after the same context.
+        asked = [[[*top, Candidate(ids[i], "", own)]] for i, (top, own) in enumerate(scored, start)]
+        spelled = self._spell(contexts, asked)
         return [
-            TokenAlternatives(i, ids[i], own, chain[0])
+            TokenAlternatives(i, ids[i], chain[0][-1].text, own, chain[0][:-1])
             for i, ((_, own), chain) in enumerate(zip(scored, spelled, strict=True), start)
         ]
 

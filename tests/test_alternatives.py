@@ -14,6 +14,13 @@ from backends.vllm import VLLMBackend
 from weave.search import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
+DRAGON = "The dragon 🐉 circled the tower and"  # a character split over three tokens
+
+
+def joined(rows) -> str:
+    return "".join(row.text for row in rows)
+
+
 TOLERANCE = 1e-3
 
 
@@ -43,6 +50,11 @@ def test_every_position_matches_a_plain_forward(embedded_model_path):
         assert [row.position for row in rows] == list(range(1, len(ids)))
         assert_matches(rows, plain_logprobs(backend, ids), ids, 5)
         assert rows[0].top[0].text == backend.detokenize([rows[0].top[0].token_id])
+        assert joined(rows) == STORY[len(backend.detokenize(ids[:1])) :]
+        dragon = backend.tokenize(DRAGON)
+        texts = [row.text for row in backend.alternatives(dragon, 2, start=2)]
+        assert "".join(texts) == DRAGON[len(backend.detokenize(dragon[:2])) :]
+        assert "" in texts and "🐉" in texts  # the emoji shows whole, on its last token
         with pytest.raises(BackendError, match="positions"):
             backend.alternatives(ids, 5, start=0)
     finally:
@@ -68,9 +80,8 @@ def test_vllm_prompt_logprobs_agree_with_the_mlx_backend(vllm_url, mlx_backend):
     position, their text spelled whole where a character is split over tokens."""
     vllm = VLLMBackend(vllm_url)
     try:
-        story = "The dragon 🐉 circled the tower and"
-        ids = vllm.tokenize(story)
-        assert ids == mlx_backend.tokenize(story)
+        ids = vllm.tokenize(DRAGON)
+        assert ids == mlx_backend.tokenize(DRAGON)
         before, lookups = vllm.stats.snapshot(), vllm.text_lookups
         theirs = vllm.alternatives(ids, 5, start=2)
         requests = (vllm.stats.snapshot() - before).forward_calls - (vllm.text_lookups - lookups)
@@ -89,6 +100,7 @@ def test_vllm_prompt_logprobs_agree_with_the_mlx_backend(vllm_url, mlx_backend):
                     assert abs(cand.logprob - local_by_id[cand.token_id].logprob) <= TOLERANCE
         texts = "".join(c.text for row in theirs for c in row.top)
         assert "\ufffd" not in texts and "the" in texts
+        assert [r.text for r in theirs] == [r.text for r in ours]
     finally:
         vllm.close()
 
@@ -120,5 +132,10 @@ def test_llamacpp_asks_each_position_in_one_request(llama_url, mlx_backend):
             else:
                 assert abs(remote.logprob - local.logprob) <= 0.35
         assert 0 < unknown < len(theirs)  # "then usual": a story's odd words are not top-3
+        assert [r.text for r in theirs] == [r.text for r in ours]
+        dragon = llama.tokenize(DRAGON)
+        assert joined(llama.alternatives(dragon, 2, start=2)) == joined(
+            mlx_backend.alternatives(dragon, 2, start=2)
+        )
     finally:
         llama.close()
