@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.present import (
+    alternative_label,
     auto_accept_message,
     bar_caption,
     bar_shares,
@@ -22,13 +24,14 @@ from weave.present import (
     few_suggestions_hint,
     search_status,
     shown_text,
+    story_tokens_html,
     suggestion_html,
     token_spans,
     typed_text,
     visible,
 )
 from weave.search import SearchParams, expand
-from weave.story import accepted_text
+from weave.story import accepted_text, branch_text
 from weave.tree import Suggestion
 
 
@@ -178,3 +181,44 @@ def test_the_few_suggestions_hint_gives_the_numbers():
         "Only 1 suggestion at split limit 2: raise it for more variety."
     )
     assert few_suggestions_hint(1, SearchParams(cutoff=0.0, split_limit=0)) is None
+
+
+# -- the story's tokens and their alternatives ------------------------------------------------
+STORY = 'Once upon a time, a "quoted" <tag> & 🐉 flew'
+
+
+@pytest.mark.slow
+def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
+    ids = mlx_backend.tokenize(STORY)
+    rows = mlx_backend.alternatives(ids, 5)
+    html = story_tokens_html(rows)
+    assert seen(html) == STORY[len(mlx_backend.detokenize(ids[:1])) :]
+    titles = re.findall(r'<span title="([^"]*)" style="background-color', html)
+    assert len(titles) == len(rows)
+    first = ihtml.unescape(titles[0])
+    assert re.match(r"\d+\.\d% · ", first)
+    assert alternative_label(rows[0].top[0]) in first
+
+
+def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
+    odd = Candidate(7, '"><b>', math.log(0.5))
+    row = TokenAlternatives(3, 9, " *x*\n", None, [odd])
+    html = story_tokens_html([row])
+    assert "rgba(255, 160, 0, 0.00)" in html
+    title = re.search(r'title="([^"]*)"', html).group(1)
+    assert "<" not in title and '"' not in title
+    assert ihtml.unescape(title) == 'not in the top 1 · "><b> 50.0%'
+    assert seen(html) == " *x*↵" and "*" not in re.sub(r"&#\d+;", "", html)
+
+
+@pytest.mark.slow
+def test_picking_another_token_gives_the_text_to_branch_with(mlx_backend):
+    ids = mlx_backend.tokenize(STORY)
+    rows = mlx_backend.alternatives(ids, 5)
+    at = next(row for row in rows if row.text == " time")
+    choice = next(c for c in at.top if c.token_id != at.token_id)
+    assert branch_text(STORY, rows, at, choice) == "Once upon a" + choice.text
+    last = rows[-1]
+    assert branch_text(STORY, rows, last, last.top[0]) == STORY[: -len(" flew")] + last.top[0].text
+    with pytest.raises(ValueError, match="another text"):
+        branch_text("Another story altogether", rows, at, choice)

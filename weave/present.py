@@ -1,8 +1,9 @@
 """What the page says about suggestions and searches: text and HTML, without Streamlit.
 
 Owns how model text is shown (whitespace made visible, every character escaped), the
-one-row suggestion (tokens shaded by probability), the bars' shares, the search's
-status line, and the messages after an automatic accept or a thin search. The page
+one-row suggestion (tokens shaded by probability), the story's tokens with their
+alternatives, the bars' shares, the search's status line, and the messages after an
+automatic accept or a thin search. The page
 (`lloom.py`) puts these strings into widgets; the plain-text ones go through its
 markdown escaping like any other text. This module does not search, rank or pool
 (`weave.search`, `weave.tree`) and draws no graph (`weave.render`).
@@ -14,6 +15,7 @@ import math
 import unicodedata
 from collections.abc import Sequence
 
+from backends.base import TokenAlternatives
 from weave.search import SearchParams, SearchResult, SearchStats
 from weave.tree import Score, Suggestion, without_prefix_space
 
@@ -22,6 +24,7 @@ SPACE = "␣"  # a space where a space alone would not be seen
 EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it cannot hold
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
+ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
 
 
 # -- text -------------------------------------------------------------------------------
@@ -144,6 +147,37 @@ def _html_text(text: str) -> str:
 
 _SPECIAL = frozenset("<>&\"'\\`*_{}[]()#+-.!|~$:=")
 _FAINT = '<span style="opacity: 0.4">{}</span>'
+
+
+# -- the story's tokens and their alternatives ----------------------------------------------
+def story_tokens_html(rows: Sequence[TokenAlternatives]) -> str:
+    """The story's tokens (`Backend.alternatives`' rows) shaded by the probability the model
+    gave each, with the likeliest alternatives there in its tooltip; a token whose
+    probability the backend cannot say is left unshaded. Escaped as `suggestion_html` is."""
+    parts = []
+    for row in rows:
+        body = "".join(_FAINT.format(VISIBLE[ch]) if ch in VISIBLE else _html_text(ch)
+                       for ch in row.text)  # fmt: skip
+        if row.logprob is None:
+            title, alpha = f"not in the top {len(row.top)}", 0.0
+        else:
+            p = math.exp(row.logprob)
+            title, alpha = f"{p:.1%}", 0.08 + 0.72 * p
+        title += " · " + ", ".join(alternative_label(c) for c in row.top[:ALTERNATIVES_SHOWN])
+        shade = f"background-color: rgba(255, 160, 0, {alpha:.2f}); border-radius: 3px"
+        parts.append(f'<span title="{_attribute(title)}" style="{shade}">{body}</span>')
+    style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
+    return f'<div style="{style}">{"".join(parts)}</div>'
+
+
+def alternative_label(candidate) -> str:
+    """One alternative as a choice shows it: its visible text and probability."""
+    return f"{editable_text(candidate.text) or '∅'} {math.exp(candidate.logprob):.1%}"
+
+
+def _attribute(text: str) -> str:
+    """Text inside a double-quoted HTML attribute that markdown leaves alone."""
+    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
 
 
 # -- numbers ------------------------------------------------------------------------------
