@@ -7,9 +7,10 @@ transport, caching and tokenization; it knows nothing about beams, cutoffs or pa
 
 from __future__ import annotations
 
+import codecs
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -96,6 +97,28 @@ class BackendStats:
         return getattr(self._local, "usage", Usage())
 
 
+@dataclass(frozen=True)
+class TokenAlternatives:
+    """What the model offered at one position of a text: the log-probability of the token
+    that is there, and the k most likely tokens there (most likely first)."""
+
+    position: int  # index of the token in the ids asked about
+    token_id: int
+    text: str  # the token's own text: "" when it ends inside a character (see token_texts)
+    logprob: float | None  # None: the backend knows it only among the top-k, and it is not
+    top: list[Candidate]
+
+
+def token_texts(pieces: Sequence[bytes], start: int) -> list[str]:
+    """The own text of each token from index `start` of `pieces` (the tokens' bytes, from a
+    few tokens before `start` so that a character split there is whole again): complete
+    characters only, so a token that ends inside a character has "" and the token that
+    completes it the whole character, as a reader sees the text grow."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(piece) for piece in pieces]
+    return texts[start:]
+
+
 class Backend(ABC):
     """Batched, token-native next-token log-probabilities.
 
@@ -154,6 +177,15 @@ class Backend(ABC):
         a search, calling report(tokens read, tokens in all) on the caller's thread as it
         goes, so a page can show how far a long story has been read. Backends whose server
         keeps its own cache leave it to the first request and do nothing here."""
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """Optional: for each position i in start..len(ids)-1, the log-prob of ids[i] after
+        ids[:i] and the top-k there, so that a writer can pick another token anywhere in
+        the story. Returns None when the backend cannot (its server gives no log-probs of
+        a prompt's own tokens)."""
+        return None
 
     def greedy_chains(
         self, contexts: list[list[int]], k: int, lengths: list[int]

@@ -25,7 +25,15 @@ import math
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Candidate, Chain, Continuation, GreedyPathBackend, Usage
+from backends.base import (
+    Candidate,
+    Chain,
+    Continuation,
+    GreedyPathBackend,
+    TokenAlternatives,
+    Usage,
+    token_texts,
+)
 from backends.http import JsonClient, expect
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
@@ -76,6 +84,38 @@ class LlamaCppBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
+        """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers
+        generated tokens; `echo` is refused), so each position is asked as a prompt of its
+        own: one multi-prompt request that the server spreads over its slots, each
+        re-reading with `cache_prompt` little more than its slot lacks. The story token's
+        log-prob is known only when it is among the top-k (else None)."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        positions = range(start, len(ids))
+        tops = self.top_logprobs([list(ids[:i]) for i in positions], k)
+        texts = self._texts(ids, start)
+        return [
+            TokenAlternatives(
+                i, ids[i], text, next((c.logprob for c in top if c.token_id == ids[i]), None), top
+            )
+            for i, top, text in zip(positions, tops, texts, strict=True)
+        ]
+
+    def _texts(self, ids: list[int], start: int) -> list[str]:
+        """The own text of ids[start:], from the bytes `/tokenize` gives for each piece of
+        the ids' text (when that text tokenizes back to the same ids; else each id alone)."""
+        lead = max(0, start - 4)
+        body = {"content": self.detokenize(list(ids[lead:])), "with_pieces": True}
+        reply = self.client.post("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        pieced = isinstance(tokens, list) and all(isinstance(t, dict) for t in tokens)
+        if pieced and [t.get("id") for t in tokens] == list(ids[lead:]):
+            pieces = [_piece_bytes(t.get("piece")) for t in tokens]
+        else:  # a text that tokenizes otherwise: each id decoded alone
+            pieces = [self.detokenize([i]).encode("utf-8") for i in ids[lead:]]
+        return token_texts(pieces, start - lead)
 
     # -- requests --------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
@@ -275,6 +315,11 @@ def _sampling_usage(results: list[dict]) -> dict[str, int]:
     prompt = int(timings[0].get("prompt_n", 0))
     drawn = sum(int(t.get("predicted_n", 0)) for t in timings)
     return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
+
+
+def _piece_bytes(piece: object) -> bytes:
+    """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
+    return bytes(piece) if isinstance(piece, list) else str(piece).encode("utf-8")
 
 
 def _merged(position: dict) -> bool:

@@ -34,8 +34,16 @@ import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.base import Backend, BackendError, Candidate, Continuation, Usage
+from backends.base import (
+    Backend,
+    BackendError,
+    Candidate,
+    Continuation,
+    TokenAlternatives,
+    Usage,
+)
 from backends.kv_tree import FragmentTree, Match, shared_prefix
+from backends.mlx_alternatives import token_alternatives
 from backends.shared_attention import SharedPrefixCache, install
 
 
@@ -127,6 +135,16 @@ class MLXBackend(Backend):
             _, usage = self._worker.submit(self._call, {ids[:done]}, k).result()
             self.stats.add(**usage.__dict__)
             report(done, len(ids))
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """The cached KV before `start`, then one forward over the rest reading every
+        position (`backends.mlx_alternatives`)."""
+        job = (self.model, self.tree, self._pieces, list(ids), k, start, self.prefill_chunk)
+        rows, usage = self._worker.submit(token_alternatives, *job).result()
+        self.stats.add(**usage.__dict__)
+        return rows
 
     def close(self) -> None:
         if not self._worker.stopped:

@@ -43,12 +43,20 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import BackendError, Candidate, Chain, Continuation, GreedyPathBackend
+from backends.base import (
+    BackendError,
+    Candidate,
+    Chain,
+    Continuation,
+    GreedyPathBackend,
+    TokenAlternatives,
+)
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
 
 TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
+PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
 SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a neighbour
 REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
@@ -107,6 +115,59 @@ class VLLMBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """vLLM's `prompt_logprobs`: one request for the story with `max_tokens: 1`. The
+        server evaluates the whole prompt for it (log-probs of cached positions are not
+        kept), so this costs a prefill of the story, not of the positions asked."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        k = max(1, min(k, self.max_logprobs or k))
+        body = {"model": self._model, "prompt": list(ids), "max_tokens": 1, "temperature": 0,
+                "prompt_logprobs": k}  # fmt: skip
+        try:
+            reply = self.client.post("/v1/completions", body)
+        except BackendError as e:
+            limit = LIMIT.search(str(e))
+            if not limit or int(limit.group(1)) >= k:
+                raise
+            self._learn_limit(int(limit.group(1)))
+            return self.alternatives(ids, k, start=start)
+        self._count(reply)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        expect(isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict),
+               self.client, "expected one choice")  # fmt: skip
+        positions = choices[0].get("prompt_logprobs")
+        expect(isinstance(positions, list) and len(positions) == len(ids), self.client,
+               "no prompt_logprobs for every prompt token")  # fmt: skip
+        scored = [self._prompt_position(positions[i], ids[i], k) for i in range(start, len(ids))]
+        contexts = [list(ids[:i]) for i in range(start, len(ids))]
+        # The story's own token is spelled with the top-k, after the same context.
+        asked = [[[*top, Candidate(ids[i], "", own)]] for i, (top, own) in enumerate(scored, start)]
+        spelled = self._spell(contexts, asked)
+        return [
+            TokenAlternatives(i, ids[i], chain[0][-1].text, own, chain[0][:-1])
+            for i, ((_, own), chain) in enumerate(zip(scored, spelled, strict=True), start)
+        ]
+
+    def _prompt_position(
+        self, entry: object, token_id: int, k: int
+    ) -> tuple[list[Candidate], float]:
+        """(top-k without text, log-prob of the prompt's own token) from one entry:
+        {id: {logprob, rank, decoded_token}}, the prompt's token among them."""
+        expect(isinstance(entry, dict) and entry, self.client, "an empty prompt_logprobs entry")
+        found: dict[int, float] = {}
+        for key, value in entry.items():
+            match = PROMPT_KEY.match(str(key))
+            logprob = value.get("logprob") if isinstance(value, dict) else None
+            expect(match is not None and isinstance(logprob, int | float), self.client,
+                   f"a prompt_logprobs entry {key!r} without an id and a log-prob")  # fmt: skip
+            found[int(match.group(1))] = float(logprob)
+        expect(token_id in found, self.client, "prompt_logprobs without the prompt's own token")
+        top = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return [Candidate(i, "", lp) for i, lp in top], found[token_id]
 
     # -- start-up --------------------------------------------------------------------
     def _served_model(self, wanted: str | None) -> tuple[str, int | None]:

@@ -801,7 +801,7 @@ def test_odd_characters_in_the_story_work(fake):
     assert story(at) == ODD
     assert suggestions(at) and len(at.get("graphviz_chart")) == 2
     source = at.get("graphviz_chart")[1].proto.spec
-    assert 'quote \\" back \\\\ <b>&amp;amp;</b>' in source  # the story's tail, escaped
+    assert '\\" back \\\\ \\n<b>&amp;amp;</b>' in source  # the story's tail, escaped
     assert "Emoji 👩‍👩‍👧" in story_tree(at)  # its opening words label its node
 
 
