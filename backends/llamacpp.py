@@ -32,9 +32,18 @@ Owns: request shapes and parsing. Not: the search, slot planning
 from __future__ import annotations
 
 import math
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Candidate, Chain, GreedyPathBackend, Usage
+from backends.base import (
+    Candidate,
+    Chain,
+    Continuation,
+    GreedyPathBackend,
+    TokenAlternatives,
+    Usage,
+    token_texts,
+)
 from backends.http import JsonClient, expect
 from backends.llamacpp_slots import SlotBook
 
@@ -85,6 +94,38 @@ class LlamaCppBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
+        """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers
+        generated tokens; `echo` is refused), so each position is asked as a prompt of its
+        own: one multi-prompt request that the server spreads over its slots, each
+        re-reading with `cache_prompt` little more than its slot lacks. The story token's
+        log-prob is known only when it is among the top-k (else None)."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        positions = range(start, len(ids))
+        tops = self.top_logprobs([list(ids[:i]) for i in positions], k)
+        texts = self._texts(ids, start)
+        return [
+            TokenAlternatives(
+                i, ids[i], text, next((c.logprob for c in top if c.token_id == ids[i]), None), top
+            )
+            for i, top, text in zip(positions, tops, texts, strict=True)
+        ]
+
+    def _texts(self, ids: list[int], start: int) -> list[str]:
+        """The own text of ids[start:], from the bytes `/tokenize` gives for each piece of
+        the ids' text (when that text tokenizes back to the same ids; else each id alone)."""
+        lead = max(0, start - 4)
+        body = {"content": self.detokenize(list(ids[lead:])), "with_pieces": True}
+        reply = self.client.post("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        pieced = isinstance(tokens, list) and all(isinstance(t, dict) for t in tokens)
+        if pieced and [t.get("id") for t in tokens] == list(ids[lead:]):
+            pieces = [_piece_bytes(t.get("piece")) for t in tokens]
+        else:  # a text that tokenizes otherwise: each id decoded alone
+            pieces = [self.detokenize([i]).encode("utf-8") for i in ids[lead:]]
+        return token_texts(pieces, start - lead)
 
     # -- requests --------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
@@ -239,6 +280,78 @@ class LlamaCppBackend(GreedyPathBackend):
                 if len(found) == 1:
                     ids.add(found[0])
         return ids
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """The server's own sampler: min-p, then temperature, then its draw. One request
+        asks `n_cmpl` completions (at most one per slot): the server reads the prompt once
+        and copies that slot's state to the others, each child's seed one more than the
+        one before. A server that answers fewer is asked again for the rest, seeds going on.
+        `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
+        seed = secrets.randbits(31) if seed is None else seed
+        slots = max(1, int(self._props.get("total_slots") or 1))
+        drawn: list[Continuation] = []
+        while len(drawn) < n:
+            body = {
+                "prompt": self._bos + list(context),
+                "n_predict": max_tokens,
+                "n_cmpl": min(n - len(drawn), slots),
+                "samplers": ["min_p", "temperature"],
+                "min_p": min_p,
+                "temperature": temperature,
+                "seed": seed + len(drawn),
+                "n_probs": 1,
+                "post_sampling_probs": False,
+                "return_tokens": True,
+                "cache_prompt": True,
+                "stop": [],
+            }
+            reply = self.client.post("/completion", body)
+            results = reply if isinstance(reply, list) else [reply]
+            expect(bool(results) and all(isinstance(r, dict) for r in results), self.client,
+                   "no completions")  # fmt: skip
+            results.sort(key=lambda r: r.get("index", 0))
+            self.stats.add(forward_calls=1, **_sampling_usage(results))
+            drawn += [self._continuation(result) for result in results]
+        return drawn[:n]
+
+    def _continuation(self, result: dict) -> Continuation:
+        """A completion's tokens up to the first control token, or up to the first
+        character the server reported as one entry for several tokens (its log-probs are
+        not all known: the sample ends before it)."""
+        tokens = result.get("tokens")
+        positions = result.get("completion_probabilities") or []
+        expect(isinstance(tokens, list), self.client, "no tokens: does it know return_tokens?")
+        ids, logprob, pieces = [], 0.0, []
+        for token, position in zip(tokens, positions, strict=False):
+            if token in self.special_token_ids:
+                break
+            expect(isinstance(position, dict), self.client, "a probabilities entry not an object")
+            if position.get("id") != token:
+                break
+            if position.get("logprob") is None:
+                raise self.client.error(FA_HINT)
+            ids.append(int(token))
+            logprob += float(position["logprob"])
+            raw = position.get("bytes")
+            pieces.append(bytes(raw) if raw is not None else str(position.get("token")).encode())
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        return Continuation(tuple(ids), text, logprob)
+
+
+def _sampling_usage(results: list[dict]) -> dict[str, int]:
+    """Prompt and drawn tokens of one request's completions, from the server's timings.
+    The prompt is read once, for the first; the others copy its state and repeat its
+    prompt figures."""
+    timings = [r.get("timings") or {} for r in results]
+    prompt = int(timings[0].get("prompt_n", 0))
+    drawn = sum(int(t.get("predicted_n", 0)) for t in timings)
+    return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
+
+
+def _piece_bytes(piece: object) -> bytes:
+    """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
+    return bytes(piece) if isinstance(piece, list) else str(piece).encode("utf-8")
 
 
 def _merged(position: dict) -> bool:

@@ -70,3 +70,15 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
     settings = load_settings(env={"LLOOM_MODEL": str(tmp_path / "nothing-here")})
     with pytest.raises(BackendError, match="LLOOM_MODEL"):
         create_backend(settings, env={})
+
+
+def test_the_sample_section_sets_ramify_defaults():
+    from weave.ramify import RamifyParams
+
+    assert load_settings(env={}).sample == RamifyParams()
+    table = {"sample": {"n": 6, "temperature": 0.7, "min_p": 0.05, "max_tokens": 40}}
+    assert settings_from_table(table).sample == RamifyParams(6, 0.7, 0.05, 40)
+    with pytest.raises(ConfigError, match="'temp'"):
+        settings_from_table({"sample": {"temp": 0.7}})
+    with pytest.raises(ConfigError, match="min_p"):
+        settings_from_table({"sample": {"min_p": 2.0}})

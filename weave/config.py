@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from weave.ramify import RamifyParams
 from weave.search import SearchParams
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
@@ -58,6 +59,7 @@ class OpenAISettings:
 class Settings:
     search: SearchParams = field(default_factory=SearchParams)
     model_search: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    sample: RamifyParams = field(default_factory=RamifyParams)
     backend: str = "auto"
     mlx: MLXSettings = field(default_factory=MLXSettings)
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
@@ -91,8 +93,8 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
 
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
-    _check_keys(table, {"search", "models", "backend", "mlx", "llamacpp", "vllm", "openai",
-                        "stories", "data"}, where)  # fmt: skip
+    _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
+                        "openai", "stories", "data"}, where)  # fmt: skip
     models = table.get("models", {})
     for name, section in models.items():
         _check_keys(section, _field_names(SearchParams), f"{where} [models.{name!r}]")
@@ -105,6 +107,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     settings = Settings(
         search=_section(SearchParams, table, "search", where),
         model_search={name: dict(section) for name, section in models.items()},
+        sample=_section(RamifyParams, table, "sample", where),
         backend=_backend_name(backend.get("name", "auto"), where),
         mlx=_section(MLXSettings, table, "mlx", where),
         llamacpp=_section(LlamaCppSettings, table, "llamacpp", where),
