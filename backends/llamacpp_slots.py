@@ -17,7 +17,7 @@ A search thus stays in one slot. Replaying logged searches of the three starting
 against four slots, spreading prompts over idle slots cost more tokens (every other slot
 must first read the story and the beam's path: llama-server copies no prefix between
 slots), and even placing each prompt with hindsight, in the slot that made the rest of
-the search cheapest, came within 5% of one slot. What remains is a slot holding one path
+the search cheapest, came within about 5% of one slot. What remains is a slot holding one path
 at a time: a depth's beams that diverged early re-read their paths from where they part.
 
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).

@@ -1,9 +1,9 @@
 """LLooM v0.3's way of asking a server, for the benchmarks to compare against.
 
 v0.3 builds each prompt as a string (the story plus the token texts of the beam so
-far) and sends one request per beam per token, from a pool of LLAMA_PIPELINE_REQUESTS
-threads. Token strings stand in for ids, interned per instance, so the same search
-code can drive it. Subclasses say how one prompt is asked.
+far) and sends one request per beam per token, from a pool of threads (its
+LLAMA_PIPELINE_REQUESTS). Token strings stand in for ids, interned per instance, so the
+same search code can drive it. Subclasses say how one prompt is asked.
 """
 
 from __future__ import annotations
