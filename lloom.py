@@ -419,6 +419,8 @@ def error_ui(ws: session.Workspace) -> None:
     elif ws.error:
         st.error(f"**The model did not answer.** {md(ws.error)}\n\nYour story and the last "
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
+    if ws.notice:
+        st.warning(md(ws.notice), icon="⚠️")
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -534,6 +536,9 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
         st.markdown(f"**{md(backend.model_name)}** on {backend.name}")
         if backend.url:
             st.caption(f"Server: {code(backend.url)}")
+        section = settings.model_section(backend.model_name)
+        label = f'[models."{section}"]' if section else "[search]"
+        st.caption(f"Search defaults: {code(label)} in the settings")
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
@@ -565,7 +570,7 @@ def downloads_ui(ws: session.Workspace) -> None:
     result = ws.last_result()
     if result is None:
         return
-    tree = lambda: json.dumps(result.tree.to_dict(), ensure_ascii=False, indent=1)  # noqa: E731
+    tree = lambda: json.dumps(result.tree.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)  # noqa: E731
     download(two, "Tree .json", tree, "tree.json", "application/json")
     graph = page_graph(ws, result)
     download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")

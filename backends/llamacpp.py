@@ -16,16 +16,24 @@ logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters joi
 the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped
 back to ids with `/tokenize`.
 
+Every field read from a reply is checked where it is read (`backends.replies`): a token
+id must lie in the vocabulary (its size from `/v1/models`, where the server says), a
+log-probability must be finite (-inf candidates are dropped), and a wrong shape is an
+error naming the server and the field.
+
 Owns: request shapes and parsing. Not: the search, HTTP error wording (`backends.http`).
 """
 
 from __future__ import annotations
 
-import math
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import Candidate, Chain, GreedyPathBackend, Usage
+from backends import replies
+from backends.base import BackendError, Candidate, Chain, GreedyPathBackend, Usage
 from backends.http import JsonClient, expect
+
+log = logging.getLogger(__name__)
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
@@ -43,6 +51,7 @@ class LlamaCppBackend(GreedyPathBackend):
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
+        self.vocab_size = self._vocab_size()
         self.pipeline = max(1, pipeline_requests or 1)
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
@@ -61,17 +70,17 @@ class LlamaCppBackend(GreedyPathBackend):
 
     @property
     def context_length(self) -> int | None:
-        settings = self._props.get("default_generation_settings") or {}
+        settings = self._props.get("default_generation_settings")
+        settings = settings if isinstance(settings, dict) else {}
         n_ctx = settings.get("n_ctx") or self._props.get("n_ctx")
-        return int(n_ctx) if n_ctx else None
+        return replies.count(n_ctx or None, self.client.error, "/props n_ctx")
 
     def tokenize(self, text: str) -> list[int]:
         return self._token_ids(text)
 
     def detokenize(self, ids: list[int]) -> str:
         reply = self.client.post("/detokenize", {"tokens": list(ids)})
-        expect(isinstance(reply, dict) and "content" in reply, self.client, "no detokenized text")
-        return reply["content"]
+        return replies.field(reply, "content", str, self.client.error, "/detokenize")
 
     def close(self) -> None:
         self.client.close()
@@ -120,16 +129,19 @@ class LlamaCppBackend(GreedyPathBackend):
         reply = self.client.post("/completion", body)
         results = reply if isinstance(reply, list) else [reply]
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
-        results = sorted(results, key=lambda r: r.get("index", 0) if isinstance(r, dict) else 0)
+        for i, result in enumerate(results):
+            replies.of_type(result, dict, self.client.error, f"/completion result {i}")
+            replies.of_type(result.get("index", 0), int, self.client.error,
+                            f"/completion result {i} index")  # fmt: skip
+        results = sorted(results, key=lambda r: r.get("index", 0))
         usage = Usage(forward_calls=1)
         chains = []
         for result in results:
-            expect(isinstance(result, dict), self.client, "a result is not an object")
             chains.append(self._chain(result, k))
-            timings = result.get("timings") or {}
-            prompt_n, predicted_n = (
-                int(timings.get("prompt_n", 0)),
-                int(timings.get("predicted_n", 0)),
+            timings = result.get("timings")
+            timings = timings if isinstance(timings, dict) else {}
+            prompt_n, predicted_n = _count_of(timings.get("prompt_n")), _count_of(
+                timings.get("predicted_n")
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
         return chains, usage
@@ -143,44 +155,54 @@ class LlamaCppBackend(GreedyPathBackend):
         `bytes` being the whole character. The chain stops before such a merge.
         """
         positions = result.get("completion_probabilities")
-        if not positions and int(result.get("tokens_predicted") or 0) > 0:
+        if not positions and _count_of(result.get("tokens_predicted")) > 0:
             return []
         expect(isinstance(positions, list) and positions, self.client,
                "no completion_probabilities: does this server support n_probs?")  # fmt: skip
         chain = []
-        for position in positions:
+        for j, position in enumerate(positions):
+            replies.of_type(position, dict, self.client.error, f"completion_probabilities[{j}]")
             if _merged(position):
                 break
             chain.append(self._position(position, k))
         return chain
 
     def _position(self, position: dict, k: int) -> list[Candidate]:
-        expect(isinstance(position, dict), self.client, "a probabilities entry is not an object")
         if "top_logprobs" in position:
-            options = [self._current(o) for o in position["top_logprobs"] or []]
+            key, read = "top_logprobs", self._current
         elif "probs" in position:
-            options = [self._old(o) for o in position["probs"] or []]
+            key, read = "probs", self._old
         else:
             raise self.client.error("unknown completion_probabilities shape")
+        entries = replies.of_type(position[key] or [], list, self.client.error, key)
+        options = [read(o, f"{key}[{i}]") for i, o in enumerate(entries)]
+        options = [o for o in options if o is not None]  # -inf: ruled out by the model
         expect(bool(options), self.client, "an empty list of probabilities")
         options.sort(key=lambda c: -c.logprob)
         return options[:k]
 
-    def _current(self, option: dict) -> Candidate:
-        logprob = option.get("logprob")
-        if logprob is None or "id" not in option:
-            raise self.client.error(FA_HINT)
-        raw = bytes(option["bytes"]) if option.get("bytes") is not None else None
-        text = raw.decode("utf-8", errors="replace") if raw is not None else option.get("token", "")
-        return Candidate(int(option["id"]), text, float(logprob), raw)
+    def _current(self, option: object, what: str) -> Candidate | None:
+        error = self.client.error
+        replies.of_type(option, dict, error, what)
+        if option.get("logprob") is None or "id" not in option:
+            raise error(FA_HINT)
+        logprob = replies.logprob(option["logprob"], error, f"{what}.logprob")
+        token_id = replies.token_id(option["id"], error, f"{what}.id", self.vocab_size)
+        raw = _token_bytes(option.get("bytes"), error, f"{what}.bytes")
+        token = replies.of_type(option.get("token", ""), str, error, f"{what}.token")
+        text = raw.decode("utf-8", errors="replace") if raw is not None else token
+        return None if logprob is None else Candidate(token_id, text, logprob, raw)
 
-    def _old(self, option: dict) -> Candidate:
+    def _old(self, option: object, what: str) -> Candidate | None:
         """Pre-Dec-2024 servers give token strings and probabilities, no ids."""
+        error = self.client.error
+        replies.of_type(option, dict, error, what)
         prob, text = option.get("prob"), option.get("tok_str")
         if prob is None or text is None:
-            raise self.client.error(FA_HINT)
-        logprob = math.log(prob) if prob > 0 else -math.inf
-        return Candidate(self._old_id(text), text, logprob)
+            raise error(FA_HINT)
+        logprob = replies.probability(prob, error, f"{what}.prob")
+        text = replies.of_type(text, str, error, f"{what}.tok_str")
+        return None if logprob is None else Candidate(self._old_id(text), text, logprob)
 
     def _old_id(self, text: str) -> int:
         if text not in self._old_ids:
@@ -193,9 +215,26 @@ class LlamaCppBackend(GreedyPathBackend):
     def _token_ids(self, text: str, *, add_special: bool = False, special: bool = False):
         body = {"content": text, "add_special": add_special, "parse_special": special}
         reply = self.client.post("/tokenize", body)
-        tokens = reply.get("tokens") if isinstance(reply, dict) else None
-        expect(isinstance(tokens, list), self.client, "/tokenize gave no token list")
-        return [int(t["id"]) if isinstance(t, dict) else int(t) for t in tokens]
+        tokens = replies.field(reply, "tokens", list, self.client.error, "/tokenize")
+        error, vocab = self.client.error, self.vocab_size
+        return [
+            replies.token_id(t.get("id") if isinstance(t, dict) else t, error,
+                             f"/tokenize tokens[{i}].id", vocab)  # fmt: skip
+            for i, t in enumerate(tokens)
+        ]
+
+    def _vocab_size(self) -> int | None:
+        """The vocabulary's size, from `/v1/models` where the server names it (n_vocab)."""
+        try:
+            reply = self.client.get("/v1/models")
+        except BackendError as e:
+            log.info("%s; token ids are checked against no vocabulary size", e)
+            return None
+        models = reply.get("data") if isinstance(reply, dict) else None
+        first = models[0] if isinstance(models, list) and models else None
+        meta = first.get("meta") if isinstance(first, dict) else None
+        n_vocab = meta.get("n_vocab") if isinstance(meta, dict) else None
+        return replies.count(n_vocab, self.client.error, "/v1/models meta.n_vocab")
 
     def _specials(self) -> set[int]:
         """End-of-text and BOS ids, from the token texts /props names."""
@@ -211,7 +250,23 @@ class LlamaCppBackend(GreedyPathBackend):
 
 def _merged(position: dict) -> bool:
     """Whether an entry stands for several tokens (its bytes are not its own token's)."""
+    options = position.get("top_logprobs")
+    options = options if isinstance(options, list) else []
     own = next(
-        (o for o in position.get("top_logprobs") or [] if o.get("id") == position.get("id")), None
+        (o for o in options if isinstance(o, dict) and o.get("id") == position.get("id")), None
     )
     return own is not None and own.get("bytes") != position.get("bytes")
+
+
+def _token_bytes(value: object, error: replies.Error, what: str) -> bytes | None:
+    """A token's bytes, from the list of byte values the server gives (or None)."""
+    if value is None:
+        return None
+    items = replies.of_type(value, list, error, what)
+    if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in items):
+        raise replies.wrong(error, what, value, "a list of byte values 0..255")
+    return bytes(items)
+
+
+def _count_of(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -65,7 +65,7 @@ class MLXBackend(Backend):
         self._worker = MLXWorker()
         try:
             self.model, self.tokenizer = self._worker.submit(load_model, str(model_path)).result()
-        except (FileNotFoundError, ValueError, OSError) as e:
+        except (ValueError, OSError, RuntimeError, KeyError) as e:  # mlx: RuntimeError
             raise BackendError(
                 f"cannot load an mlx-lm model from this folder ({e}); set LLOOM_MODEL to an "
                 "mlx-lm folder, or leave it empty for the embedded model",

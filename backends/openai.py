@@ -28,7 +28,10 @@ context's first pseudo-token); the beam so far is
 per beam answers its whole greedy path. Requests for a depth's beams go in parallel.
 
 The API key arrives as an argument (read once, in `backends.__init__`); it is never
-logged, shown, put in an error or in `url`. Usage: `forward_calls` are requests,
+logged, shown, put in an error or in `url`: every server text an error quotes is
+redacted of it (and of anything that looks like a credential). The timeout bounds each
+request end to end, its one retry included (`backends.deadline`). Log-probabilities
+must be finite numbers (-inf candidates are dropped; `backends.replies`). Usage: `forward_calls` are requests,
 `prefill_tokens` prompt tokens less those the API reports as cached, `model_tokens`
 adds the completion tokens.
 """
@@ -40,7 +43,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from backends.base import Backend, BackendError, Candidate
+from backends import replies
+from backends.base import Backend, BackendError, Candidate, redacted
+from backends.deadline import TooSlow, within
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CHAT_MAX_LOGPROBS = 20
@@ -87,6 +92,7 @@ class OpenAIBackend(Backend):
             api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=1
         )
         self._model = model
+        self._timeout = timeout
         self.endpoint = _endpoint(model, endpoint)
         self.prefill = urlparse(self._base_url).hostname != OPENAI_HOST
         self._pieces: list[bytes] = []
@@ -133,10 +139,14 @@ class OpenAIBackend(Backend):
         return [chain for chain, _ in answers]
 
     def _ask(self, context: list[int], k: int, length: int):
+        ask = self._ask_chat if self.endpoint == "chat" else self._ask_completion
         try:
-            if self.endpoint == "chat":
-                return self._ask_chat(context, k, length)
-            return self._ask_completion(context, k, length)
+            return within(self._timeout, lambda: ask(context, k, length))
+        except TooSlow as e:
+            raise self._plain_error(
+                f"too slow: no answer in time (whole within {self._timeout:g} s); the "
+                "service is busy or stuck: retry, or raise OPENAI_TIMEOUT"
+            ) from e
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
         except (AttributeError, KeyError, TypeError, ValueError) as e:  # another reply shape
@@ -205,12 +215,15 @@ class OpenAIBackend(Backend):
         return self.detokenize(ids).rstrip("\ufffd")
 
     def _ranked(self, options) -> list[Candidate]:
-        out = [
-            Candidate(
-                self._intern(piece), piece.decode("utf-8", errors="replace"), float(lp), piece
-            )
-            for piece, lp in options
-        ]
+        """Candidates by log-probability; -inf ones dropped, NaN or +inf an error."""
+        out = []
+        for piece, value in options:
+            logprob = replies.logprob(value, self._plain_error, "a top_logprobs entry's logprob")
+            if logprob is not None:
+                text = piece.decode("utf-8", errors="replace")
+                out.append(Candidate(self._intern(piece), text, logprob, piece))
+        if not out:
+            raise self._plain_error("no finite log-probability at a position of the reply")
         out.sort(key=lambda c: -c.logprob)
         return out
 
@@ -223,7 +236,11 @@ class OpenAIBackend(Backend):
 
     # -- errors ----------------------------------------------------------------------
     def _plain_error(self, message: str) -> BackendError:
-        return BackendError(f"{message} (model {self._model})", backend=self.name, url=self.url)
+        return BackendError(
+            redacted(f"{message} (model {self._model})", (self._client.api_key,)),
+            backend=self.name,
+            url=self.url,
+        )
 
     def _error(self, e: Exception) -> BackendError:
         """One clear line per failure; the server's words are passed on except for 401s,
@@ -236,7 +253,7 @@ class OpenAIBackend(Backend):
         elif isinstance(e, o.RateLimitError):
             message = "rate limited or out of quota (429): wait, or check the account's limits"
         elif isinstance(e, o.APITimeoutError):
-            message = "no answer in time: the service is slow; raise the timeout or retry"
+            message = "too slow: no answer in time; the service is busy: retry, or raise OPENAI_TIMEOUT"
         elif isinstance(e, o.APIConnectionError):
             message = "cannot connect: check OPENAI_BASE_URL and the network"
         elif isinstance(e, o.NotFoundError):
@@ -245,7 +262,9 @@ class OpenAIBackend(Backend):
             message = f"HTTP {e.status_code}: {_status_message(e)}"
         else:
             message = f"request failed: {type(e).__name__}"
-        return BackendError(message, backend=self.name, url=self.url)
+        return BackendError(
+            redacted(message, (self._client.api_key,)), backend=self.name, url=self.url
+        )
 
 
 def _endpoint(model: str, endpoint: str) -> str:

@@ -197,12 +197,12 @@ def test_a_server_that_goes_away_is_an_error_not_an_empty_answer():
         (400, {"error": {"message": "prompt too long"}}, "HTTP 400: prompt too long"),
         (200, "<html>not json</html>", "not JSON"),
         (200, {"choices": []}, "expected 1 choices"),
-        (200, {"choices": ["text"]}, "a choice is not an object"),
+        (200, {"choices": ["text"]}, "choices\\[0\\] is 'text', expected an object"),
         (200, {"choices": [{"index": 0, "logprobs": None}]}, "without top_logprobs"),
         (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"the": -1.0}]}}]},
          "'the' is not 'token_id:N'"),
         (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"token_id:5": None}]}}]},
-         "not a number"),
+         "top_logprobs\\['token_id:5'\\] is None, expected a number"),
     ],
 )  # fmt: skip
 def test_bad_replies_are_clear_errors(status, body, message):

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from backends import Backend, BackendError, create_backend
 from weave.config import Settings
+from weave.finite import non_finite
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
 from weave.story import Story
 from weave.tree import Suggestion, TreeNode
@@ -213,6 +214,7 @@ class Workspace:
         self.settings: dict = {}
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
         self.error: str | None = None
+        self.notice: str | None = None  # something opened is not shown, and why
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
         self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
@@ -248,6 +250,10 @@ class Workspace:
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         self._set(Story(self.history[self.position].text))
         restored = search_from_dict(saved.search) if saved.search else None
+        broken = non_finite(saved.search, "search") if saved.search else None
+        if broken:
+            self.notice = (f"The saved suggestions were not shown: they hold a number that is "
+                           f"not finite ({broken}); the story is searched again.")  # fmt: skip
         if restored is not None and restored[0].stats.model == model:
             result, params = restored
             self.results[(self.story.text, params)] = result
@@ -448,7 +454,10 @@ def search_to_dict(result: SearchResult, params: SearchParams) -> dict:
 
 
 def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
-    """`search_to_dict`'s inverse; None when the data is not a search we can show."""
+    """`search_to_dict`'s inverse; None when the data is not a search we can show
+    (one holding NaN or an infinity, say)."""
+    if non_finite(data):
+        return None
     try:
         params = SearchParams(**_known(SearchParams, data["params"]))
         suggestions = [_suggestion(s) for s in data["suggestions"]]
@@ -491,6 +500,7 @@ def export_session(ws: Workspace) -> str:
         },
         ensure_ascii=False,
         indent=1,
+        allow_nan=False,
     )
 
 

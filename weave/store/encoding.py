@@ -30,7 +30,7 @@ _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 def _json(value: Any, what: str) -> bytes:
     """JSON as UTF-8 bytes; unescaped, so that surrogates stay exactly as they are."""
     try:
-        return _blob(json.dumps(value, ensure_ascii=False))
+        return _blob(json.dumps(value, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{what} cannot be saved as JSON: {e}") from e
 

@@ -46,7 +46,7 @@ def _export_document(story_id: str, story: sqlite3.Row, rows: list[_Row]) -> str
         "tree": _tree(story),
         "history": [_row_to_json(r) for r in rows],
     }
-    return json.dumps(_escaped(data), ensure_ascii=True, indent=1)
+    return json.dumps(_escaped(data), ensure_ascii=True, indent=1, allow_nan=False)
 
 
 def _row_to_json(row: _Row) -> dict:

@@ -196,7 +196,7 @@ def _append_move(
 
 def _insert(db: sqlite3.Connection, story_id: str, row: _Row) -> None:
     """Append a log row; the story counts as edited now."""
-    ids = None if row.token_ids is None else json.dumps(list(row.token_ids))
+    ids = None if row.token_ids is None else json.dumps(list(row.token_ids), allow_nan=False)
     db.execute(
         f"INSERT INTO log (story_id, {_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (story_id, row.seq, row.kind, row.state, row.parent, row.created,
