@@ -140,8 +140,9 @@ class LlamaCppBackend(GreedyPathBackend):
             chains.append(self._chain(result, k))
             timings = result.get("timings")
             timings = timings if isinstance(timings, dict) else {}
-            prompt_n, predicted_n = _count_of(timings.get("prompt_n")), _count_of(
-                timings.get("predicted_n")
+            prompt_n, predicted_n = (
+                _count_of(timings.get("prompt_n")),
+                _count_of(timings.get("predicted_n")),
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
         return chains, usage
@@ -161,21 +162,22 @@ class LlamaCppBackend(GreedyPathBackend):
                "no completion_probabilities: does this server support n_probs?")  # fmt: skip
         chain = []
         for j, position in enumerate(positions):
-            replies.of_type(position, dict, self.client.error, f"completion_probabilities[{j}]")
+            what = f"/completion completion_probabilities[{j}]"
+            replies.of_type(position, dict, self.client.error, what)
             if _merged(position):
                 break
-            chain.append(self._position(position, k))
+            chain.append(self._position(position, k, what))
         return chain
 
-    def _position(self, position: dict, k: int) -> list[Candidate]:
+    def _position(self, position: dict, k: int, what: str) -> list[Candidate]:
         if "top_logprobs" in position:
             key, read = "top_logprobs", self._current
         elif "probs" in position:
             key, read = "probs", self._old
         else:
             raise self.client.error("unknown completion_probabilities shape")
-        entries = replies.of_type(position[key] or [], list, self.client.error, key)
-        options = [read(o, f"{key}[{i}]") for i, o in enumerate(entries)]
+        entries = replies.of_type(position[key] or [], list, self.client.error, f"{what}.{key}")
+        options = [read(o, f"{what}.{key}[{i}]") for i, o in enumerate(entries)]
         options = [o for o in options if o is not None]  # -inf: ruled out by the model
         expect(bool(options), self.client, "an empty list of probabilities")
         options.sort(key=lambda c: -c.logprob)
@@ -218,8 +220,9 @@ class LlamaCppBackend(GreedyPathBackend):
         tokens = replies.field(reply, "tokens", list, self.client.error, "/tokenize")
         error, vocab = self.client.error, self.vocab_size
         return [
-            replies.token_id(t.get("id") if isinstance(t, dict) else t, error,
-                             f"/tokenize tokens[{i}].id", vocab)  # fmt: skip
+            replies.token_id(
+                t.get("id") if isinstance(t, dict) else t, error, f"/tokenize tokens[{i}].id", vocab
+            )
             for i, t in enumerate(tokens)
         ]
 

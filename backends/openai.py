@@ -31,9 +31,10 @@ The API key arrives as an argument (read once, in `backends.__init__`); it is ne
 logged, shown, put in an error or in `url`: every server text an error quotes is
 redacted of it (and of anything that looks like a credential). The timeout bounds each
 request end to end, its one retry included (`backends.deadline`). Log-probabilities
-must be finite numbers (-inf candidates are dropped; `backends.replies`). Usage: `forward_calls` are requests,
-`prefill_tokens` prompt tokens less those the API reports as cached, `model_tokens`
-adds the completion tokens.
+must be finite numbers (-inf candidates are dropped; `backends.replies`).
+
+Usage: `forward_calls` are requests, `prefill_tokens` prompt tokens less those the API
+reports as cached, `model_tokens` adds the completion tokens.
 """
 
 from __future__ import annotations
@@ -253,7 +254,9 @@ class OpenAIBackend(Backend):
         elif isinstance(e, o.RateLimitError):
             message = "rate limited or out of quota (429): wait, or check the account's limits"
         elif isinstance(e, o.APITimeoutError):
-            message = "too slow: no answer in time; the service is busy: retry, or raise OPENAI_TIMEOUT"
+            message = (
+                "too slow: no answer in time; the service is busy: retry, or raise OPENAI_TIMEOUT"
+            )
         elif isinstance(e, o.APIConnectionError):
             message = "cannot connect: check OPENAI_BASE_URL and the network"
         elif isinstance(e, o.NotFoundError):

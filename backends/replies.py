@@ -79,7 +79,9 @@ def token_id(value: Any, error: Error, what: str, vocab_size: int | None) -> int
         raise wrong(error, what, value, "a token id (a whole number)")
     if value < 0 or (vocab_size is not None and value >= vocab_size):
         limit = f"0..{vocab_size - 1}" if vocab_size is not None else "0 or more"
-        raise error(f"unexpected reply: {what} is token id {value}, outside the vocabulary ({limit})")
+        raise error(
+            f"unexpected reply: {what} is token id {value}, outside the vocabulary ({limit})"
+        )
     return value
 
 

@@ -144,8 +144,9 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     settings = Settings(
         search=_section(SearchParams, table, "search", where),
         model_search={name: dict(section) for name, section in models.items()},
-        backend=_backend_name(_typed(backend.get("name", "auto"), str, f"{where} [backend] name"),
-                              where),  # fmt: skip
+        backend=_backend_name(
+            _typed(backend.get("name", "auto"), str, f"{where} [backend] name"), where
+        ),  # fmt: skip
         mlx=_section(MLXSettings, table, "mlx", where),
         llamacpp=_section(LlamaCppSettings, table, "llamacpp", where),
         vllm=_section(VLLMSettings, table, "vllm", where),
@@ -185,7 +186,10 @@ LIMITS = {
     ("mlx", "prefill_chunk"): (lambda v: v > 0, "a whole number of tokens above 0"),
     ("llamacpp", "pipeline_requests"): (lambda v: v >= 0, "a whole number, 0 or more"),
     **{
-        (section, "timeout"): (lambda v: math.isfinite(v) and v > 0, "seconds: a finite number above 0")
+        (section, "timeout"): (
+            lambda v: math.isfinite(v) and v > 0,
+            "seconds: a finite number above 0",
+        )
         for section in ("llamacpp", "vllm", "openai")
     },
 }
