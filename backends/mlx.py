@@ -94,7 +94,10 @@ class MLXBackend(Backend):
 
     def tokenize(self, text: str) -> list[int]:
         try:
-            return list(self.tokenizer.encode(text, add_special_tokens=False))
+            # A writer's text is text: "<|im_start|>" in it is characters, not a control token.
+            return list(
+                self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+            )
         except (TypeError, ValueError) as e:  # e.g. a lone surrogate the tokenizer refuses
             raise BackendError(f"cannot tokenize this text: {e}", backend=self.name) from e
 

@@ -22,7 +22,8 @@ beam's joined pieces decode to exactly what the server decodes for its ids, less
 unfinished last character).
 
 Control tokens: from `/tokenizer_info` when the server offers it
-(`--enable-tokenizer-info-endpoint`); always also every token the server stops on.
+(`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
+story's text never becomes one: `tokenize` cuts a control token's name apart.
 
 Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups);
 `prefill_tokens` are prompt tokens less those the server reports as cached (it reports
@@ -47,6 +48,7 @@ from __future__ import annotations
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 from backends import replies
 from backends.base import BackendError, Candidate, Chain, GreedyPathBackend
@@ -99,6 +101,22 @@ class VLLMBackend(GreedyPathBackend):
         return self._context_length
 
     def tokenize(self, text: str) -> list[int]:
+        """The server's ids for `text`, read as text: its /tokenize reads a control token's
+        name ("<|im_start|>") as that token, so a text holding one is cut inside each such
+        name and tokenized piece by piece."""
+        ids = self._tokenize(text)
+        controls = {i for i in ids if i in self.special_token_ids}
+        if not controls:
+            return ids
+        names = {self.detokenize([i]) for i in controls}
+        cuts = {m.start() + 1 for name in names if name for m in re.finditer(re.escape(name), text)}
+        bounds = [0, *sorted(cuts), len(text)]
+        ids = [i for a, b in pairwise(bounds) for i in self._tokenize(text[a:b])]
+        expect(not set(ids) & self.special_token_ids, self.client,
+               "/tokenize reads control tokens in this text that cannot be cut apart")  # fmt: skip
+        return ids
+
+    def _tokenize(self, text: str) -> list[int]:
         reply = self.client.post(
             "/tokenize", {"model": self._model, "prompt": text, "add_special_tokens": False}
         )

@@ -130,3 +130,13 @@ def test_bad_replies_are_clear_errors(status, body, message):
         backend = LlamaCppBackend(url)
         with pytest.raises(BackendError, match=message):
             backend.top_logprobs([[1, 2]], 3)
+
+
+def test_control_token_names_in_a_story_are_text(llama):
+    names = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+    controls = {i for name in names for i in llama._token_ids(name, special=True)}
+    assert len(controls) == 3  # each name is one control token when read as one
+    text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
+    ids = llama.tokenize(text)
+    assert ids and not set(ids) & controls
+    assert llama.detokenize(ids) == text

@@ -212,3 +212,11 @@ def test_bad_replies_are_clear_errors(status, body, message):
         with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
     assert url in str(error.value)
+
+
+def test_control_token_names_in_a_story_are_text(vllm):
+    text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
+    ids = vllm.tokenize(text)
+    assert ids and not set(ids) & vllm.special_token_ids
+    assert vllm.detokenize(ids) == text
+    assert vllm.tokenize("Once upon a time,") == vllm._tokenize("Once upon a time,")
