@@ -1,13 +1,15 @@
 """The page's flows through Streamlit's AppTest: elements asserted, never an exception.
 
 Most flows run on the deterministic fake model (the flow is under test, not the model),
-installed through `weave.session.backend_factory`; one runs on the real embedded model.
+installed through `weave.session.backend_factory`; one runs on the real embedded model,
+and a few on real llama.cpp-shaped servers that answer badly (tests/hostile_servers.py).
 Every test gets its own data folder (LLOOM_DATA_DIR) and a fresh shared backend.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sqlite3
 from pathlib import Path
@@ -18,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from backends import BackendError
 from tests.fake_backend import FakeBackend
+from tests.hostile_servers import hostile_server
 from weave import session, store
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
@@ -544,3 +547,67 @@ def test_a_story_the_book_could_not_take_is_saved_at_the_next_change():
     assert ws.save_error is None
     assert book.load(ws.story_id).history[-1].text == "Once more, again"
     assert book.load(ws.story_id).title == "Once"
+
+
+# -- bad data: a server answering badly, NaN in a saved or imported search ----------------
+def notices(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("mode, said", [("nan", "finite log-probability"), ("drip", "too slow")])
+def test_a_server_answering_badly_is_one_clear_message(data_dir, monkeypatch, mode, said):
+    with hostile_server("llamacpp", mode) as url:
+        monkeypatch.setenv("LLAMA_API_URL", url)
+        monkeypatch.setenv("LLAMA_TIMEOUT", "1")
+        at = started()
+    assert not at.exception
+    assert story(at) == FIRST
+    error = backend_error(at)
+    assert said in error and url in error
+
+
+def nan_search(data_dir, the_id: str) -> None:
+    """Put NaN into a story's saved search, as a version that let NaN through saved it."""
+    with sqlite3.connect(data_dir / "stories.sqlite3") as db:
+        (tree,) = db.execute("SELECT tree FROM stories WHERE id = ?", (the_id,)).fetchone()
+        search = json.loads(tree)
+        search["suggestions"][0]["probability"] = math.nan
+        db.execute("UPDATE stories SET tree = ? WHERE id = ?", (json.dumps(search), the_id))
+
+
+def test_a_stored_search_holding_nan_is_ignored_with_a_message(fake, data_dir):
+    at = started()
+    nan_search(data_dir, story_id(at))
+    again = app(story=story_id(at))  # reopened: the page used to crash here, every time
+    assert not again.exception
+    assert "not a finite number" in notices(again)
+    assert story(again) == FIRST and suggestions(again)  # searched afresh
+
+
+def test_an_imported_search_holding_nan_is_ignored_with_a_message(fake):
+    at = started()
+    exported = json.loads(session.export_session(at.session_state["ws"]))
+    exported["search"]["tree"]["children"][0]["logprob"] = math.inf
+    fresh = app()
+    blob = json.dumps(exported).encode()
+    fresh.file_uploader[0].set_value(("nan.json", blob, "application/json")).run()
+    assert not fresh.exception
+    assert "not a finite number" in notices(fresh)
+    assert story(fresh) == FIRST and suggestions(fresh)
+
+
+class GgufNamed(StoryFake):
+    """The fake model, named as llama-server names the embedded model."""
+
+    @property
+    def model_name(self) -> str:
+        return "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_dir, monkeypatch):
+    monkeypatch.setattr(session, "backend_factory", lambda settings: GgufNamed(seed=1))
+    at = started()
+    assert not at.exception
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert '[models."SmolLM2-135M-Instruct"]' in captions

@@ -250,10 +250,7 @@ class Workspace:
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         self._set(Story(self.history[self.position].text))
         restored = search_from_dict(saved.search) if saved.search else None
-        broken = non_finite(saved.search, "search") if saved.search else None
-        if broken:
-            self.notice = (f"The saved suggestions were not shown: they hold a number that is "
-                           f"not finite ({broken}); the story is searched again.")  # fmt: skip
+        self.notice = _unshowable(saved.search, "The saved suggestions")
         if restored is not None and restored[0].stats.model == model:
             result, params = restored
             self.results[(self.story.text, params)] = result
@@ -334,6 +331,7 @@ class Workspace:
         except (ValueError, BookError) as e:
             return str(e)
         self.open(story_id, model=model)
+        self.notice = _unshowable(json.loads(data).get("search"), "The file's suggestions")
         return None
 
     def remember_settings(self, settings: dict) -> None:
@@ -466,6 +464,14 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return SearchResult(suggestions, tree, stats, context_ids=()), params
+
+
+def _unshowable(search: object, what: str) -> str | None:
+    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
+    broken = non_finite(search, "search")
+    if broken is None:
+        return None
+    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
 
 
 def _suggestion(data: dict) -> Suggestion:
