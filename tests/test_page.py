@@ -588,6 +588,7 @@ def test_an_imported_search_holding_nan_is_ignored_with_a_message(fake):
     at = started()
     exported = json.loads(session.export_session(at.session_state["ws"]))
     exported["search"]["tree"]["children"][0]["logprob"] = math.inf
+    exported["settings"]["cutoff"] = math.nan  # not JSON: the story's own defaults instead
     fresh = app()
     blob = json.dumps(exported).encode()
     fresh.file_uploader[0].set_value(("nan.json", blob, "application/json")).run()

@@ -219,8 +219,11 @@ def test_settings_and_tree_are_the_latest_per_story(tmp_path):
     assert store.load_settings(a) == {} and store.load_tree(a) is None
     store.save_settings(a, {"cutoff": 0.1, "max_depth": 12, "name": "\ud800 odd"})
     store.save_settings(a, {"cutoff": 0.3})
-    tree = {"token_id": None, "children": [{"token_id": 7, "logprob": float("-inf")}]}
+    tree = {"token_id": None, "children": [{"token_id": 7, "logprob": -2.5}]}
     store.save_tree(b, tree)
+    for number in (float("nan"), float("-inf")):  # not JSON: refused, the tree kept
+        with pytest.raises(InvalidInput, match="not JSON compliant"):
+            store.save_tree(b, {"token_id": None, "children": [{"logprob": number}]})
     assert store.load_settings(a) == {"cutoff": 0.3} and store.load_settings(b) == {}
     assert store.load_tree(b) == tree and store.load_tree(a) is None
     store.save_tree(b, None)

@@ -136,9 +136,10 @@ def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):
 
 # -- control tokens and limits -----------------------------------------------------------
 def test_control_tokens_come_from_the_tokenizer_and_are_never_offered(vllm):
-    chat_markers = vllm.tokenize("<|endoftext|><|im_start|><|im_end|>")
+    # The server's own reading (a story's text never gives control ids: see below).
+    chat_markers = vllm._tokenize("<|endoftext|><|im_start|><|im_end|>")
     assert set(chat_markers) <= vllm.special_token_ids
-    ids = vllm.tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
+    ids = vllm._tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
     result = expand(vllm, ids, SearchParams(cutoff=0.05, max_depth=4, auto_stop=False))
     assert result.suggestions and not any("<|" in s.text for s in result.suggestions)
 

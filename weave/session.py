@@ -535,7 +535,7 @@ def import_session(book: Book, data: bytes | str) -> str:
     for text in texts[1:]:
         book.record(story_id, text, "import")
     book.move(story_id, position)
-    if isinstance(session.get("settings"), dict):
+    if isinstance(session.get("settings"), dict) and non_finite(session["settings"]) is None:
         book.save_settings(story_id, session["settings"])
     if isinstance(session.get("search"), dict) and search_from_dict(session["search"]):
         book.save_search(story_id, session["search"])
