@@ -30,7 +30,9 @@ per beam answers its whole greedy path. Requests for a depth's beams go in paral
 The API key arrives as an argument (read once, in `backends.__init__`); it is never
 logged, shown, put in an error or in `url`: every server text an error quotes is
 redacted of it (and of anything that looks like a credential). The timeout bounds each
-request end to end, its one retry included (`backends.deadline`). Log-probabilities
+request end to end (`backends.deadline`), and the client does not retry by itself: its
+retries waited a back-off on top of a timeout, and hid a server's own error behind a
+deadline; the writer's "Suggest again" is the retry. Log-probabilities
 must be finite numbers (-inf candidates are dropped; `backends.replies`).
 
 Usage: `forward_calls` are requests, `prefill_tokens` prompt tokens less those the API
@@ -90,7 +92,7 @@ class OpenAIBackend(Backend):
         if not api_key.strip():
             raise BackendError("no API key: set OPENAI_API_KEY", backend=self.name, url=self.url)
         self._client = openai.OpenAI(
-            api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=1
+            api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=0
         )
         self._model = model
         self._timeout = timeout
