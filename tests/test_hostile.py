@@ -37,7 +37,7 @@ from weave.session import search_to_dict
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key-do-not-leak-0123456789"
 TIMEOUT = 1.0  # seconds, each backend's whole-request deadline here
-STARTUP = 10.0  # a CLI process's own start, four at once on a loaded CI machine
+STARTUP = 30.0  # a CLI process's own start, four at once on a loaded machine (a hang: 300 s)
 STORY = "Once upon a time,"
 PARAMS = SearchParams(cutoff=0.2, max_depth=3, max_suggestions=5)
 EXPECTED = {  # mode -> what the error says (None: a clean result)
@@ -77,11 +77,21 @@ def backend_for(flavour: str, url: str):
     return OpenAIBackend(api_key=KEY, model="hostile", base_url=f"{url}/v1", timeout=TIMEOUT)
 
 
-def search(flavour: str, url: str):
-    backend = backend_for(flavour, url)
+def search(flavour: str, url: str, waits: list[float] | None = None):
+    """A search on a fresh backend; `waits` gets the seconds spent on the server, for
+    starting the backend (where it asks anything) and for the search, each."""
+    waits = [] if waits is None else waits
+    started = time.monotonic()
+    try:
+        backend = backend_for(flavour, url)
+    finally:
+        if flavour != "openai":  # OpenAI's client asks nothing at start (it loads certificates)
+            waits.append(time.monotonic() - started)
+    started = time.monotonic()
     try:
         return expand(backend, backend.tokenize(STORY), PARAMS)
     finally:
+        waits.append(time.monotonic() - started)
         backend.close()
 
 
@@ -108,18 +118,17 @@ def assert_hidden(text: str) -> None:
 @pytest.mark.parametrize("flavour, mode", CASES)
 def test_the_backend_classes(flavour, mode, caplog):
     caplog.set_level(logging.DEBUG)
+    waits: list[float] = []
     with hostile_server(flavour, mode) as url:
-        started = time.monotonic()
         if EXPECTED[mode] is None:
             assert_clean(search(flavour, url))
             return
         with pytest.raises(BackendError, match=EXPECTED[mode]) as error:
-            search(flavour, url)
-        elapsed = time.monotonic() - started
+            search(flavour, url, waits)
     message = str(error.value)
     assert message.startswith(f"{flavour} at {url}")
     assert_hidden(message + repr(error.value) + caplog.text)
-    assert elapsed < 2 * TIMEOUT + 1  # one request's deadline (a retry within it), a margin
+    assert max(waits) < 1.8 * TIMEOUT  # one deadline, not two: nothing retried after it
 
 
 def weave_cli(flavour: str, url: str) -> tuple[subprocess.CompletedProcess, float]:
