@@ -4,8 +4,9 @@ This module owns the one configuration path: `load_settings()` reads the TOML fi
 (`LLOOM_CONFIG` or the repository's config.toml), rejects unknown keys and values of
 the wrong type or range by name (key, file, what was expected), and
 `apply_environment` lays environment variables over it in one place, checked alike.
-A model's section applies to the model names users write for it (`model_section`). Secrets are not
-settings: the OpenAI key is read by the backend registry alone, never stored here.
+A model's section applies to the names users give that model (`model_section`).
+Secrets are not settings: the OpenAI key is read by the backend registry alone, never
+stored here.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         model_search={name: dict(section) for name, section in models.items()},
         backend=_backend_name(
             _typed(backend.get("name", "auto"), str, f"{where} [backend] name"), where
-        ),  # fmt: skip
+        ),
         mlx=_section(MLXSettings, table, "mlx", where),
         llamacpp=_section(LlamaCppSettings, table, "llamacpp", where),
         vllm=_section(VLLMSettings, table, "vllm", where),
