@@ -140,3 +140,7 @@ def test_control_token_names_in_a_story_are_text(llama):
     ids = llama.tokenize(text)
     assert ids and not set(ids) & controls
     assert llama.detokenize(ids) == text
+
+
+def test_token_ids_are_checked_against_the_vocabulary_the_server_reports(llama):
+    assert llama.vocab_size == 49152  # SmolLM2's, from /v1/models meta.n_vocab
