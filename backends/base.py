@@ -50,6 +50,7 @@ CREDENTIALS = (  # (what names it, then its value)
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\n,;}]+"),
     re.compile(r"(?i)(\b(?:bearer|basic)\s+)[^\s\"',;}]+"),
     re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
+    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),  # a password in a URL
 )
 KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
 REDACTED = "[redacted]"
@@ -57,7 +58,8 @@ REDACTED = "[redacted]"
 
 def redacted(text: str, secrets: tuple[str, ...] = ()) -> str:
     """`text` less `secrets`, bearer and basic tokens, Authorization and api-key values,
-    and OpenAI-style keys (`sk-...`): server text is shown only through this."""
+    passwords in URLs and OpenAI-style keys (`sk-...`): server text is shown only through
+    this."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)

@@ -186,3 +186,25 @@ def test_a_closed_port_on_the_command_line(flavour):
     assert line.startswith(f"error: {flavour} at {url}") and "connect" in line
     assert_hidden(line)
     assert elapsed < 2 * TIMEOUT + STARTUP
+
+
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("Authorization: Bearer sk-abc123def456", "Authorization: [redacted]"),
+        ('{"authorization": "Basic dXNlcjpwYXNz"}', '{"authorization": "[redacted]"}'),
+        ("headers: {'Authorization': 'Bearer tok'}", "headers: {'Authorization': '[redacted]'}"),
+        ("x-api-key: zzz9, then", "x-api-key: [redacted], then"),
+        ('{"api_key": "abcd"}', '{"api_key": "[redacted]"}'),
+        ("got token Bearer eyJhbGciOi.x.y here", "got token Bearer [redacted] here"),
+        ("key sk-proj-0123456789abcdef rejected", "key [redacted] rejected"),
+        (
+            "http://user:hunter2@10.0.0.1:8080/v1 down",
+            "http://user:[redacted]@10.0.0.1:8080/v1 down",
+        ),
+        ("slot unavailable (HTTP 503)", "slot unavailable (HTTP 503)"),
+    ],
+)
+def test_credentials_are_redacted_from_every_backend_error(text, kept):
+    error = BackendError(text, backend="vllm", url="http://127.0.0.1:8000")
+    assert str(error) == f"vllm at http://127.0.0.1:8000: {kept}"
