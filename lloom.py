@@ -1,9 +1,11 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
-`streamlit run lloom.py`. The page lays out widgets and calls the engine: the story and
-its history live in a `weave.session.Workspace` (one per browser session), the search
-is `weave.search.expand`, the graph is `weave.render`. The model is loaded once per
-process (`shared_backend`) and shared by every session. No algorithm lives here.
+`streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
+loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
+(`weave.session.Workspace`); the search is `weave.search.expand`, the graphs are
+`weave.render` (a search's token tree) and `weave.loom_graph` (the story tree). The URL
+names the story and the node. The model is loaded once per process (`shared_backend`)
+and shared by every session. No algorithm lives here.
 """
 
 from __future__ import annotations
@@ -12,15 +14,19 @@ import json
 import math
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
 from backends import Backend, BackendError, choose_backend, openblas
 from weave import session
 from weave.config import ConfigError, Settings, load_settings
+from weave.loom import Loom
+from weave.loom_graph import opening, render_loom
+from weave.loom_store import LoomStore, StoryInfo
+from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
 from weave.render import render_tree, suggestion_html
-from weave.search import Progress, SearchParams, SearchResult
+from weave.search import Progress, SearchParams, SearchResult, SearchStats
 from weave.story import display_text
 from weave.tree import Suggestion
 
@@ -46,6 +52,15 @@ SLIDERS = {  # widget key -> label, bounds (LLooM v0.3's), step, help
     "cfg_split_limit": ("Split Limit", 0, 10, 1, "Children per beam at most (0: no limit)"),
 }  # fmt: skip
 DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
+SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, bounds, step, help
+    "smp_n": ("n", "Samples", 1, MAX_SAMPLES, 1, "Continuations to draw"),
+    "smp_temperature": ("temperature", "Temperature", 0.0, 2.0, 0.05,
+                        "0: always the most likely token"),
+    "smp_min_p": ("min_p", "Min-p", 0.0, 1.0, 0.01,
+                  "Drop tokens below this share of the top token's probability"),
+    "smp_max_tokens": ("max_tokens", "Max tokens", 1, MAX_SAMPLE_TOKENS, 1,
+                       "Tokens per sample at most"),
+}  # fmt: skip
 
 
 # -- shared, once per process ---------------------------------------------------------------
@@ -69,44 +84,59 @@ def shared_backend() -> Backend:
 
 
 @st.cache_resource(show_spinner=False)
-def shared_book() -> tuple[session.Book, str | None]:
-    """The story store in the data folder, or memory with the reason the store failed."""
-    return session.open_book(shared_settings().data_dir)
+def shared_store() -> tuple[LoomStore, str | None]:
+    """The story store in the data folder, or a temporary one with the reason it failed."""
+    return session.open_store(shared_settings().data_dir)
 
 
 # -- the page -------------------------------------------------------------------------------
 def main() -> None:
     st.set_page_config(page_title="LLooM", page_icon="🧶", layout="wide")
     settings = settings_or_stop()
-    book, problem = shared_book()
-    ws = workspace(book)
+    store, problem = shared_store()
+    ws = workspace(store)
     backend = backend_or_none()
-    open_from_url(ws, backend)
-    sync_url(ws)  # before any search, so a refresh during a long one finds the story
+    open_from_url(ws)
+    ws.refresh()  # the other tabs' nodes, this tab's cursor
+    sync_url(ws)  # before any search, so a refresh during a long one finds the node
     storage_ui(ws, problem)
+    offer = None
     if ws.started:
-        story_page(settings, ws, backend)
+        offer = story_page(settings, ws, backend)
     else:
         start_ui(settings, ws)
-        library_ui(ws, backend)
+        library_ui(ws)
         error_ui(ws)
-    sidebar_ui(settings, ws, backend)  # last: it shows the search this run made
+    sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
 
 
-def story_page(settings: Settings, ws: session.Workspace, backend: Backend | None) -> None:
+def story_page(
+    settings: Settings, ws: session.Workspace, backend: Backend | None
+) -> session.Offer | None:
+    """The story, its moves, this node's suggestions and the graphs; returns what it showed."""
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
-    result = search_ui(ws, backend, params, prefix_space)
+    draw = sample_ui(settings, ws, backend)
+    offer = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
-    if result is None:
-        return
-    if result is not ws.result_for(params):
-        st.caption("⚠️ These suggestions were made for an earlier state of the story.")
-    left, right = st.columns([5, 6], gap="medium")
+    left, right = st.columns([6, 5], gap="medium")
     with left:
-        suggestions_ui(ws, result, prefix_space, shading)
+        if draw is not None:
+            samples_ui(ws, draw, prefix_space)
+        if offer is not None:
+            if offer.params != params:
+                st.caption("⚠️ These suggestions were made here with other settings.")
+            suggestions_ui(ws, offer, prefix_space, shading)
+        elif not ws.text:
+            st.info("The story is empty here: write something, or go forward (↪️ Redo).")
     with right:
-        graph_ui(ws, result)
+        tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search"])
+        with tree_tab:
+            loom_ui(ws)
+        with search_tab:
+            if offer is not None:
+                graph_ui(ws, offer)
+    return offer
 
 
 def settings_or_stop() -> Settings:
@@ -117,44 +147,49 @@ def settings_or_stop() -> Settings:
         st.stop()
 
 
-def workspace(book: session.Book) -> session.Workspace:
+def workspace(store: LoomStore) -> session.Workspace:
     """This browser session's workspace, made once."""
     if "ws" not in st.session_state:
-        st.session_state.ws = session.Workspace(book)
+        st.session_state.ws = session.Workspace(store)
     return st.session_state.ws
 
 
-def open_from_url(ws: session.Workspace, backend: Backend | None) -> None:
-    """A new session (a refreshed tab) reopens the story its URL names, once."""
+def open_from_url(ws: session.Workspace) -> None:
+    """A new session (a refreshed tab) reopens the story and the node its URL names, once."""
     if st.session_state.get("url_read"):
         return
     st.session_state.url_read = True
     story_id = st.query_params.get("story")
-    opened = story_id and ws.open(story_id, model=backend.model_name if backend else None)
+    opened = story_id and ws.open(story_id, st.query_params.get("node"))
     if story_id and not opened and ws.save_error is None:  # else storage_ui says why
         st.session_state.url_missing = story_id
 
 
 def sync_url(ws: session.Workspace) -> None:
-    """The URL names the open story, so a refresh comes back to it."""
-    if ws.story_id is None:
-        st.query_params.pop("story", None)
-    elif st.query_params.get("story") != ws.story_id:
-        st.query_params["story"] = ws.story_id
+    """The URL names the open story and node, so a refresh comes back to them."""
+    if not ws.started:
+        for name in ("story", "node"):
+            st.query_params.pop(name, None)
+        return
+    for name, value in (("story", ws.story_id), ("node", ws.cursor)):
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
 
 
 def storage_ui(ws: session.Workspace, problem: str | None) -> None:
     """Say loudly when stories are not being saved."""
     if problem:
         st.error(
-            f"**Stories are kept in memory only, and lost when LLooM stops.** {md(problem)}  \n"
-            "Download your story (sidebar) to keep it.",
+            f"**Stories are kept in a temporary folder, not your data folder.** {md(problem)}  \n"
+            f"They are in {code(str(ws.store.folder))} until it is cleaned; download your "
+            "story (sidebar) to keep it.",
             icon="💾",
         )
     if ws.save_error:
         st.error(
             f"**The last change could not be saved.** {md(ws.save_error)}  \n"
-            "It is kept here; download your story (sidebar) to be safe.",
+            "It is kept here and saved at your next change; download your story (sidebar) "
+            "to be safe.",
             icon="💾",
         )
     missing = st.session_state.pop("url_missing", None)
@@ -192,17 +227,17 @@ def start_ui(settings: Settings, ws: session.Workspace) -> None:
         if not text.strip():
             st.warning("Write a few words first.")
             return
-        ws.start(text)
-        st.rerun()
+        if ws.start(text):
+            st.rerun()
 
 
-def library_ui(ws: session.Workspace, backend: Backend | None) -> None:
-    """Saved stories to reopen (title, last edited), each deletable; then the deleted ones."""
+def library_ui(ws: session.Workspace) -> None:
+    """Saved stories to reopen (title, nodes, last edited), each deletable; then the deleted."""
     entries = ws.stories()
     if entries:
         st.subheader("Your stories")
     for entry in entries:
-        story_row(ws, entry, backend)
+        story_row(ws, entry)
     deleted = ws.stories(deleted=True)
     if deleted:
         with st.expander(f"Deleted stories ({len(deleted)}): kept until purged"):
@@ -210,12 +245,10 @@ def library_ui(ws: session.Workspace, backend: Backend | None) -> None:
                 deleted_row(ws, entry)
 
 
-def story_row(ws: session.Workspace, entry: session.Entry, backend: Backend | None) -> None:
-    model = backend.model_name if backend else None
+def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
-    title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open,
-                 args=(entry.id,), kwargs={"model": model})  # fmt: skip
-    edited.caption(f"edited {when(entry.updated)}")
+    title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
+    edited.caption(f"{entry.nodes} nodes · edited {when(entry.updated)}")
     if st.session_state.get("confirm_delete") != entry.id:
         delete.button("🗑️", key=f"delete_{entry.id}", help="Delete (recoverable until purged)",
                       on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
@@ -227,7 +260,7 @@ def story_row(ws: session.Workspace, entry: session.Entry, backend: Backend | No
     no.button("Cancel", key=f"delete_no_{entry.id}", on_click=ask, args=("confirm_delete", None))
 
 
-def deleted_row(ws: session.Workspace, entry: session.Entry) -> None:
+def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, restore, purge = st.columns([6, 2, 2], vertical_alignment="center")
     title.markdown(f"{md(entry.title)} · deleted, edited {when(entry.updated)}")
     restore.button("Restore", key=f"restore_{entry.id}", on_click=ws.restore, args=(entry.id,))
@@ -343,55 +376,70 @@ def display_ui() -> tuple[bool, bool]:
 
 # -- the story ------------------------------------------------------------------------------
 def story_ui(ws: session.Workspace) -> None:
-    """The editable story (Ctrl+Enter applies) and its buttons."""
-    if st.session_state.get("story_revision") != ws.revision:
-        st.session_state.story_text = ws.story.text
-        st.session_state.story_revision = ws.revision
+    """The editable story (Ctrl+Enter applies: a new branch), then the moves in the tree."""
+    shown = (ws.story_id, ws.cursor, ws.text)
+    if st.session_state.get("story_shown") != shown:  # another node, or another tab's edit
+        st.session_state.story_text = ws.text
+        st.session_state.story_shown = shown
     st.text_area("Story", key="story_text", height=170, on_change=apply_edit, args=(ws,),
-                 help="Edit freely; Ctrl+Enter applies the edit")  # fmt: skip
-    again, undo, redo, count = st.columns([2, 1, 1, 4], vertical_alignment="center")
-    again.button("🔁 Suggest again", on_click=ws.retry, key="again")
-    undo.button("↩️ Undo", on_click=ws.undo, disabled=not ws.can_undo, key="undo")
-    redo.button("↪️ Redo", on_click=ws.redo, disabled=not ws.can_redo, key="redo")
-    count.caption(history_line(ws))
+                 help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
+    moves_ui(ws)
+
+
+def moves_ui(ws: session.Workspace) -> None:
+    """Suggest again; undo/redo (parent, checked-out child); siblings ("2 of 5"); bookmark."""
+    loom = ws.loom
+    again, undo, redo, back, where, forth, mark = st.columns(
+        [2.2, 1.2, 1.2, 0.7, 1.4, 0.7, 1.5], vertical_alignment="center"
+    )
+    again.button("🔁 Suggest again", on_click=ws.retry, key="again", disabled=not ws.text)
+    undo.button("↩️ Undo", on_click=ws.undo, disabled=loom.undo_target() is None, key="undo",
+                help="Back to the parent: the story before its last piece")  # fmt: skip
+    redo.button("↪️ Redo", on_click=ws.redo, disabled=loom.redo_target() is None, key="redo",
+                help="Forward to the branch you were on")  # fmt: skip
+    back.button("◀️", on_click=ws.sibling, args=(-1,), key="sibling_prev",
+                disabled=loom.sibling_target(-1) is None, help="The previous branch")  # fmt: skip
+    i, n = loom.sibling_position()
+    where.caption(f"branch {i} of {n}", help="Branches that grow from the same place")
+    forth.button("▶️", on_click=ws.sibling, args=(1,), key="sibling_next",
+                 disabled=loom.sibling_target(1) is None, help="The next branch")  # fmt: skip
+    marked = ws.cursor in loom.bookmarks
+    mark.button("🔖 Unmark" if marked else "🔖 Bookmark", key="bookmark",
+                on_click=ws.bookmark, args=(ws.cursor, not marked))  # fmt: skip
 
 
 def apply_edit(ws: session.Workspace) -> None:
     ws.edit(st.session_state.story_text)
 
 
-def history_line(ws: session.Workspace) -> str:
-    n = len(ws.history)
-    return f"History: {n} state{'s' if n != 1 else ''}, at {ws.position + 1} of {n}"
-
-
 # -- searching ------------------------------------------------------------------------------
 def search_ui(
     ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
-) -> SearchResult | None:
-    """Search when the story or the parameters changed; show a live status.
+) -> session.Offer | None:
+    """Search at this node when it has no suggestions for these parameters; a live status.
 
-    Returns the result to show: this story's, or on failure the last one there was.
+    Returns the suggestions to show: this node's only (on failure, its earlier ones).
     """
-    if backend is not None and ws.needs_search(params):
+    model = backend.model_name if backend else None
+    if backend is not None and ws.needs_search(params, model=model):
         with st.status(first_label(ws), expanded=False) as status:
-            result = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
-            if result is None:
+            offer = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
+            if offer is None:
                 status.update(label="No suggestions: see below", state="error")
             else:
-                status.update(label=summary(result), state="complete")
-        if result is not None and ws.take_lone(result, prefix_space=prefix_space):
+                status.update(label=summary(offer.result), state="complete")
+        if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
-        return result or ws.last_result()
-    result = ws.result_for(params)
-    if result is not None:
-        st.caption(f"✔️ {summary(result)}")
-        return result
-    return ws.last_result()
+        return offer or ws.earlier_offer()
+    offer = ws.offer(params, model=model)
+    if offer is not None:
+        st.caption(f"✔️ {summary(offer.result)}")
+        return offer
+    return ws.earlier_offer()
 
 
 def first_label(ws: session.Workspace) -> str:
-    if len(ws.story.text) < LONG_STORY:
+    if len(ws.text) < LONG_STORY:
         return "Weaving…"
     return "Weaving… (a long story is read once and then kept: on a CPU this takes a while)"
 
@@ -423,44 +471,151 @@ def error_ui(ws: session.Workspace) -> None:
         st.warning(md(ws.notice), icon="⚠️")
 
 
+# -- samples (n8loom's ramify) ----------------------------------------------------------------
+def sample_ui(
+    settings: Settings, ws: session.Workspace, backend: Backend | None
+) -> session.Draw | None:
+    """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
+    with st.expander("🎲 Sample: draw continuations (temperature, min-p)"):
+        columns = st.columns(len(SAMPLE_SLIDERS))
+        for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
+            field, label, low, high, step, help_text = spec
+            st.session_state.setdefault(key, getattr(settings.sample, field))
+            column.slider(label, low, high, step=step, key=key, help=help_text)
+        clicked = st.button("🎲 Sample", key="sample", disabled=backend is None or not ws.text)
+    if clicked:
+        values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
+        sample(ws, backend, replace(settings.sample, **values))
+    return ws.draw()
+
+
+def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
+    with st.status("Sampling…", expanded=False) as status:
+        draw = ws.sample(backend, params, progress=lambda p: status.update(label=live(p)))
+        if draw is None:
+            status.update(label="No samples: see below", state="error")
+        else:
+            status.update(label=drawn(draw.result), state="complete")
+
+
+def drawn(result: RamifyResult) -> str:
+    s, n = result.stats, len(result.samples)
+    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
+
+
+def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) -> None:
+    """The samples drawn here, each with its log-probability, editable, 📌 and ➡️."""
+    st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
+    space = "p" if prefix_space else "n"
+    for i, sample in enumerate(draw.result.samples):
+        row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
+        score, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall",
+                                           vertical_alignment="bottom")  # fmt: skip
+        score.caption(f"log-p {sample.logprob:.1f}", help="Its tokens' log-probabilities, summed")
+        with text:
+            text_box(row, "Sample")
+        take_buttons(row, keep, go)
+
+
 # -- suggestions ----------------------------------------------------------------------------
 def suggestions_ui(
-    ws: session.Workspace, result: SearchResult, prefix_space: bool, shading: bool
+    ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
 ) -> None:
-    """Ranked suggestions: a probability bar, the text (editable, Enter), ➡️ to accept."""
-    if not result.suggestions:
+    """Ranked suggestions: a probability bar, the text (editable, Enter), 📌 keep, ➡️ accept.
+
+    The widgets are named after the search and the prefix-space choice, so a box never
+    holds the text another search, or the other choice, put there.
+    """
+    suggestions = offer.result.suggestions
+    if not suggestions:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
-    total = sum(s.probability for s in result.suggestions) or 1.0
-    best = max(s.probability for s in result.suggestions) / total
-    st.caption("Bars: each suggestion's share of the listed suggestions' probability.")
-    tag = f"{abs(hash((result.context_ids, result.stats.seconds)))}"
-    for i, suggestion in enumerate(result.suggestions):
-        suggestion_row(ws, suggestion, f"sg_{tag}_{i}", suggestion.probability / total, best,
-                       prefix_space, shading)  # fmt: skip
+    total = sum(s.probability for s in suggestions) or 1.0
+    best = max(s.probability for s in suggestions) / total
+    st.caption("Bars: each suggestion's share of the listed suggestions' probability. "
+               "📌 keeps one as a branch without moving; ➡️ takes it.")  # fmt: skip
+    space = "p" if prefix_space else "n"
+    for i, suggestion in enumerate(suggestions):
+        row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
+        suggestion_row(row, suggestion, suggestion.probability / total, best, shading)
 
 
-def suggestion_row(ws, suggestion: Suggestion, key, share, best, prefix_space, shading) -> None:
-    bar, text, go = st.columns([1.2, 6, 1.1], vertical_alignment="bottom")
+@dataclass(frozen=True)
+class Row:
+    """One offered continuation on the page: where it came from, and its widgets' key."""
+
+    ws: session.Workspace
+    piece: session.Piece
+    key: str
+    prefix_space: bool
+
+    def shown(self) -> str | None:
+        return st.session_state.get(self.key)
+
+
+def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
+                   shading: bool) -> None:  # fmt: skip
+    bar, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall", vertical_alignment="bottom")
     bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
     with text:
         if shading:
-            st.markdown(suggestion_html(suggestion, strip_space=prefix_space),
+            st.markdown(suggestion_html(suggestion, strip_space=row.prefix_space),
                         unsafe_allow_html=True)  # fmt: skip
-        shown = display_text(suggestion) if prefix_space else suggestion.text
-        st.text_input("Suggestion", value=shown, key=key, label_visibility="collapsed")
-    go.button("➡️", key=f"{key}_go", help="Accept into the story", width="stretch",
-              on_click=accept, args=(ws, suggestion, key, prefix_space))  # fmt: skip
+        text_box(row, "Suggestion")
+    take_buttons(row, keep, go)
 
 
-def accept(ws: session.Workspace, suggestion: Suggestion, key: str, prefix_space: bool) -> None:
+def text_box(row: Row, label: str) -> None:
+    """The offered text, editable (prefix space: shown without its leading space)."""
+    shown = display_text(row.piece) if row.prefix_space else row.piece.text
+    st.text_input(label, value=shown, key=row.key, label_visibility="collapsed")
+
+
+def take_buttons(row: Row, keep, go) -> None:
+    """📌 keep as a branch (disabled once kept), ➡️ accept."""
+    kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
+    keep.button("📌", key=f"{row.key}_keep", width="stretch", on_click=keep_row, args=(row,),
+                help="Kept as a branch" if kept else "Keep as a branch; stay here",
+                disabled=kept)  # fmt: skip
+    go.button("➡️", key=f"{row.key}_go", help="Accept into the story", width="stretch",
+              on_click=accept_row, args=(row,))  # fmt: skip
+
+
+def accept_row(row: Row) -> None:
     """Without prefix space the box holds the whole text, its leading space included."""
-    ws.accept(suggestion, st.session_state.get(key), prefix_space=prefix_space)
+    row.ws.accept(row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
-# -- the graph ------------------------------------------------------------------------------
-def graph_ui(ws: session.Workspace, result: SearchResult) -> None:
-    graph = page_graph(ws, result)
+def keep_row(row: Row) -> None:
+    row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
+
+
+# -- the graphs -----------------------------------------------------------------------------
+def loom_ui(ws: session.Workspace) -> None:
+    """The story tree (current path highlighted) and a picker to go to any node."""
+    loom = ws.loom
+    st.graphviz_chart(render_loom(loom), width="stretch")
+    ids = list(loom.nodes)
+    st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
+                 format_func=lambda node_id: node_label(loom, node_id),
+                 on_change=pick_node, args=(ws, f"go_{ws.story_id}_{ws.cursor}"),
+                 help="Any node of the story tree")  # fmt: skip
+
+
+def node_label(loom: Loom, node_id: str) -> str:
+    """A node as a picker lists it: its depth, opening words and a 🔖 when bookmarked."""
+    depth = len(loom.path(node_id)) - 1
+    mark = " 🔖" if node_id in loom.bookmarks else ""
+    return f"{'·' * depth} {opening(loom.node(node_id))}{mark}"
+
+
+def pick_node(ws: session.Workspace, key: str) -> None:
+    ws.go(st.session_state[key])
+
+
+def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
+    graph = page_graph(ws, offer)
     st.graphviz_chart(graph, width="stretch")
     dot_button, png_button = st.columns(2)
     dot_button.download_button("DOT", graph.source, "lloom.dot", "text/vnd.graphviz",
@@ -472,9 +627,10 @@ def graph_ui(ws: session.Workspace, result: SearchResult) -> None:
         png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
 
 
-def page_graph(ws: session.Workspace, result: SearchResult):
+def page_graph(ws: session.Workspace, offer: session.Offer):
+    result = offer.result
     best = result.suggestions[0].token_ids if result.suggestions else None
-    return render_tree(result.tree, best=best, story_tail=ws.story.text[-60:])
+    return render_tree(result.tree, best=best, story_tail=ws.loom.text(offer.node_id)[-60:])
 
 
 def has_dot() -> bool:
@@ -482,17 +638,24 @@ def has_dot() -> bool:
 
 
 # -- the sidebar ----------------------------------------------------------------------------
-def sidebar_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> None:
+def sidebar_ui(
+    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: session.Offer | None
+) -> None:
+    """The story's title and bookmarks, the model, this node's search and the downloads."""
     with st.sidebar:
         if ws.started:
             story_info_ui(ws)
+            bookmarks_ui(ws)
         backend_info_ui(settings, backend)
+        if offer is not None:
+            stats_ui("This node's search", offer.result.stats)
+        draw = ws.draw()
+        if draw is not None:
+            stats_ui("This node's samples", draw.result.stats)
         if ws.started:
-            stats_ui(ws)
-            downloads_ui(ws)
-        import_ui(ws, backend)
-        where = ws.book.location
-        st.caption(f"Stories are saved in {code(where)}" if where else "Stories: in memory only")
+            downloads_ui(ws, offer)
+        import_ui(ws)
+        st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
 
 
 def story_info_ui(ws: session.Workspace) -> None:
@@ -502,26 +665,38 @@ def story_info_ui(ws: session.Workspace) -> None:
     st.button("📚 All stories · new story", key="close", on_click=ws.close)
 
 
+def bookmarks_ui(ws: session.Workspace) -> None:
+    """The bookmarked nodes, oldest first; a click goes there."""
+    loom = ws.loom
+    marked = [node_id for node_id in loom.nodes if node_id in loom.bookmarks]
+    if not marked:
+        return
+    st.subheader("Bookmarks")
+    for node_id in marked:
+        st.button(f"🔖 {shorten(loom.text(node_id)[-40:], 40)}", key=f"mark_{node_id}",
+                  on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
+                  width="stretch")  # fmt: skip
+
+
 def rename(ws: session.Workspace, key: str) -> None:
     ws.rename(st.session_state[key])
 
 
-def import_ui(ws: session.Workspace, backend: Backend | None) -> None:
-    """Open an exported session (.json) as a new story."""
+def import_ui(ws: session.Workspace) -> None:
+    """Open an exported story (.json: the loom, or an older session) as a new story."""
     key = f"import_{st.session_state.get('imports', 0)}"
-    model = backend.model_name if backend else None
-    st.file_uploader("Import a session (.json)", type=["json"], key=key,
-                     on_change=import_file, args=(ws, key, model))  # fmt: skip
+    st.file_uploader("Import a story (.json)", type=["json"], key=key,
+                     on_change=import_file, args=(ws, key))  # fmt: skip
     problem = st.session_state.get("import_error")
     if problem:
         st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
 
 
-def import_file(ws: session.Workspace, key: str, model: str | None) -> None:
+def import_file(ws: session.Workspace, key: str) -> None:
     upload = st.session_state.get(key)
     if upload is None:
         return
-    problem = ws.import_session(upload.getvalue(), model=model)
+    problem = ws.import_file(upload.getvalue())
     st.session_state.import_error = problem
     if problem is None:
         st.session_state.imports = st.session_state.get("imports", 0) + 1  # a fresh uploader
@@ -547,32 +722,30 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
         st.info(md(note))
 
 
-def stats_ui(ws: session.Workspace) -> None:
-    result = ws.last_result()
-    if result is None:
-        return
-    s = result.stats
-    st.subheader("Last search")
+def stats_ui(title: str, s: SearchStats) -> None:
+    """The cost of the search (or the sampling) whose results this node shows."""
+    st.subheader(title)
     st.markdown(
         f"- forward calls: **{s.forward_calls}**\n- model tokens: **{s.model_tokens}**\n"
         f"- prefill tokens: **{s.prefill_tokens}**\n- seconds: **{s.seconds:.2f}**"
     )
 
 
-def downloads_ui(ws: session.Workspace) -> None:
+def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+    """The story shown (.txt, .md), the whole loom (.json), and this node's search."""
     st.subheader("Downloads")
-    text, title = ws.story.text, ws.title
+    text, title = ws.text, ws.title
     one, two = st.columns(2)
     download(one, "Story .txt", text, "story.txt", "text/plain")
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
-    download(one, "Session .json", lambda: session.export_session(ws), "lloom-session.json",
-             "application/json")  # fmt: skip
-    result = ws.last_result()
-    if result is None:
+    if not ws.pending:  # the export is the store's: it holds what is saved
+        download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
+    if offer is None:
         return
-    tree = lambda: json.dumps(result.tree.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)  # noqa: E731
+    tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
+                              allow_nan=False)  # fmt: skip
     download(two, "Tree .json", tree, "tree.json", "application/json")
-    graph = page_graph(ws, result)
+    graph = page_graph(ws, offer)
     download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")
     if has_dot():
         download(two, "Graph .png", lambda: graph.pipe(format="png"), "lloom.png", "image/png")

@@ -7,10 +7,11 @@ transport, caching and tokenization; it knows nothing about beams, cutoffs or pa
 
 from __future__ import annotations
 
+import codecs
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -30,6 +31,17 @@ class Candidate:
     @property
     def piece(self) -> bytes:
         return self.raw if self.raw is not None else self.text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """One sampled continuation: its tokens (never a control token), their text (the
+    backend's detokenization of exactly those tokens) and the sum of their log-probs under
+    the model's raw distribution (before min-p and temperature reshape it)."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    logprob: float
 
 
 class BackendError(RuntimeError):
@@ -112,6 +124,28 @@ class BackendStats:
         return getattr(self._local, "usage", Usage())
 
 
+@dataclass(frozen=True)
+class TokenAlternatives:
+    """What the model offered at one position of a text: the log-probability of the token
+    that is there, and the k most likely tokens there (most likely first)."""
+
+    position: int  # index of the token in the ids asked about
+    token_id: int
+    text: str  # the token's own text: "" when it ends inside a character (see token_texts)
+    logprob: float | None  # None: the backend knows it only among the top-k, and it is not
+    top: list[Candidate]
+
+
+def token_texts(pieces: Sequence[bytes], start: int) -> list[str]:
+    """The own text of each token from index `start` of `pieces` (the tokens' bytes, from a
+    few tokens before `start` so that a character split there is whole again): complete
+    characters only, so a token that ends inside a character has "" and the token that
+    completes it the whole character, as a reader sees the text grow."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(piece) for piece in pieces]
+    return texts[start:]
+
+
 class Backend(ABC):
     """Batched, token-native next-token log-probabilities.
 
@@ -171,6 +205,15 @@ class Backend(ABC):
         goes, so a page can show how far a long story has been read. Backends whose server
         keeps its own cache leave it to the first request and do nothing here."""
 
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """Optional: for each position i in start..len(ids)-1, the log-prob of ids[i] after
+        ids[:i] and the top-k there, so that a writer can pick another token anywhere in
+        the story. Returns None when the backend cannot (its server gives no log-probs of
+        a prompt's own tokens)."""
+        return None
+
     def greedy_chains(
         self, contexts: list[list[int]], k: int, lengths: list[int]
     ) -> list[list[list[Candidate]]] | None:
@@ -184,6 +227,27 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""
+
+    def sample(
+        self,
+        context: list[int],
+        *,
+        n: int,
+        temperature: float,
+        min_p: float,
+        max_tokens: int,
+        seed: int | None = None,
+    ) -> list[Continuation]:
+        """Optional: n continuations of `context` drawn by the model, in the order drawn.
+
+        At each position, tokens whose probability is below `min_p` times the top token's
+        are dropped and the rest sampled at `temperature` (0: the top token). A sample
+        ends after `max_tokens` tokens or at a control token, which it does not include.
+        `seed` makes the draw repeatable where the backend can. Servers draw with their
+        own samplers; a backend's `sample` says where they differ from this. Counted in
+        `stats` as a search is.
+        """
+        raise BackendError("this backend cannot sample continuations", backend=self.name)
 
 
 Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path

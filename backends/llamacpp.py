@@ -27,10 +27,20 @@ Owns: request shapes and parsing. Not: the search, HTTP error wording (`backends
 from __future__ import annotations
 
 import logging
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 
 from backends import replies
-from backends.base import BackendError, Candidate, Chain, GreedyPathBackend, Usage
+from backends.base import (
+    BackendError,
+    Candidate,
+    Chain,
+    Continuation,
+    GreedyPathBackend,
+    TokenAlternatives,
+    Usage,
+    token_texts,
+)
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
@@ -84,6 +94,40 @@ class LlamaCppBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
+        """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers
+        generated tokens; `echo` is refused), so each position is asked as a prompt of its
+        own: one multi-prompt request that the server spreads over its slots, each
+        re-reading with `cache_prompt` little more than its slot lacks. The story token's
+        log-prob is known only when it is among the top-k (else None)."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        positions = range(start, len(ids))
+        tops = self.top_logprobs([list(ids[:i]) for i in positions], k)
+        texts = self._texts(ids, start)
+        return [
+            TokenAlternatives(
+                i, ids[i], text, next((c.logprob for c in top if c.token_id == ids[i]), None), top
+            )
+            for i, top, text in zip(positions, tops, texts, strict=True)
+        ]
+
+    def _texts(self, ids: list[int], start: int) -> list[str]:
+        """The own text of ids[start:], from the bytes `/tokenize` gives for each piece of
+        the ids' text (when that text tokenizes back to the same ids; else each id alone)."""
+        lead = max(0, start - 4)
+        body = {"content": self.detokenize(list(ids[lead:])), "with_pieces": True}
+        reply = self.client.post("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        pieced = isinstance(tokens, list) and all(isinstance(t, dict) for t in tokens)
+        if pieced and [t.get("id") for t in tokens] == list(ids[lead:]):
+            error = self.client.error
+            pieces = [_piece_bytes(t.get("piece"), error, f"/tokenize tokens[{i}].piece")
+                      for i, t in enumerate(tokens)]  # fmt: skip
+        else:  # a text that tokenizes otherwise: each id decoded alone
+            pieces = [self.detokenize([i]).encode("utf-8") for i in ids[lead:]]
+        return token_texts(pieces, start - lead)
 
     # -- requests --------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int) -> list[Chain]:
@@ -249,6 +293,89 @@ class LlamaCppBackend(GreedyPathBackend):
                 if len(found) == 1:
                     ids.add(found[0])
         return ids
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """The server's own sampler: min-p, then temperature, then its draw. One request
+        asks `n_cmpl` completions (at most one per slot): the server reads the prompt once
+        and copies that slot's state to the others, each child's seed one more than the
+        one before. A server that answers fewer is asked again for the rest, seeds going on.
+        `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
+        seed = secrets.randbits(31) if seed is None else seed
+        slots = replies.count(self._props.get("total_slots"), self.client.error,
+                              "/props total_slots") or 1  # fmt: skip
+        drawn: list[Continuation] = []
+        while len(drawn) < n:
+            body = {
+                "prompt": self._bos + list(context),
+                "n_predict": max_tokens,
+                "n_cmpl": min(n - len(drawn), slots),
+                "samplers": ["min_p", "temperature"],
+                "min_p": min_p,
+                "temperature": temperature,
+                "seed": seed + len(drawn),
+                "n_probs": 1,
+                "post_sampling_probs": False,
+                "return_tokens": True,
+                "cache_prompt": True,
+                "stop": [],
+            }
+            reply = self.client.post("/completion", body)
+            results = reply if isinstance(reply, list) else [reply]
+            expect(bool(results), self.client, "no completions")
+            for i, result in enumerate(results):
+                replies.of_type(result, dict, self.client.error, f"/completion result {i}")
+                replies.of_type(result.get("index", 0), int, self.client.error,
+                                f"/completion result {i} index")  # fmt: skip
+            results.sort(key=lambda r: r.get("index", 0))
+            self.stats.add(forward_calls=1, **_sampling_usage(results))
+            drawn += [self._continuation(result) for result in results]
+        return drawn[:n]
+
+    def _continuation(self, result: dict) -> Continuation:
+        """A completion's tokens up to the first control token, or up to the first
+        character the server reported as one entry for several tokens (its log-probs are
+        not all known: the sample ends before it). A drawn token's log-prob must be finite."""
+        error = self.client.error
+        tokens = result.get("tokens")
+        positions = result.get("completion_probabilities") or []
+        expect(isinstance(tokens, list), self.client, "no tokens: does it know return_tokens?")
+        replies.of_type(positions, list, error, "/completion completion_probabilities")
+        ids, logprob, pieces = [], 0.0, []
+        for j, (token, position) in enumerate(zip(tokens, positions, strict=False)):
+            what = f"/completion completion_probabilities[{j}]"
+            token = replies.token_id(token, error, f"/completion tokens[{j}]", self.vocab_size)
+            if token in self.special_token_ids:
+                break
+            replies.of_type(position, dict, error, what)
+            if position.get("id") != token:
+                break
+            if position.get("logprob") is None:
+                raise error(FA_HINT)
+            ids.append(token)
+            logprob += replies.drawn_logprob(position["logprob"], error, f"{what}.logprob")
+            raw = _token_bytes(position.get("bytes"), error, f"{what}.bytes")
+            text = replies.of_type(position.get("token", ""), str, error, f"{what}.token")
+            pieces.append(raw if raw is not None else text.encode("utf-8"))
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        return Continuation(tuple(ids), text, logprob)
+
+
+def _sampling_usage(results: list[dict]) -> dict[str, int]:
+    """Prompt and drawn tokens of one request's completions, from the server's timings.
+    The prompt is read once, for the first; the others copy its state and repeat its
+    prompt figures."""
+    timings = [r.get("timings") if isinstance(r.get("timings"), dict) else {} for r in results]
+    prompt = _count_of(timings[0].get("prompt_n"))
+    drawn = sum(_count_of(t.get("predicted_n")) for t in timings)
+    return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
+
+
+def _piece_bytes(piece: object, error: replies.Error, what: str) -> bytes:
+    """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
+    if isinstance(piece, list):
+        return _token_bytes(piece, error, what)
+    return replies.of_type(piece, str, error, what).encode("utf-8")
 
 
 def _merged(position: dict) -> bool:

@@ -10,26 +10,40 @@ ids whose KV the tree already holds, so it costs no prefill. All MLX work runs o
 worker thread of the backend's own: that serialises the model between the page
 sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
 
+Sampling (`sample`, for ramify) feeds n rows over the context's cached KV, shared as a
+search's depth shares it, one batched forward per drawn token, and files every sample's
+KV in the tree.
+
 Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
-their bytes, forwards and the cache. Does not own: the search.
+their bytes, forwards, sampling and the cache. Does not own: the search.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import queue
+import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.base import Backend, BackendError, Candidate, Usage
+from backends.base import (
+    Backend,
+    BackendError,
+    Candidate,
+    Continuation,
+    TokenAlternatives,
+    Usage,
+)
 from backends.kv_tree import FragmentTree, Match, shared_prefix
+from backends.mlx_alternatives import token_alternatives
 from backends.shared_attention import SharedPrefixCache, install
 
 
@@ -124,6 +138,16 @@ class MLXBackend(Backend):
             _, usage = self._worker.submit(self._call, {ids[:done]}, k).result()
             self.stats.add(**usage.__dict__)
             report(done, len(ids))
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """The cached KV before `start`, then one forward over the rest reading every
+        position (`backends.mlx_alternatives`)."""
+        job = (self.model, self.tree, self._pieces, list(ids), k, start, self.prefill_chunk)
+        rows, usage = self._worker.submit(token_alternatives, *job).result()
+        self.stats.add(**usage.__dict__)
+        return rows
 
     def close(self) -> None:
         if not self._worker.stopped:
@@ -271,6 +295,69 @@ class MLXBackend(Backend):
             for i, lp in zip(ids, logprobs, strict=True)
         ]
 
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """All n samples in one batched run on the worker: the story's KV comes from the
+        fragment tree (read once, shared by the rows), each step is one forward for every
+        row, and each sample's KV is filed in the tree, so that accepting a sample and
+        searching on from it costs no prefill."""
+        if not context:
+            raise BackendError("an empty context has no next token", backend=self.name)
+        seed = secrets.randbits(31) if seed is None else seed
+        job = (tuple(context), n, temperature, min_p, max_tokens, seed)
+        drawn, usage = self._worker.submit(self._draw, *job).result()
+        self.stats.add(**usage.__dict__)
+        return [Continuation(tuple(d.tokens), self.detokenize(d.tokens), d.logprob) for d in drawn]
+
+    def _draw(self, ids, n, temperature, min_p, max_tokens, seed) -> tuple[list[_Drawing], Usage]:
+        """Feed the context's last token to n rows over its cached prefix, then each row's
+        draw, one batched forward per step, until every row has ended."""
+        self._usage = Usage()
+        prefix = ids[:-1]
+        if self.tree.match(list(prefix)).length < len(prefix):
+            self._prefill(prefix, 1)
+        match = self.tree.match(list(prefix))
+        cache, start = self._batch_cache([match] * n, [len(prefix)] * n, max_tokens)
+        rows = [_Drawing() for _ in range(n)]
+        inputs = mx.array([[ids[-1]]] * n)  # (n, 1)
+        key = mx.random.key(seed)
+        for _ in range(max_tokens):
+            key, step_key = mx.random.split(key)
+            tokens, logprobs = self._draw_step(inputs, cache, temperature, min_p, step_key)
+            self._usage += Usage(forward_calls=1, model_tokens=n)
+            for row, token, logprob in zip(rows, tokens, logprobs, strict=True):
+                row.take(token, logprob, token in self.special_token_ids, max_tokens)
+            if all(row.fed is not None for row in rows):
+                break
+            inputs = mx.array([[t] for t in tokens])
+        self._file_draws(ids, rows, cache, start)
+        self.tree.evict()
+        return rows, self._usage
+
+    def _draw_step(self, inputs, cache, temperature, min_p, key) -> tuple[list[int], list[float]]:
+        """One forward of every row's last token; each row's drawn token and its raw log-prob."""
+        try:
+            logits = self.model(inputs, cache=cache)[:, -1, :].astype(mx.float32)  # (n, vocab)
+            logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+            tokens = pick_tokens(logprobs, temperature, min_p, key)  # (n,)
+            chosen = mx.take_along_axis(logprobs, tokens[:, None], axis=-1)[:, 0]
+            mx.eval(tokens, chosen)
+        except (RuntimeError, ValueError) as e:
+            raise BackendError(f"the model failed on this input: {e}", backend=self.name) from e
+        return tokens.tolist(), chosen.tolist()
+
+    def _file_draws(self, ids, rows: list[_Drawing], cache, start: int) -> None:
+        """File each row's fed tokens (the context's last, then its draw) under the context."""
+        longest = 1 + max(row.fed for row in rows)
+        keys = mx.stack([c.keys[:, :, start : start + longest] for c in cache])
+        values = mx.stack([c.values[:, :, start : start + longest] for c in cache])
+        for i, row in enumerate(rows):  # each its own array, so none pins the whole batch
+            row_keys = mx.contiguous(keys[:, i, :, : 1 + row.fed])
+            row_values = mx.contiguous(values[:, i, :, : 1 + row.fed])
+            mx.eval(row_keys, row_values)
+            path = list(ids) + row.tokens[: row.fed]
+            self.tree.insert(path, len(ids) - 1, row_keys, row_values, None)
+
 
 class MLXWorker:
     """One thread that runs every MLX job, in order.
@@ -378,3 +465,36 @@ def _context_length(model_path: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return config.get("max_position_embeddings")
+
+
+@dataclass(eq=False)
+class _Drawing:
+    """One row of a sampling run: its tokens so far and, once it has ended, how many of
+    them the model was fed (their KV is in the batch: all but a last token drawn at the
+    length limit)."""
+
+    tokens: list[int] = field(default_factory=list)
+    logprob: float = 0.0
+    fed: int | None = None
+
+    def take(self, token: int, logprob: float, control: bool, max_tokens: int) -> None:
+        if self.fed is not None:
+            return
+        if control:  # a control token ends the sample and is not part of it
+            self.fed = len(self.tokens)
+            return
+        self.tokens.append(token)
+        self.logprob += logprob
+        if len(self.tokens) == max_tokens:
+            self.fed = max_tokens - 1
+
+
+def pick_tokens(logprobs: mx.array, temperature: float, min_p: float, key: mx.array) -> mx.array:
+    """(rows, vocab) raw log-probs -> (rows,) drawn ids: tokens below min_p times the top
+    token's probability are dropped, the rest drawn at `temperature` (0: the top token)."""
+    if temperature == 0:
+        return mx.argmax(logprobs, axis=-1)
+    if min_p > 0:
+        floor = mx.max(logprobs, axis=-1, keepdims=True) + math.log(min_p)
+        logprobs = mx.where(logprobs >= floor, logprobs, -mx.inf)
+    return mx.random.categorical(logprobs / temperature, axis=-1, key=key)

@@ -44,10 +44,11 @@ from __future__ import annotations
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from urllib.parse import urlparse
 
 from backends import replies
-from backends.base import Backend, BackendError, Candidate, redacted
+from backends.base import Backend, BackendError, Candidate, Continuation, redacted
 from backends.deadline import TooSlow, within
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
@@ -146,24 +147,24 @@ class OpenAIBackend(Backend):
         try:
             return within(self._timeout, lambda: ask(context, k, length))
         except TooSlow as e:
-            raise self._plain_error(
-                f"too slow: no answer in time (whole within {self._timeout:g} s); the "
-                "service is busy or stuck: retry, or raise OPENAI_TIMEOUT"
-            ) from e
+            raise self._too_slow() from e
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
         except (AttributeError, KeyError, TypeError, ValueError) as e:  # another reply shape
             raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
 
-    def _ask_chat(self, context: list[int], k: int, length: int):
+    def _chat_prompt(self, context: list[int]) -> tuple[list[dict], dict | None]:
+        """The messages for a context (story, then beam) and the extra fields they need."""
         story, beam = self._prompt_text(context[:1]), self._prompt_text(context[1:])
         messages = [{"role": "system", "content": INSTRUCTION}]
-        extra = None
         if beam and self.prefill:
             messages += [{"role": "user", "content": story}, {"role": "assistant", "content": beam}]
-            extra = {"continue_final_message": True, "add_generation_prompt": False}
-        else:
-            messages.append({"role": "user", "content": story + beam})
+            return messages, {"continue_final_message": True, "add_generation_prompt": False}
+        messages.append({"role": "user", "content": story + beam})
+        return messages, None
+
+    def _ask_chat(self, context: list[int], k: int, length: int):
+        messages, extra = self._chat_prompt(context)
         reply = self._client.chat.completions.create(
             model=self._model,
             messages=messages,
@@ -238,6 +239,12 @@ class OpenAIBackend(Backend):
             return self._ids[piece]
 
     # -- errors ----------------------------------------------------------------------
+    def _too_slow(self) -> BackendError:
+        return self._plain_error(
+            f"too slow: no answer in time (whole within {self._timeout:g} s); the "
+            "service is busy or stuck: retry, or raise OPENAI_TIMEOUT"
+        )
+
     def _plain_error(self, message: str) -> BackendError:
         return BackendError(
             redacted(f"{message} (model {self._model})", (self._client.api_key,)),
@@ -270,6 +277,78 @@ class OpenAIBackend(Backend):
         return BackendError(
             redacted(message, (self._client.api_key,)), backend=self.name, url=self.url
         )
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """One request with `n` choices at `temperature`, each drawn token's log-prob with
+        it, the prompt as a search's (chat: the story to continue; legacy: raw text).
+        `seed` is passed on (OpenAI promises only best effort). `min_p` goes as an extra
+        field to servers other than OpenAI's (vLLM's and llama.cpp's read it); OpenAI has
+        no min-p, so there it is not applied. Token ids are this instance's interned token
+        bytes, as for candidates: `detokenize(token_ids)` is the sample's text. A server
+        that answers fewer choices is asked again for the rest, seeds going on."""
+        if temperature == 0 and n > 1:  # every draw is the greedy path (vLLM refuses n > 1)
+            return n * self.sample(
+                context, n=1, temperature=0, min_p=min_p, max_tokens=max_tokens, seed=seed
+            )
+        drawn: list[Continuation] = []
+        while len(drawn) < n:
+            start = None if seed is None else seed + len(drawn)
+            draw = partial(self._draw, context, n - len(drawn), temperature, min_p, max_tokens)
+            try:
+                reply = within(self._timeout, partial(draw, start))
+                choices = sorted(reply.choices, key=lambda c: c.index)
+                if not choices:
+                    raise self._plain_error("the reply carried no choices")
+                drawn += [self._drawn(choice) for choice in choices]
+            except TooSlow as e:
+                raise self._too_slow() from e
+            except self._openai.OpenAIError as e:
+                raise self._error(e) from e
+            except (AttributeError, KeyError, TypeError, ValueError) as e:  # another shape
+                raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
+            self.stats.add(forward_calls=1, **_usage(reply))
+        return drawn[:n]
+
+    def _draw(self, context, n, temperature, min_p, max_tokens, seed):
+        options = {"model": self._model, "n": n, "max_tokens": max_tokens}
+        options |= {"temperature": temperature} | ({"seed": seed} if seed is not None else {})
+        extra = {"min_p": min_p} if self.prefill else {}
+        if self.endpoint == "chat":
+            messages, prompt_extra = self._chat_prompt(context)
+            extra |= prompt_extra or {}
+            return self._client.chat.completions.create(
+                messages=messages, logprobs=True, extra_body=extra or None, **options
+            )
+        return self._client.completions.create(
+            prompt=self._prompt_text(context), logprobs=1, extra_body=extra or None, **options
+        )
+
+    def _drawn(self, choice) -> Continuation:
+        """A choice's tokens (interned by their bytes) and the sum of their log-probs."""
+        logprobs = choice.logprobs
+        if self.endpoint == "chat" or getattr(logprobs, "content", None) is not None:
+            positions = (logprobs.content if logprobs else None) or []
+            pieces = [_piece(_get(t, "token"), _get(t, "bytes")) for t in positions]
+            values = [_get(t, "logprob") for t in positions]
+        else:
+            tokens = (logprobs.tokens if logprobs else None) or []
+            pieces = [_piece(t, None) for t in tokens]
+            values = logprobs.token_logprobs if tokens else []
+        pairs = list(zip(pieces, values, strict=True))
+        written = choice.message.content if self.endpoint == "chat" else choice.text
+        if written and not pairs:
+            raise self._plain_error("the reply carried no log-probabilities for this model")
+        ids = tuple(self._intern(piece) for piece, _ in pairs)
+        logprob = sum(replies.drawn_logprob(lp, self._plain_error, "a drawn token's logprob")
+                      for _, lp in pairs)  # fmt: skip
+        return Continuation(ids, self.detokenize(list(ids)), float(logprob))
+
+
+def _get(entry, name: str):
+    """A field of a log-prob entry, parsed (chat API) or a plain dict (llama.cpp's
+    completions answer in the chat shape)."""
+    return entry[name] if isinstance(entry, dict) else getattr(entry, name)
 
 
 def _endpoint(model: str, endpoint: str) -> str:

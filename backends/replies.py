@@ -7,7 +7,7 @@ and returns the value as the type the backend needs or raises that `BackendError
 
 The rule for log-probabilities: a finite number <= 0 is one; -inf (probability 0) is a
 token the model rules out, and its candidate is dropped (`logprob` gives None); NaN and
-+inf are a broken server, an error.
++inf are a broken server, an error. A drawn (sampled) token's log-prob must be finite.
 
 Owns: types, ranges and the wording of a wrong shape. Not: which fields a reply has.
 """
@@ -63,6 +63,15 @@ def logprob(value: Any, error: Error, what: str) -> float | None:
     if math.isnan(number) or number == math.inf:
         raise wrong(error, what, value, "a finite log-probability")
     return None if number == -math.inf else number
+
+
+def drawn_logprob(value: Any, error: Error, what: str) -> float:
+    """A sampled token's log-probability: finite, as a token the model ruled out (-inf)
+    cannot have been drawn."""
+    number = logprob(value, error, what)
+    if number is None:
+        raise wrong(error, what, value, "a finite log-probability")
+    return number
 
 
 def probability(value: Any, error: Error, what: str) -> float | None:

@@ -51,12 +51,20 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
 from backends import replies
-from backends.base import BackendError, Candidate, Chain, GreedyPathBackend
+from backends.base import (
+    BackendError,
+    Candidate,
+    Chain,
+    Continuation,
+    GreedyPathBackend,
+    TokenAlternatives,
+)
 from backends.http import JsonClient, expect
 
 log = logging.getLogger(__name__)
 
 TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
+PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
 SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a neighbour
 REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
@@ -132,6 +140,63 @@ class VLLMBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    def alternatives(
+        self, ids: list[int], k: int, *, start: int = 1
+    ) -> list[TokenAlternatives] | None:
+        """vLLM's `prompt_logprobs`: one request for the story with `max_tokens: 1`. The
+        server evaluates the whole prompt for it (log-probs of cached positions are not
+        kept), so this costs a prefill of the story, not of the positions asked."""
+        if not 1 <= start < len(ids):
+            raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
+        k = max(1, min(k, self.max_logprobs or k))
+        body = {"model": self._model, "prompt": list(ids), "max_tokens": 1, "temperature": 0,
+                "prompt_logprobs": k}  # fmt: skip
+        try:
+            reply = self.client.post("/v1/completions", body)
+        except BackendError as e:
+            limit = LIMIT.search(str(e))
+            if not limit or int(limit.group(1)) >= k:
+                raise
+            self._learn_limit(int(limit.group(1)))
+            return self.alternatives(ids, k, start=start)
+        self._count(reply)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        expect(isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict),
+               self.client, "expected one choice")  # fmt: skip
+        positions = choices[0].get("prompt_logprobs")
+        expect(isinstance(positions, list) and len(positions) == len(ids), self.client,
+               "no prompt_logprobs for every prompt token")  # fmt: skip
+        scored = [self._prompt_position(positions[i], ids[i], k) for i in range(start, len(ids))]
+        contexts = [list(ids[:i]) for i in range(start, len(ids))]
+        # The story's own token is spelled with the top-k, after the same context.
+        asked = [[[*top, Candidate(ids[i], "", own)]] for i, (top, own) in enumerate(scored, start)]
+        spelled = self._spell(contexts, asked)
+        return [
+            TokenAlternatives(i, ids[i], chain[0][-1].text, own, chain[0][:-1])
+            for i, ((_, own), chain) in enumerate(zip(scored, spelled, strict=True), start)
+        ]
+
+    def _prompt_position(
+        self, entry: object, token_id: int, k: int
+    ) -> tuple[list[Candidate], float | None]:
+        """(top-k without text, log-prob of the prompt's own token) from one entry:
+        {id: {logprob, rank, decoded_token}}, the prompt's token among them. A -inf
+        log-prob leaves its token out of the top-k (the own token's is then unknown)."""
+        expect(isinstance(entry, dict) and entry, self.client, "an empty prompt_logprobs entry")
+        found: dict[int, float | None] = {}
+        for key, value in entry.items():
+            match = PROMPT_KEY.match(str(key))
+            expect(match is not None and isinstance(value, dict) and "logprob" in value,
+                   self.client,
+                   f"a prompt_logprobs entry {key!r} without an id and a log-prob")  # fmt: skip
+            what = f"prompt_logprobs[{key!r}]"
+            token = replies.token_id(int(match.group(1)), self.client.error, what, MAX_VOCAB)
+            found[token] = replies.logprob(value["logprob"], self.client.error, f"{what}.logprob")
+        expect(token_id in found, self.client, "prompt_logprobs without the prompt's own token")
+        finite = [(i, lp) for i, lp in found.items() if lp is not None]
+        top = sorted(finite, key=lambda item: (-item[1], item[0]))[:k]
+        return [Candidate(i, "", lp) for i, lp in top], found[token_id]
 
     # -- start-up --------------------------------------------------------------------
     def _served_model(self, wanted: str | None) -> tuple[str, int | None]:
@@ -356,6 +421,61 @@ class VLLMBackend(GreedyPathBackend):
         if len(parts) != len(sequences) + 2 or parts[0] or parts[-1]:
             return None  # a token held the separator character
         return parts[1:-1]
+
+    # -- sampling (ramify) -------------------------------------------------------------
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """One request with `n` choices: the prefix cache reads the story once, and with a
+        seed choice i is drawn with seed + i. vLLM's own sampler scales by temperature
+        before min-p (llama.cpp and MLX filter first: at temperatures below 1 vLLM keeps
+        fewer tokens). `logprobs: 0` gives each drawn token's raw log-prob (the server's
+        default `--logprobs-mode raw_logprobs`)."""
+        if temperature == 0 and n > 1:  # every draw is the greedy path (vLLM refuses n > 1)
+            return n * self.sample(
+                context, n=1, temperature=0, min_p=min_p, max_tokens=max_tokens, seed=seed
+            )
+        body = {
+            "model": self._model,
+            "prompt": list(context),
+            "n": n,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "min_p": min_p,
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        reply = self.client.post("/v1/completions", body)
+        self._count(reply)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        expect(isinstance(choices, list) and len(choices) == n, self.client,
+               f"expected {n} choices")  # fmt: skip
+        for i, choice in enumerate(choices):
+            replies.of_type(choice, dict, self.client.error, f"choices[{i}]")
+            replies.of_type(choice.get("index", 0), int, self.client.error, f"choices[{i}].index")
+        return [self._continuation(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
+
+    def _continuation(self, choice: dict) -> Continuation:
+        """A choice's tokens up to the first control token; its text is the server's,
+        or looked up when a control token cut it short. A drawn token's log-prob must be
+        finite (one the model ruled out, -inf, cannot have been drawn)."""
+        logprobs = choice.get("logprobs")
+        logprobs = logprobs if isinstance(logprobs, dict) else {}
+        tokens = [self._token_id(t) for t in logprobs.get("tokens") or []]
+        values = logprobs.get("token_logprobs") or []
+        expect(isinstance(values, list) and len(values) == len(tokens), self.client,
+               "a choice without the drawn tokens' log-probs")  # fmt: skip
+        values = [replies.drawn_logprob(v, self.client.error, f"token_logprobs[{i}]")
+                  for i, v in enumerate(values)]  # fmt: skip
+        if choice.get("finish_reason") == "stop" and tokens:  # it stopped on a control token
+            self.special_token_ids = self.special_token_ids | {tokens[-1]}
+        kept = next((i for i, t in enumerate(tokens) if t in self.special_token_ids), len(tokens))
+        if kept < len(tokens) or not isinstance(choice.get("text"), str):
+            text = self.detokenize(tokens[:kept])
+            self.stats.add(forward_calls=1)
+        else:
+            text = choice["text"]
+        return Continuation(tuple(tokens[:kept]), text, float(sum(values[:kept])))
 
 
 def special_ids(info: dict) -> set[int]:

@@ -1,11 +1,12 @@
-"""Take screenshot.png from the real running page: a story, its suggestions and graph.
+"""Take screenshot.png from the real running page: a story, its suggestions and its tree.
 
     .venv/bin/python scripts/screenshot.py [--out screenshot.png]
 
 Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
-drives headless Chromium (Playwright) to start the first starting story, waits for the
-real model's suggestions and the graph, and saves the window. `running_app` and
-`launch_browser` are shared with tests/test_browser.py.
+drives headless Chromium (Playwright) through a few branches of the first starting story
+on the real model (accept, go back, accept another, keep a third, bookmark), and saves
+the 1280×800 window with the story tree in view. `running_app`, `launch_browser` and the
+page helpers are shared with tests/test_browser.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
+STORY = "textarea[aria-label='Story']"
+TREE = "[data-testid='stGraphVizChart'] svg"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -97,6 +100,38 @@ def start_first_story(page) -> None:
     wait_for_suggestions(page)
 
 
+def wait_idle(page) -> None:
+    """Until the page's script has finished its run (and any run it asked for)."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for()
+
+
+def story_text(page) -> str:
+    return page.locator(STORY).input_value()
+
+
+def click(page, name: str, nth: int = 0) -> None:
+    """Click the `nth` button called `name` and wait for the page to settle."""
+    page.get_by_role("button", name=name, exact=True).nth(nth).click()
+    wait_idle(page)
+
+
+def undo_until(page, text: str) -> None:
+    """Undo until the story reads `text` (an accept may have taken a lone suggestion too)."""
+    while story_text(page) != text:
+        click(page, "↩️ Undo")
+
+
+def weave_branches(page) -> None:
+    """Accept the best suggestion, go back, accept the second; there keep one and bookmark."""
+    start = story_text(page)
+    click(page, "➡️")
+    undo_until(page, start)
+    click(page, "➡️", 1)
+    click(page, "📌", 1)
+    click(page, "🔖 Bookmark")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "screenshot.png")
@@ -105,13 +140,11 @@ def main() -> None:
 
     with running_app() as url, sync_playwright() as p:
         browser = launch_browser(p)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(url)
         start_first_story(page)
-        page.get_by_role("button", name="➡️").first.click()  # accept the best suggestion
-        page.wait_for_timeout(500)
-        wait_for_suggestions(page)
-        page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for()
+        weave_branches(page)
+        page.locator(TREE).first.scroll_into_view_if_needed()
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))

@@ -11,7 +11,7 @@ import math
 import random
 from collections.abc import Callable
 
-from backends.base import Backend, Candidate
+from backends.base import Backend, Candidate, Continuation
 
 VOCAB = ["a", "b", "c", ".", ",", "ab", " ", "x", "<eos>", " the", "é"]
 EOS = VOCAB.index("<eos>")
@@ -78,6 +78,31 @@ class FakeBackend(Backend):
             self.stats.add(forward_calls=1, model_tokens=length)
             out.append(chain)
         return out
+
+    def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
+        """Draws by the same rules as the real backends (min-p, then temperature; a
+        control token ends a draw), from a generator seeded by `seed`; each drawn token
+        counts as one forward."""
+        rng = random.Random(seed)
+        drawn = []
+        for _ in range(n):
+            ids, logprob = [], 0.0
+            while len(ids) < max_tokens:
+                options = self.distribution(list(context) + ids)
+                self.stats.add(forward_calls=1, model_tokens=1)
+                top = options[0].logprob
+                kept = [c for c in options if min_p == 0 or c.logprob >= top + math.log(min_p)]
+                if temperature == 0:
+                    choice = kept[0]
+                else:
+                    weights = [math.exp((c.logprob - top) / temperature) for c in kept]
+                    choice = rng.choices(kept, weights)[0]
+                if choice.token_id in self.special_token_ids:
+                    break
+                ids.append(choice.token_id)
+                logprob += choice.logprob
+            drawn.append(Continuation(tuple(ids), self.detokenize(ids), logprob))
+        return drawn
 
     def distribution(self, ctx: list[int]) -> list[Candidate]:
         """All tokens, most likely first (ties broken by id, as a real top-k would)."""

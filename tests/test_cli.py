@@ -1,4 +1,5 @@
-"""`python -m weave expand` end to end, in a subprocess, on the real embedded model."""
+"""`python -m weave` end to end, in a subprocess: `expand` on the real embedded model, and
+`loom` on a real store in a temporary data folder."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from weave.loom_store import LoomStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,3 +100,60 @@ def test_a_story_file_without_end_is_refused_without_reading_it_all():
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith("error: /dev/zero is longer than 4 MiB")
+
+
+# -- python -m weave loom ------------------------------------------------------------------
+def loom(data: Path, *args: str) -> subprocess.CompletedProcess:
+    return weave("loom", *args, env={"LLOOM_DATA_DIR": str(data)})
+
+
+def test_loom_list_and_show_print_what_scripts_rely_on(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, start = store.create("Once upon a time,")
+    loom_now = store.update(sid, lambda lm: lm.keep(" a fox").accept(" 🐉").bookmark(lm.cursor))
+    listed = loom(tmp_path, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row == {"id": sid, "title": "Once upon a time,", "nodes": 4,
+                   "updated": store.info(sid).updated}  # fmt: skip
+    shown = loom(tmp_path, "show", sid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    out = json.loads(shown.stdout)
+    assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks"}
+    assert (out["id"], out["cursor"], out["bookmarks"]) == (sid, loom_now.cursor, [start.cursor])
+    assert out["nodes"] == [
+        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}
+        for n in loom_now.nodes.values()
+    ]
+    assert [n["text"] for n in out["nodes"]] == ["", "Once upon a time,", " a fox", " 🐉"]
+
+
+def test_loom_export_then_import_round_trips(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, _ = store.create("The forest", token_ids=(1, 2), model="m")
+    store.update(sid, lambda lm: lm.accept(" seemed", score=-1.0).undo().keep(" was"))
+    store.save_settings(sid, {"cutoff": 0.1})
+    exported = loom(tmp_path, "export", sid)
+    assert exported.returncode == 0, exported.stderr
+    file = tmp_path / "f.json"
+    file.write_text(exported.stdout)
+    imported = loom(tmp_path, "import", str(file))
+    assert imported.returncode == 0, imported.stderr
+    copy = imported.stdout.strip()
+    assert copy != sid and store.load(copy) == store.load(sid)
+    again = json.loads(loom(tmp_path, "export", copy).stdout)
+    first = json.loads(exported.stdout)
+    for doc in (first, again):
+        del doc["id"], doc["updated"]
+    assert again == first
+
+
+def test_loom_errors_are_one_clear_line(tmp_path):
+    LoomStore(tmp_path)
+    missing = loom(tmp_path, "show", "nope", "--json")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: no story nope")
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2]")
+    done = loom(tmp_path, "import", str(junk))
+    assert done.returncode == 2 and "not a LLooM file" in done.stderr
+    assert json.loads(loom(tmp_path, "list", "--json").stdout) == []

@@ -1,8 +1,8 @@
 """Four writers at once on one shared real model: nobody's story gets another's suggestions.
 
-Each thread runs what a page session runs (`Workspace.start`, then `Workspace.suggest`
-on the process's one backend); every story's suggestions must equal what a lone run
-of that story gives.
+Each thread runs what a page session runs (`Workspace.start` in one shared story store,
+then `Workspace.suggest` on the process's one backend); every story's suggestions must
+equal what a lone run of that story gives.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from weave.loom_store import LoomStore
 from weave.search import SearchParams
 from weave.session import Workspace
 
@@ -24,16 +25,19 @@ STORIES = [
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=10)
 
 
-def run(backend, story: str):
-    ws = Workspace()
-    ws.start(story)
-    result = ws.suggest(backend, PARAMS)
-    assert result is not None, ws.error
-    return ws, result
+def run(store: LoomStore, backend, story: str):
+    ws = Workspace(store)
+    assert ws.start(story), ws.save_error
+    offer = ws.suggest(backend, PARAMS)
+    assert offer is not None, ws.error
+    return ws, offer.result
 
 
-def test_four_sessions_at_once_each_get_their_own_suggestions(fresh_mlx_backend, mlx_backend):
-    alone = {story: run(fresh_mlx_backend, story)[1] for story in STORIES}
+def test_four_sessions_at_once_each_get_their_own_suggestions(
+    fresh_mlx_backend, mlx_backend, tmp_path
+):
+    store = LoomStore(tmp_path)
+    alone = {story: run(store, fresh_mlx_backend, story)[1] for story in STORIES}
     fresh_mlx_backend.close()
 
     barrier = threading.Barrier(len(STORIES))
@@ -42,7 +46,7 @@ def test_four_sessions_at_once_each_get_their_own_suggestions(fresh_mlx_backend,
     def writer(story: str) -> None:
         barrier.wait()
         try:
-            outcomes[story] = run(mlx_backend, story)
+            outcomes[story] = run(store, mlx_backend, story)
         except BaseException as e:  # reported below, in the test's thread
             outcomes[story] = e
 
@@ -55,7 +59,7 @@ def test_four_sessions_at_once_each_get_their_own_suggestions(fresh_mlx_backend,
         outcome = outcomes[story]
         assert not isinstance(outcome, BaseException), f"{story!r}: {outcome!r}"
         ws, result = outcome
-        assert ws.story.text == story  # no session's story changed
+        assert ws.text == story  # no session's story changed
         expected = alone[story]
         assert result.context_ids == expected.context_ids
         assert [s.text for s in result.suggestions] == [s.text for s in expected.suggestions]

@@ -94,6 +94,8 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         ("[openai]\ntimeout = nan\n", "[openai] timeout", "a finite number above 0"),
         ('[openai]\ntimeout = "60"\n', "[openai] timeout", "expected a number, got '60'"),
         ("[llamacpp]\npipeline_requests = -1\n", "[llamacpp] pipeline_requests", "0 or more"),
+        ('[sample]\nseed = "x"\n', "[sample] seed", "expected a whole number, got 'x'"),
+        ("[sample]\ntemperature = nan\n", "[sample]", "temperature must be in 0..2"),
     ],
 )
 def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where, expected):
@@ -176,3 +178,15 @@ def test_a_broken_model_folder_is_a_backend_error_naming_it(tmp_path, embedded_m
     settings = load_settings(env={"LLOOM_MODEL": str(folder)})
     with pytest.raises(BackendError, match=f"^mlx at {folder}: cannot load"):
         create_backend(settings, env={})
+
+
+def test_the_sample_section_sets_ramify_defaults():
+    from weave.ramify import RamifyParams
+
+    assert load_settings(env={}).sample == RamifyParams()
+    table = {"sample": {"n": 6, "temperature": 0.7, "min_p": 0.05, "max_tokens": 40, "seed": 7}}
+    assert settings_from_table(table).sample == RamifyParams(6, 0.7, 0.05, 40, 7)
+    with pytest.raises(ConfigError, match="'temp'"):
+        settings_from_table({"sample": {"temp": 0.7}})
+    with pytest.raises(ConfigError, match="min_p"):
+        settings_from_table({"sample": {"min_p": 2.0}})

@@ -1,9 +1,10 @@
 """The page's flows through Streamlit's AppTest: elements asserted, never an exception.
 
 Most flows run on the deterministic fake model (the flow is under test, not the model),
-installed through `weave.session.backend_factory`; one runs on the real embedded model,
+installed through `weave.session.backend_factory`; two run on the real embedded model,
 and a few on real llama.cpp-shaped servers that answer badly (tests/hostile_servers.py).
-Every test gets its own data folder (LLOOM_DATA_DIR) and a fresh shared backend.
+Every test gets its own data folder (LLOOM_DATA_DIR, a real SQLite store) and a fresh
+shared backend. The four page bugs of issue 10 each have a regression test here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from streamlit.testing.v1 import AppTest
 from backends import BackendError
 from tests.fake_backend import FakeBackend
 from tests.hostile_servers import hostile_server
-from weave import session, store
+from weave import session
+from weave.loom_store import LoomStore
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -39,10 +41,17 @@ class StoryFake(FakeBackend):
         return super().tokenize("".join(c if c in "abc., xé" else "x" for c in text))
 
     def top_logprobs(self, contexts, k):
+        self.answer()
+        return super().top_logprobs(contexts, k)
+
+    def sample(self, context, **draw):
+        self.answer()
+        return super().sample(context, **draw)
+
+    def answer(self) -> None:
         if self.down:
             raise BackendError("connection refused; is the server running?", backend="fake",
                                url="http://127.0.0.1:9")  # fmt: skip
-        return super().top_logprobs(contexts, k)
 
 
 @pytest.fixture
@@ -56,6 +65,18 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def fake(data_dir, monkeypatch) -> StoryFake:
     backend = StoryFake(seed=1)
+    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    return backend
+
+
+def spaced_table(beam: tuple[str, ...]) -> dict[str, float]:
+    """Two suggestions after any story, one with a leading space: ' the.' and 'a.'."""
+    return {".": 0.9} if beam and beam[-1] in (" the", "a") else {" the": 0.5, "a": 0.4}
+
+
+@pytest.fixture
+def spaced(data_dir, monkeypatch) -> StoryFake:
+    backend = StoryFake(table=spaced_table)
     monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
     return backend
 
@@ -81,13 +102,20 @@ def story(at: AppTest) -> str:
     return at.text_area(key="story_text").value
 
 
+def boxes(at: AppTest):
+    return [box for box in at.text_input if box.key.startswith("sg_")]
+
+
 def suggestions(at: AppTest) -> list[str]:
-    return [box.value for box in at.text_input if box.key.startswith("sg_")]
+    return [box.value for box in boxes(at)]
 
 
 def accept(at: AppTest, index: int) -> AppTest:
-    box = [b for b in at.text_input if b.key.startswith("sg_")][index]
-    return at.button(key=f"{box.key}_go").click().run()
+    return at.button(key=f"{boxes(at)[index].key}_go").click().run()
+
+
+def keep(at: AppTest, index: int) -> AppTest:
+    return at.button(key=f"{boxes(at)[index].key}_keep").click().run()
 
 
 def backend_error(at: AppTest) -> str:
@@ -99,8 +127,36 @@ def workspace(at: AppTest) -> session.Workspace:
     return at.session_state["ws"]
 
 
-def history(at: AppTest) -> str:
-    return next(c.value for c in at.caption if c.value.startswith("History"))
+def offer(at: AppTest) -> session.Offer:
+    """The suggestions the page shows (those of the current node, with its parameters)."""
+    ws = workspace(at)
+    return next(session.Offer(n, p, r) for (n, p), r in reversed(ws.results.items())
+                if n == ws.cursor)  # fmt: skip
+
+
+def branch(at: AppTest) -> str:
+    return next(c.value for c in at.caption if c.value.startswith("branch "))
+
+
+def sidebar_stats(at: AppTest) -> str:
+    return " ".join(m.value for m in at.sidebar.markdown if "forward calls" in m.value)
+
+
+def story_tree(at: AppTest) -> str:
+    """The story tree's DOT source (the first graph on the page)."""
+    return at.get("graphviz_chart")[0].proto.spec
+
+
+def undo_to(at: AppTest, node_id: str) -> AppTest:
+    """Undo until the cursor is at `node_id` (accepting may have taken lone suggestions too)."""
+    while workspace(at).cursor != node_id:
+        at.button(key="undo").click().run()
+    return at
+
+
+def go_to(at: AppTest, node_id: str) -> AppTest:
+    picker = next(s for s in at.selectbox if s.key.startswith("go_"))
+    return picker.set_value(node_id).run()
 
 
 # -- the floor ------------------------------------------------------------------------------
@@ -112,16 +168,20 @@ def test_start_page_offers_the_starting_stories(fake):
     assert at.button(key="start")
 
 
-def test_start_shows_story_suggestions_graph_and_stats(fake):
+def test_start_shows_story_suggestions_graphs_and_stats(fake):
     at = started()
     assert story(at) == FIRST
     assert 5 <= len(suggestions(at)) <= 25
-    assert at.get("graphviz_chart")
+    assert len(at.get("graphviz_chart")) == 2  # the story tree and the search's token tree
     labels = {b.label for b in at.get("download_button")}
-    assert {"DOT", "PNG", "Story .txt", "Story .md", "Tree .json", "Graph .svg"} <= labels
+    assert {"DOT", "PNG", "Story .txt", "Story .md", "Loom .json", "Tree .json",
+            "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
     assert at.status[0].label.endswith("tokens/s")
+    assert branch(at) == "branch 1 of 1"
+    assert at.button(key="undo").disabled is False  # back to the empty start
+    assert at.button(key="redo").disabled is True
 
 
 def test_own_story_with_nothing_written_asks_for_words(fake):
@@ -133,56 +193,82 @@ def test_own_story_with_nothing_written_asks_for_words(fake):
     assert "story_text" not in [area.key for area in at.text_area]
 
 
-def test_accept_appends_exactly_the_suggestion(fake):
+def test_accept_adds_a_child_holding_exactly_the_suggestion(fake):
     at = started()
-    best = workspace(at).last_result().suggestions[0]
+    start = workspace(at).cursor
+    best = offer(at).result.suggestions[0]
     assert suggestions(at)[0] == best.text.removeprefix(" ")  # shown without prefix space
     accept(at, 0)
     assert not at.exception
-    accepted = workspace(at).history[1]
-    assert accepted.kind == "accept" and accepted.text == FIRST + best.text
+    loom = workspace(at).loom
+    [child] = loom.children(start)
+    assert child.kind == "accepted" and child.text == best.text
+    assert child.token_ids == best.token_ids and child.model == "fake-model"
+    assert child.params["max_suggestions"] == 25 and child.score == best.score
     assert story(at).startswith(FIRST + best.text)  # a lone next suggestion may follow
 
 
 def test_an_edited_suggestion_is_accepted_as_edited(fake):
     at = started()
-    box = [b for b in at.text_input if b.key.startswith("sg_")][1]
-    had_space = workspace(at).last_result().suggestions[1].text.startswith(" ")
-    box.set_value("my own words").run()
+    had_space = offer(at).result.suggestions[1].text.startswith(" ")
+    boxes(at)[1].set_value("my own words").run()
     accept(at, 1)
     assert not at.exception
     space = " " if had_space else ""
-    assert workspace(at).history[1].text == FIRST + space + "my own words"
+    node = workspace(at).loom.path()[2]
+    assert node.text == space + "my own words" and node.token_ids is None  # tokenized afresh
 
 
 def test_without_prefix_space_the_box_holds_the_whole_text(fake):
     at = started()
     at.checkbox(key="cfg_prefix_space").uncheck().run()
-    best = workspace(at).last_result().suggestions[0]
+    best = offer(at).result.suggestions[0]
     assert suggestions(at)[0] == best.text
     accept(at, 0)
-    assert workspace(at).history[1].text == FIRST + best.text
+    assert workspace(at).loom.path()[2].text == best.text
 
 
-def test_edit_applies_and_searches_again(fake):
+@pytest.mark.parametrize("before, after", [(True, False), (False, True)])
+def test_toggling_prefix_space_mid_story_neither_doubles_nor_drops_the_space(
+    spaced, before, after
+):  # bug (1): the boxes kept the text the other choice had put there
+    at = started()
+    at.checkbox(key="cfg_prefix_space").set_value(before).run()
+    at.checkbox(key="cfg_prefix_space").set_value(after).run()
+    assert suggestions(at) == ([" the.", "a."] if not after else ["the.", "a."])
+    accept(at, 0)
+    assert not at.exception
+    assert story(at).startswith(FIRST + " the.") and not story(at).startswith(FIRST + "  the")
+
+
+def test_an_edit_is_a_new_branch_and_searches_again(fake):
     at = started()
     before = suggestions(at)
-    at.text_area(key="story_text").set_value("ab ab").run()
+    first_node = workspace(at).cursor
+    at.text_area(key="story_text").set_value(FIRST + " ab ab").run()
     assert not at.exception
-    assert story(at) == "ab ab"
+    assert story(at) == FIRST + " ab ab"
     assert suggestions(at) != before
-    assert "2 states" in history(at)
+    loom = workspace(at).loom
+    assert loom.node().kind == "edited" and loom.node().text == " ab ab"
+    assert loom.node().parent == first_node  # branched where the texts part
+    at.text_area(key="story_text").set_value("ab").run()  # a rewrite: a sibling, nothing lost
+    loom = workspace(at).loom
+    assert loom.text() == "ab" and loom.text(first_node) == FIRST
+    assert branch(at) == "branch 2 of 2"
 
 
-def test_undo_and_redo_walk_the_history(fake):
+def test_undo_and_redo_move_in_the_tree(fake):
     at = started()
     after_start = suggestions(at)
-    at.text_area(key="story_text").set_value("ab ab").run()
-    at.button(key="undo").click().run()
-    assert story(at) == FIRST and suggestions(at) == after_start
-    assert "at 1 of 2" in history(at)
-    at.button(key="redo").click().run()
-    assert story(at) == "ab ab" and "at 2 of 2" in history(at)
+    accept(at, 0)  # a lone suggestion after it may be accepted too: a longer path
+    grown, steps = story(at), len(workspace(at).loom.path()) - 2
+    for _ in range(steps):
+        at.button(key="undo").click().run()
+    assert story(at) == FIRST and suggestions(at) == after_start  # this node's own
+    for _ in range(steps):
+        at.button(key="redo").click().run()
+    assert story(at) == grown
     assert not at.exception
 
 
@@ -191,13 +277,13 @@ def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, m
     monkeypatch.setattr(session, "backend_factory", lambda settings: certain)
     at = started()
     assert not at.exception
-    ws = workspace(at)
-    kinds = [change.kind for change in ws.history]
-    assert kinds == ["start"] + ["accept"] * session.AUTO_ACCEPTS
+    path = workspace(at).loom.path()
+    assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * session.AUTO_ACCEPTS
     assert story(at) == FIRST + "a" * 12 * session.AUTO_ACCEPTS
     assert len(suggestions(at)) == 1  # then the writer decides
     at.button(key="undo").click().run()
-    assert len(ws.history) == 1 + session.AUTO_ACCEPTS and ws.can_redo  # undo stays undone
+    assert len(workspace(at).loom.path()) == len(path) - 1  # undo stays undone
+    assert len(workspace(at).loom.nodes) == len(path)
 
 
 def test_config_change_searches_with_the_new_parameters(fake):
@@ -268,45 +354,250 @@ def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch, varia
 
 # -- the real embedded model ----------------------------------------------------------------
 @pytest.mark.slow
-def test_the_real_model_suggests_and_accepting_costs_no_prefill(data_dir):
+def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefill(data_dir):
     at = started()  # session.backend_factory is the real registry: MLX, embedded model
     assert not at.exception and not backend_error(at)
-    ws = workspace(at)
-    first = ws.last_result()
+    first = offer(at).result
     assert first.stats.backend == "mlx" and first.stats.model == "SmolLM2-135M-Instruct"
     assert len(first.suggestions) >= 5 and all(s.text.strip() for s in first.suggestions)
     assert suggestions(at)[0] == first.suggestions[0].text.removeprefix(" ")
     at.slider(key="cfg_max_depth").set_value(4).run()
     at.slider(key="cfg_max_suggestions").set_value(5).run()
-    best = ws.last_result().suggestions[0]
+    start = workspace(at).cursor
+    best, other = offer(at).result.suggestions[:2]
+    keep(at, 1)  # a branch to switch to later, never searched
     accept(at, 0)
     assert not at.exception and not backend_error(at)
-    assert ws.history[1].text == FIRST + best.text
-    after = next(r for (text, _), r in ws.results.items() if text == FIRST + best.text)
+    assert workspace(at).loom.text(workspace(at).loom.path()[2].id) == FIRST + best.text
     # the accepted beam's ids were kept, so its KV was reused: nothing to prefill
-    assert after.stats.prefill_tokens == 0
-    assert len(suggestions(at)) >= 1
+    assert "prefill tokens: **0**" in sidebar_stats(at)
+    kept = workspace(at).loom.child_with_text(start, other.text)
+    go_to(at, kept.id)  # switch to the kept branch: the fragment tree holds its path
+    assert story(at) == FIRST + other.text and workspace(at).cursor == kept.id
+    assert offer(at).result.stats.prefill_tokens == 0
+    assert "prefill tokens: **0**" in sidebar_stats(at)
+    go_to(at, start)
+    at.button(key="again").click().run()  # back at the start, searched again: all held
+    assert offer(at).result.stats.prefill_tokens == 0 and not backend_error(at)
+
+
+def samples(at: AppTest) -> list[str]:
+    return [box.value for box in at.text_input if box.key.startswith("smp_")]
+
+
+@pytest.mark.slow
+def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
+    at = started()  # the real embedded model: MLX samples in one batched run
+    start = workspace(at).cursor
+    at.slider(key="smp_n").set_value(3)
+    at.slider(key="smp_max_tokens").set_value(8).run()
+    at.button(key="sample").click().run()
+    assert not at.exception and not backend_error(at)
+    drawn = workspace(at).draw().result.samples
+    assert len(samples(at)) == 3 and all(s.token_ids for s in drawn)
+    assert "This node's samples" in " ".join(h.value for h in at.sidebar.subheader)
+    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
+    at.button(key=f"{boxes_[1].key}_keep").click().run()
+    at.button(key=f"{boxes_[0].key}_go").click().run()
+    loom = workspace(at).loom
+    taken = loom.path()[2]
+    assert taken.kind == "sampled" and taken.token_ids == drawn[0].token_ids
+    assert taken.text == drawn[0].text and taken.params["n"] == 3
+    assert {c.kind for c in loom.children(start)} == {"sampled"}
+    assert len(loom.children(start)) == (2 if drawn[1].text != drawn[0].text else 1)
+    assert samples(at) == []  # they belong to the node they were drawn at
+    searched = [r for (node, _), r in workspace(at).results.items() if node == taken.id]
+    assert searched[0].stats.prefill_tokens == 0  # the search after a sample reads nothing again
+    undo_to(at, start)
+    assert len(samples(at)) == 3
+
+
+def draw_samples(at: AppTest, n: int) -> AppTest:
+    at.slider(key="smp_n").set_value(n).run()
+    return at.button(key="sample").click().run()
+
+
+def test_samples_are_taken_or_kept_as_branches_and_stay_at_their_node(fake):
+    at = draw_samples(started(), 3)
+    assert not at.exception and len(samples(at)) == 3
+    start, drawn = workspace(at).cursor, workspace(at).draw().result.samples
+    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
+    at.button(key=f"{boxes_[2].key}_keep").click().run()
+    assert workspace(at).cursor == start and len(samples(at)) == 3  # kept: nothing moved
+    at.button(key=f"{boxes_[0].key}_go").click().run()
+    taken = workspace(at).loom.path()[2]
+    assert (taken.kind, taken.text, taken.token_ids) == ("sampled", drawn[0].text,
+                                                         drawn[0].token_ids)  # fmt: skip
+    assert samples(at) == []  # not shown at another node
+    undo_to(at, start)
+    assert len(samples(at)) == 3  # back where they were drawn
+
+
+def test_a_failed_draw_keeps_the_story_and_the_suggestions(fake):
+    at = started()
+    shown = suggestions(at)
+    fake.down = True
+    draw_samples(at, 2)
+    assert not at.exception
+    assert "connection refused" in backend_error(at)
+    assert story(at) == FIRST and suggestions(at) == shown and samples(at) == []
+
+
+# -- branches, navigation, bookmarks ---------------------------------------------------------
+def test_branch_go_back_other_branch_switch_and_reload(fake):
+    at = started()
+    start = workspace(at).cursor
+    first, second = suggestions(at)[:2]
+    accept(at, 0)
+    one = workspace(at).loom.path()[2].id
+    undo_to(at, start)
+    assert story(at) == FIRST and at.button(key="redo").disabled is False
+    accept(at, 1)
+    two = workspace(at).loom.path()[2].id
+    assert two != one and workspace(at).loom.children(start)[0].id == one  # nothing lost
+    undo_to(at, two)
+    assert branch(at) == "branch 2 of 2"
+    at.button(key="sibling_prev").click().run()
+    assert workspace(at).cursor == one and branch(at) == "branch 1 of 2"
+    assert at.button(key="sibling_prev").disabled and not at.button(key="sibling_next").disabled
+    grown = story(at)
+    at.button(key="undo").click().run()
+    at.button(key="redo").click().run()  # forward again: to the branch this tab was on
+    assert workspace(at).cursor == one and story(at) == grown
+    again = app(story=at.query_params["story"], node=at.query_params["node"])
+    assert not again.exception
+    assert workspace(again).cursor == one and story(again) == grown
+    assert branch(again) == "branch 1 of 2"
+    tree = story_tree(again)
+    assert f"n{one}" in tree and f"n{two}" in tree
+    assert first.split()[0][:6] in tree and second.split()[0][:6] in tree
+
+
+def test_keep_adds_a_branch_without_moving(fake):
+    at = started()
+    start, text = workspace(at).cursor, story(at)
+    keep(at, 2)
+    assert not at.exception
+    assert workspace(at).cursor == start and story(at) == text
+    [kept] = workspace(at).loom.children(start)
+    assert kept.text == offer(at).result.suggestions[2].text
+    assert at.button(key=f"{boxes(at)[2].key}_keep").disabled  # kept once
+    go_to(at, kept.id)
+    assert story(at) == FIRST + kept.text and suggestions(at)  # searched there
+
+
+def test_the_story_tree_highlights_the_path_and_a_picked_node_is_gone_to(fake):
+    at = started()
+    accept(at, 0)
+    loom = workspace(at).loom
+    tree = story_tree(at)
+    assert "(start)" in tree and "Once upon a time," in tree
+    for node in loom.path()[1:]:
+        assert f"n{node.parent} -> n{node.id} [color=" in tree  # highlighted edge
+    go_to(at, loom.path()[1].id)
+    assert story(at) == FIRST and not at.exception
+    assert at.query_params["node"] == loom.path()[1].id
+
+
+def test_bookmarks_are_listed_jumped_to_and_removed(fake):
+    at = started()
+    accept(at, 0)
+    marked, text = workspace(at).cursor, story(at)
+    at.button(key="bookmark").click().run()
+    assert at.button(key="bookmark").label == "🔖 Unmark"
+    assert "🔖" in story_tree(at)
+    at.button(key="undo").click().run()
+    at.button(key=f"mark_{marked}").click().run()
+    assert workspace(at).cursor == marked and story(at) == text
+    again = app(story=at.query_params["story"])  # bookmarks are saved with the story
+    assert again.button(key=f"mark_{marked}")
+    again.button(key="bookmark").click().run()
+    assert f"mark_{marked}" not in [b.key for b in again.sidebar.button]
+
+
+def test_two_tabs_add_to_one_tree_and_see_each_other(fake, data_dir):
+    one = started()
+    sid = one.query_params["story"]
+    two = app(story=sid)
+    start = workspace(one).cursor
+    accept(one, 0)
+    two.run()  # the other tab's next rerun
+    assert workspace(two).cursor == start and story(two) == FIRST  # its own cursor
+    assert len(workspace(two).loom.children(start)) == 1  # and the other tab's node
+    accept(two, 1)
+    theirs = workspace(two).loom.path()[2].id
+    one.run()
+    assert len(workspace(one).loom.children(start)) == 2 and f"n{theirs}" in story_tree(one)
+    stored = LoomStore(data_dir).load(sid)
+    assert len(stored.children(start)) == 2
+
+
+# -- the four page bugs of issue 10 ----------------------------------------------------------
+def test_after_a_reload_mid_search_no_earlier_suggestions_are_shown_as_current(fake):
+    at = started()  # bug (2): the story's last search came back for a later state
+    before = suggestions(at)
+    fake.down = True  # the edit is saved; its search never finishes
+    at.text_area(key="story_text").set_value(FIRST + " ab").run()
+    again = app(story=at.query_params["story"], node=at.query_params["node"])
+    assert not again.exception and story(again) == FIRST + " ab"
+    assert suggestions(again) == [] and "connection refused" in backend_error(again)
+    fake.down = False
+    again.button(key="again").click().run()
+    assert suggestions(again) and suggestions(again) != before
+    assert offer(again).node_id == workspace(again).cursor
+
+
+def test_after_undo_the_stats_and_graphs_describe_this_nodes_search(fake):
+    at = started()  # bug (3): the sidebar and downloads showed the last search anywhere
+    start_stats, start_graph = sidebar_stats(at), at.get("graphviz_chart")[1].proto.spec
+    start = workspace(at).cursor
+    accept(at, 0)
+    assert sidebar_stats(at) != start_stats
+    undo_to(at, start)
+    assert sidebar_stats(at) == start_stats
+    assert at.get("graphviz_chart")[1].proto.spec == start_graph  # the DOT download's graph
+    assert offer(at).node_id == workspace(at).cursor
+
+
+def test_a_double_accept_takes_one_suggestion(fake):
+    at = started()  # bug (4): two ➡️ clicks before the page redrew appended both
+    start = workspace(at).cursor
+    first, second = offer(at).result.suggestions[:2]
+    at.button(key=f"{boxes(at)[0].key}_go").click()
+    at.button(key=f"{boxes(at)[1].key}_go").click()
+    at.run()
+    assert not at.exception
+    path = workspace(at).loom.path()
+    assert path[2].text == first.text and second.text not in story(at)
+    # the second click keeps its suggestion as a branch where it was made: nothing lost
+    assert {c.text for c in workspace(at).loom.children(start)} == {first.text, second.text}
+
+
+def test_a_move_naming_another_storys_node_does_nothing(tmp_path):
+    store = LoomStore(tmp_path)  # e.g. a button left on the page from the story open before
+    first, second = session.Workspace(store), session.Workspace(store)
+    assert first.start("ab") and second.start("ab ab")
+    second.go(first.cursor)
+    second.accept(session.Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
+                  prefix_space=True)  # fmt: skip
+    assert second.text == "ab ab" and not second.pending and second.save_error is None
+    assert len(store.load(second.story_id).nodes) == 2  # the root and its one node
 
 
 # -- nothing lost ---------------------------------------------------------------------------
-def story_id(at: AppTest) -> str:
-    return at.query_params["story"]
-
-
-def test_a_refreshed_tab_comes_back_to_the_same_story(fake):
+def test_a_refreshed_tab_comes_back_to_the_same_node(fake):
     at = started()
     accept(at, 0)
     at.slider(key="cfg_max_depth").set_value(7).run()
     text, shown = story(at), suggestions(at)
     calls = len(fake.calls)
-    again = app(story=story_id(at))  # a new session with the same URL
+    again = app(story=at.query_params["story"], node=at.query_params["node"])
     assert not again.exception
     assert story(again) == text
-    assert history(again) == history(at)
     assert again.slider(key="cfg_max_depth").value == 7
     assert suggestions(again) == shown and len(fake.calls) == calls  # no search needed
     again.button(key="undo").click().run()
-    assert story(again) == workspace(at).history[-2].text
+    assert story(again) == workspace(at).loom.text(workspace(at).loom.path()[-2].id)
 
 
 def test_an_unknown_story_in_the_url_says_so(fake):
@@ -318,21 +609,21 @@ def test_an_unknown_story_in_the_url_says_so(fake):
 
 def test_stories_are_listed_reopened_renamed_and_new_ones_started(fake):
     at = started()
-    at.text_input(key=f"title_{story_id(at)}").set_value("My fox tale").run()
-    first_id = story_id(at)
+    first_id = at.query_params["story"]
+    at.text_input(key=f"title_{first_id}").set_value("My fox tale").run()
     at.button(key="close").click().run()
-    assert "story" not in at.query_params
+    assert "story" not in at.query_params and "node" not in at.query_params
     assert at.button(key=f"open_{first_id}").label == "📖 My fox tale"
     at = started("ab ab")  # a second story, in a new session
     at.button(key="close").click().run()
     assert len([b for b in at.button if b.key.startswith("open_")]) == 2
     at.button(key=f"open_{first_id}").click().run()
-    assert not at.exception and story(at) == FIRST and story_id(at) == first_id
+    assert not at.exception and story(at) == FIRST and at.query_params["story"] == first_id
 
 
 def test_delete_asks_first_and_keeps_the_story_until_purged(fake):
     at = started()
-    sid = story_id(at)
+    sid = at.query_params["story"]
     at.button(key="close").click().run()
     at.button(key=f"delete_{sid}").click().run()
     assert "stays recoverable" in at.warning[0].value
@@ -353,22 +644,27 @@ def test_delete_asks_first_and_keeps_the_story_until_purged(fake):
     assert gone.warning and gone.button(key="start")
 
 
-def test_a_session_exported_and_imported_is_the_same_story(fake):
+def test_a_loom_exported_and_imported_is_the_same_tree(fake):
     at = started()
+    start = workspace(at).cursor
     accept(at, 0)
+    undo_to(at, start)
+    accept(at, 1)
+    undo_to(at, workspace(at).loom.path()[2].id)
+    at.button(key="bookmark").click().run()
     at.slider(key="cfg_max_suggestions").set_value(7).run()
-    ws = workspace(at)
-    exported = session.export_session(ws)
-    labels = {b.label for b in at.get("download_button")}
-    assert "Session .json" in labels
+    assert "Loom .json" in {b.label for b in at.get("download_button")}
+    exported = workspace(at).export()
     fresh = app()
     fresh.file_uploader[0].set_value(("s.json", exported.encode(), "application/json")).run()
     assert not fresh.exception
-    assert story(fresh) == story(at)
-    assert history(fresh) == history(at)
+    assert story(fresh) == story(at) and branch(fresh) == "branch 2 of 2"
+    old, new = workspace(at).loom, workspace(fresh).loom
+    assert [n.text for n in new.nodes.values()] == [n.text for n in old.nodes.values()]
+    assert new.bookmarks == old.bookmarks
     assert fresh.slider(key="cfg_max_suggestions").value == 7
     assert suggestions(fresh) == suggestions(at)
-    assert story_id(fresh) != story_id(at)  # a new story, the old one untouched
+    assert fresh.query_params["story"] != at.query_params["story"]  # a new story
 
 
 @pytest.mark.parametrize(
@@ -384,7 +680,7 @@ def test_a_bad_import_is_a_clear_message(fake, content):
     assert at.button(key="start")
 
 
-def test_a_damaged_search_or_settings_in_an_import_fall_back(fake):
+def test_an_old_session_file_imports_as_a_chain_and_bad_settings_fall_back(fake):
     data = {
         "format": "lloom-session",
         "history": [{"text": "ab", "kind": "start"}, {"text": "ab \ud800 c", "kind": "edit"}],
@@ -397,6 +693,7 @@ def test_a_damaged_search_or_settings_in_an_import_fall_back(fake):
     at.file_uploader[0].set_value(("odd.json", blob, "application/json")).run()
     assert not at.exception
     assert story(at) == "ab \ufffd c"
+    assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " \ufffd c"]
     assert at.slider(key="cfg_cutoff").value == 1.0  # clamped into the slider's range
     assert at.slider(key="cfg_max_depth").value == 12  # unusable: the default
     assert suggestions(at)  # searched afresh
@@ -405,13 +702,13 @@ def test_a_damaged_search_or_settings_in_an_import_fall_back(fake):
 def test_a_restarted_app_lists_the_saved_stories(fake, data_dir):
     at = started()
     accept(at, 0)
-    text, sid = story(at), story_id(at)
+    text, sid = story(at), at.query_params["story"]
     st.cache_resource.clear()  # as after a restart: the store is opened afresh from disk
     again = app()
     assert not again.exception
     [entry] = [b for b in again.button if b.key == f"open_{sid}"]
     assert entry.label == f"📖 {FIRST}"
-    assert any(c.value.startswith("edited ") for c in again.caption)
+    assert any(" nodes · edited " in c.value for c in again.caption)
     entry.click().run()
     assert story(again) == text
     assert (data_dir / "stories.sqlite3").exists()
@@ -422,12 +719,12 @@ def storage_alarm(at: AppTest) -> str:
     return " ".join(e.value for e in at.error if e.icon == "💾")
 
 
-def test_a_corrupt_database_is_left_alone_and_the_page_works_in_memory(fake, data_dir):
+def test_a_corrupt_database_is_left_alone_and_the_page_works_unsaved(fake, data_dir):
     garbage = b"this is not SQLite " * 100
     (data_dir / "stories.sqlite3").write_bytes(garbage)
     at = started()
     assert not at.exception
-    assert "in memory only" in storage_alarm(at)
+    assert "temporary folder, not your data folder" in storage_alarm(at)
     assert "not a LLooM database" in storage_alarm(at)
     assert story(at) == FIRST and suggestions(at)
     accept(at, 0)
@@ -437,17 +734,17 @@ def test_a_corrupt_database_is_left_alone_and_the_page_works_in_memory(fake, dat
 
 def test_a_damaged_story_entry_is_a_message_not_a_crash(fake, data_dir):
     at = started()
-    sid = story_id(at)
+    sid = at.query_params["story"]
     with sqlite3.connect(data_dir / "stories.sqlite3") as db:
         db.execute("UPDATE stories SET settings = '{broken' WHERE id = ?", (sid,))
     again = app(story=sid)
     assert not again.exception
     assert "cannot be read" in storage_alarm(again)
     assert not again.warning  # not 'no such story': it is there, and damaged
-    assert again.button(key="start")
+    assert story(again) == FIRST  # its tree is intact: it opens, with default settings
 
 
-def test_an_unusable_data_folder_means_memory_and_says_so(fake, tmp_path, monkeypatch):
+def test_an_unusable_data_folder_means_a_temporary_one_and_says_so(fake, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("LLOOM_DATA_DIR", str(blocker / "data"))
@@ -455,24 +752,26 @@ def test_an_unusable_data_folder_means_memory_and_says_so(fake, tmp_path, monkey
     assert not at.exception
     assert "cannot create the data folder" in storage_alarm(at)
     assert story(at) == FIRST and suggestions(at)
-    assert "in memory only" in " ".join(c.value for c in at.sidebar.caption)
+    assert "lloom-unsaved-" in " ".join(c.value for c in at.sidebar.caption)
 
 
-def test_a_locked_database_keeps_the_change_and_saves_once_free(fake, data_dir, monkeypatch):
-    monkeypatch.setattr(store, "BUSY_MS", 300)
-    at = started()
-    sid = story_id(at)
-    lock = sqlite3.connect(data_dir / "stories.sqlite3", isolation_level=None)
+def test_a_locked_database_keeps_the_moves_and_saves_them_once_free(tmp_path):
+    store = LoomStore(tmp_path, busy_ms=200)
+    ws = session.Workspace(store)
+    assert ws.start("ab")
+    lock = sqlite3.connect(store.path, isolation_level=None)
     lock.execute("BEGIN EXCLUSIVE")
-    at.text_area(key="story_text").set_value("ab ab").run()
-    assert not at.exception
-    assert "could not be saved" in storage_alarm(at) and "locked" in storage_alarm(at)
-    assert story(at) == "ab ab"
+    ws.edit("ab ab")
+    assert "locked" in ws.save_error and ws.text == "ab ab" and ws.pending
+    shown = ws.cursor
+    ws.refresh()  # a rerun while still locked: the move stays, and is shown
+    assert ws.text == "ab ab" and ws.cursor == shown
     lock.execute("ROLLBACK")
     lock.close()
-    at.text_area(key="story_text").set_value("ab ab c").run()
-    assert not storage_alarm(at)
-    assert store.Store(data_dir).load(sid).history[-1].text == "ab ab c"
+    ws.edit("ab ab c")
+    assert ws.save_error is None and not ws.pending
+    stored = store.load(ws.story_id)
+    assert stored.text() == "ab ab c" and stored.node(shown).text == " ab"  # ids as shown
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -503,50 +802,19 @@ def test_odd_characters_in_the_story_work(fake):
     at = started(ODD)
     assert not at.exception and not backend_error(at)
     assert story(at) == ODD
-    assert suggestions(at) and at.get("graphviz_chart")
-    source = at.get("graphviz_chart")[0].proto.spec
-    assert 'quote \\" back \\\\ <b>&amp;amp;</b>' in source  # the story's tail, escaped
+    assert suggestions(at) and len(at.get("graphviz_chart")) == 2
+    source = at.get("graphviz_chart")[1].proto.spec
+    assert '\\" back \\\\ \\n<b>&amp;amp;</b>' in source  # the story's tail, escaped
+    assert "Emoji 👩‍👩‍👧" in story_tree(at)  # its opening words label its node
 
 
-def test_a_lone_surrogate_is_replaced_not_a_crash():
+def test_a_lone_surrogate_is_replaced_not_a_crash(tmp_path):
     # a browser cannot send one (widget values are UTF-8); an imported file can
-    ws = session.Workspace()
+    ws = session.Workspace(LoomStore(tmp_path))
     ws.start("broken \ud800 text")
-    assert ws.story.text == "broken \ufffd text"
+    assert ws.text == "broken \ufffd text"
     ws.edit("again \udfff")
-    assert ws.story.text == "again \ufffd"
-
-
-class FlakyBook(session.MemoryBook):
-    """A book that fails while `down` (a full disk, a lock held too long)."""
-
-    down = True
-
-    def _fail(self):
-        if self.down:
-            raise session.BookError("disk full")
-
-    def create(self, *args, **kwargs):
-        self._fail()
-        return super().create(*args, **kwargs)
-
-    def record(self, *args):
-        self._fail()
-        return super().record(*args)
-
-
-def test_a_story_the_book_could_not_take_is_saved_at_the_next_change():
-    book = FlakyBook()
-    ws = session.Workspace(book)
-    ws.start("Once")
-    assert ws.story_id is None and ws.save_error == "disk full"
-    ws.edit("Once more")
-    assert ws.story_id is None and ws.story.text == "Once more"  # kept in memory
-    book.down = False
-    ws.edit("Once more, again")
-    assert ws.save_error is None
-    assert book.load(ws.story_id).history[-1].text == "Once more, again"
-    assert book.load(ws.story_id).title == "Once"
+    assert ws.text == "again \ufffd"
 
 
 # -- bad data: a server answering badly, NaN in a saved or imported search ----------------
@@ -566,28 +834,37 @@ def test_a_server_answering_badly_is_one_clear_message(data_dir, monkeypatch, mo
     assert said in error and url in error
 
 
-def nan_search(data_dir, the_id: str) -> None:
-    """Put NaN into a story's saved search, as a version that let NaN through saved it."""
+def nan_search(data_dir, story_id: str, node_id: str) -> None:
+    """Put NaN into a node's saved search, as a version that let NaN through saved it."""
     with sqlite3.connect(data_dir / "stories.sqlite3") as db:
-        (tree,) = db.execute("SELECT tree FROM stories WHERE id = ?", (the_id,)).fetchone()
-        search = json.loads(tree)
+        where = "WHERE story_id = ? AND node = ?"
+        (data,) = db.execute(
+            f"SELECT data FROM suggestions {where}", (story_id, node_id)
+        ).fetchone()
+        search = json.loads(data)
         search["suggestions"][0]["probability"] = math.nan
-        db.execute("UPDATE stories SET tree = ? WHERE id = ?", (json.dumps(search), the_id))
+        db.execute(
+            f"UPDATE suggestions SET data = ? {where}", (json.dumps(search), story_id, node_id)
+        )
 
 
 def test_a_stored_search_holding_nan_is_ignored_with_a_message(fake, data_dir):
     at = started()
-    nan_search(data_dir, story_id(at))
-    again = app(story=story_id(at))  # reopened: the page used to crash here, every time
+    sid, node = at.query_params["story"], workspace(at).cursor
+    nan_search(data_dir, sid, node)
+    again = app(story=sid, node=node)  # reopened: the page used to crash here, every time
     assert not again.exception
     assert "not a finite number" in notices(again)
     assert story(again) == FIRST and suggestions(again)  # searched afresh
+    accept(again, 0)
+    assert not again.exception and not notices(again)  # the message was about that node
 
 
 def test_an_imported_search_holding_nan_is_ignored_with_a_message(fake):
     at = started()
-    exported = json.loads(session.export_session(at.session_state["ws"]))
-    exported["search"]["tree"]["children"][0]["logprob"] = math.inf
+    exported = json.loads(workspace(at).export())
+    [search] = exported["suggestions"].values()
+    search["tree"]["children"][0]["logprob"] = math.inf
     exported["settings"]["cutoff"] = math.nan  # not JSON: the story's own defaults instead
     fresh = app()
     blob = json.dumps(exported).encode()

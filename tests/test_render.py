@@ -3,28 +3,23 @@ the SVG it draws (what a reader sees, so escaping is checked end to end)."""
 
 from __future__ import annotations
 
-import html as ihtml
 import math
+import random
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from itertools import count
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.render import (
-    BEST_COLOR,
-    MAX_LABEL,
-    chain,
-    render_tree,
-    suggestion_html,
-    token_spans,
-    visible,
-)
+from weave.present import visible
+from weave.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
 from weave.search import SearchParams, expand
-from weave.tree import Suggestion, TreeNode
+from weave.story_graph import StoryNode, render_story_tree
+from weave.tree import TreeNode
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -33,7 +28,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def tree_of(spec: dict, *, finished_leaves: bool = True) -> TreeNode:
     """{"piece": (probability, {children...})} -> a tree; leaves are finished beams."""
     root = TreeNode(None, b"", 0.0)
-    counter = iter(range(1000))
+    counter = count()
 
     def grow(node: TreeNode, children: dict) -> None:
         for piece, (p, below) in children.items():
@@ -45,10 +40,18 @@ def tree_of(spec: dict, *, finished_leaves: bool = True) -> TreeNode:
     return root
 
 
+WIDE = Fit(columns=50, children=50, nodes=1000, line=100, lines=1)  # all shown, whole
+
+
 def nodes(source: str) -> dict[str, str]:
     """name -> raw DOT label of every node statement."""
     found = re.findall(r'^\t(n\d+|root) \[label=("(?:[^"\\]|\\.)*"|\S+)', source, re.M)
     return dict(found)
+
+
+def texts(source: str) -> list[str]:
+    """Every node's label as drawn: unquoted, lines joined by '/'."""
+    return sorted(label.strip('"').replace("\\n", "/") for label in nodes(source).values())
 
 
 def edges(source: str) -> list[str]:
@@ -75,8 +78,7 @@ STORY = {
 
 def test_single_child_chains_merge_into_one_node():
     source = render_tree(tree_of(STORY), story_tail="Once").source
-    labels = sorted(nodes(source).values())
-    assert labels == ['" a time,"', '" the"', '" upon"', "Once"]
+    assert texts(source) == ["Once", "a time,", "the", "upon"]  # leading spaces not drawn
     assert len(edges(source)) == 3
 
 
@@ -99,7 +101,7 @@ def test_the_best_beam_is_highlighted_and_only_it():
     best_edges = [e for e in edges(source) if BEST_COLOR in e]
     # by joint probability " upon the" (0.9 * 0.3 = 0.27) beats " upon a time," (0.252)
     assert len(best_edges) == 2
-    the = [name for name, text in nodes(source).items() if text == '" the"'][0]
+    the = [name for name, text in nodes(source).items() if text == "the"][0]
     assert any(f"-> {the} " in e for e in best_edges)
     # an explicit best beam overrides
     time_leaf = next(leaf for leaf in tree.leaves() if leaf.piece == b",")
@@ -122,10 +124,10 @@ NASTY = 'say "hi" \\ <b>&amp;</b> \\N \\l'
 
 def test_labels_are_escaped_in_the_source():
     tree = tree_of({NASTY: (0.5, {})})
-    source = render_tree(tree, story_tail='a "quoted" \\ tail').source
+    source = render_tree(tree, story_tail='a "quoted" \\ tail', fit=WIDE).source
     label = nodes(source)["n1"]
     assert label == '"say \\"hi\\" \\\\ <b>&amp;amp;</b> \\\\N \\\\l"'
-    assert 'root [label="a \\"quoted\\" \\\\ tail"' in source
+    assert 'root [label="a \\"quoted\\" \\n\\\\ tail"' in source  # on two lines
 
 
 @needs_dot
@@ -134,7 +136,7 @@ def test_nasty_labels_draw_exactly_as_written():
            "👩‍👩‍👧 emoji", "<table>&lt;"]  # fmt: skip
     tree = tree_of({text: (0.1, {}) for text in [NASTY, *odd]})
     # token pieces are bytes; only the story's text can hold a lone surrogate
-    texts = svg_node_texts(render_tree(tree, max_label=100, story_tail="lone \ud800 end"))
+    texts = svg_node_texts(render_tree(tree, fit=WIDE, story_tail="lone \ud800 end"))
     assert visible(NASTY) == NASTY
     assert NASTY in texts
     assert "line↵break⇥tab" in texts
@@ -144,12 +146,19 @@ def test_nasty_labels_draw_exactly_as_written():
         assert text in texts
 
 
-def test_long_runs_are_shortened_with_the_whole_run_in_the_tooltip():
+def test_long_runs_wrap_on_two_lines_with_the_whole_run_in_the_tooltip():
     long = "word " * 30
     source = render_tree(tree_of({long: (0.5, {})})).source
-    label = nodes(source)["n1"]
-    assert len(label.strip('"')) == MAX_LABEL and label.endswith('…"')
+    assert nodes(source)["n1"] == '"word word \\nword word w…"'
     assert "word word word word word word word word" in source.split("tooltip=")[1]
+
+
+def test_wrapped_labels_break_after_spaces_and_escape_each_line():
+    assert wrapped_label("short", 12, 2) == "short"
+    assert wrapped_label("a rather long label here", 12, 2) == "a rather \\nlong label…"
+    assert wrapped_label("unbreakablewordsgoon", 8, 2) == "unbreaka\\nbleword…"
+    # a backslash at a line's end stays a character, not an escape of the line break
+    assert wrapped_label("end\\ \\next", 5, 2) == "end\\\\ \\n\\\\next"
 
 
 def search_tree(seed: int = 3):
@@ -160,11 +169,11 @@ def search_tree(seed: int = 3):
 def test_thirty_suggestions_stay_readable():
     result = search_tree()
     assert len(result.suggestions) >= 25
-    source = render_tree(result.tree, best=result.suggestions[0].token_ids).source
+    fit = Fit(columns=50, children=50, nodes=1000)  # nothing folded
+    source = render_tree(result.tree, best=result.suggestions[0].token_ids, fit=fit).source
     tokens = sum(len(leaf.path()) for leaf in result.tree.leaves())
     named = nodes(source)
     assert len(named) - 1 < tokens  # chains merged: fewer nodes than tokens
-    assert all(len(label.strip('"')) <= MAX_LABEL for label in named.values())
     finished = [leaf for leaf in result.tree.leaves() if leaf.finished]
     assert source.count('style="rounded,filled"') == len(finished)  # one node per beam
 
@@ -180,52 +189,200 @@ def test_a_big_tree_draws():
 @given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=4, unique=True))
 def test_any_text_draws_as_its_visible_form(pieces):
     tree = tree_of({piece: (0.2, {}) for piece in pieces})
-    texts = svg_node_texts(render_tree(tree, max_label=100))
+    texts = svg_node_texts(render_tree(tree, fit=WIDE))
     for piece in pieces:
-        shown = visible(piece)
-        shown = shown.replace(" ", "\u2423") if not shown.strip() else shown
+        shown = visible(piece).strip(" ") or visible(piece).replace(" ", "\u2423")
         # SVG text collapses runs of whitespace; compare with spaces squeezed
         assert " ".join(shown.split()) in {" ".join(t.split()) for t in texts}
 
 
-def suggestion(pieces: list[str], probs: list[float], text: str | None = None) -> Suggestion:
-    logprobs = tuple(math.log(p) for p in probs)
-    return Suggestion(
-        text="".join(pieces) if text is None else text,
-        token_ids=tuple(range(len(pieces))),
-        logprob=sum(logprobs),
-        probability=math.exp(sum(logprobs)),
-        score=sum(logprobs),
-        token_pieces=tuple(pieces),
-        token_logprobs=logprobs,
-        exact=text is None,
-    )
+# -- folding: a graph that stays readable however many beams there are ---------------------
+def more_nodes(source: str) -> dict[str, int]:
+    """name -> k of every "+k more" node."""
+    found = re.findall(r'^\t(n\d+) \[label="\+(\d+) more"', source, re.M)
+    return {name: int(k) for name, k in found}
 
 
-def test_suggestion_html_shades_each_token_with_a_tooltip():
-    html = suggestion_html(suggestion([" once", " more"], [0.9, 0.1]))
-    spans = re.findall(r'<span title="([^"]*)" style="[^"]*rgba\(255, 160, 0, ([\d.]+)\)', html)
-    assert [title for title, _ in spans] == ["90.0%", "10.0%"]
-    assert float(spans[0][1]) > float(spans[1][1])
-    assert ">once</span>" in html  # the prefix space is not shown
-    assert "> more</span>" in html
-    assert "> once" in suggestion_html(suggestion([" once"], [0.5]), strip_space=False)
+def test_a_wide_fan_shows_its_likeliest_children_and_folds_the_rest():
+    probs = [0.3, 0.2, 0.1, 0.08, 0.07] + [0.25 / 95] * 95
+    tree = tree_of({f"w{i}": (p, {}) for i, p in enumerate(probs)})
+    source = render_tree(tree, fit=Fit(children=5)).source
+    shown = [t for t in texts(source) if t.startswith("w")]
+    assert sorted(shown) == ["w0", "w1", "w2", "w3", "w4"]
+    [(more, k)] = more_nodes(source).items()
+    assert k == 95
+    # the folded runs' pooled probability is on the edge to "+95 more"
+    assert re.search(rf'-> {more} \[label="25%"', source)
+    tooltip = source.split(f"\t{more} [")[1].split("\n")[0]
+    assert "w5 0.3% | w6 0.3%" in tooltip  # the folded runs are named in its tooltip
 
 
-def test_suggestion_html_escapes_html_and_markdown():
-    nasty = ['<script>alert("x")</script>', " & *bold* $x$ [link](u) `code`\n"]
-    html = suggestion_html(suggestion(nasty, [0.5, 0.5]))
-    body = re.sub(r"<span[^>]*>|</span>|<div[^>]*>|</div>", "", html)
-    for ch in '<>"*$[]()`':
-        assert ch not in body
-    assert "&#60;script&#62;" in body and "↵" in body
-    assert ihtml.unescape(body) == visible("".join(nasty))
+def test_deep_paths_fold_past_the_column_limit_and_the_best_beam_stays_highlighted():
+    deep = {"a": (0.5, {"b": (0.5, {})}), "z": (0.5, {})}
+    for letter in "cdefg":  # a split at every level: six columns of runs
+        deep = {letter: (0.6, deep), letter.upper(): (0.4, {})}
+    tree = tree_of(deep)
+    best = next(leaf for leaf in tree.leaves() if leaf.piece == b"b").token_ids()
+    source = render_tree(tree, best=best, fit=Fit(columns=3)).source
+    assert {"g", "f", "e"} <= set(texts(source)) and "d" not in texts(source)
+    [(more, k)] = more_nodes(source).items()
+    assert k == 4  # every suggestion under 'd': D, C, ab, z
+    assert any(f"-> {more} " in e and BEST_COLOR in e for e in edges(source))
 
 
-def test_suggestion_spans_follow_the_cut_and_split_characters():
-    cut = suggestion([" end", ".\n\nNext"], [0.5, 0.4], text=" end.")
-    assert token_spans(cut) == [(" end", math.log(0.5)), (".", math.log(0.4))]
-    split = suggestion([" caf", "\ufffd", "\ufffd"], [0.5, 0.5, 0.5], text=" café")
-    spans = token_spans(split)
-    assert "".join(text for text, _ in spans) == " café"
-    assert spans[-1] == ("é", pytest.approx(math.log(0.25)))
+def test_the_node_budget_keeps_the_likeliest_runs_and_always_the_best_beam():
+    tree = tree_of({f"w{i}": (0.5 / 40 if i else 0.001, {}) for i in range(40)})
+    unlikely = [tree.children[0].token_id]  # w0, the least likely, named as the best
+    source = render_tree(tree, best=unlikely, fit=Fit(children=100, nodes=10)).source
+    shown = [t for t in texts(source) if t.startswith("w")]
+    assert len(shown) == 10 and "w0" in shown
+    assert list(more_nodes(source).values()) == [30]
+    w0 = [name for name, text in nodes(source).items() if text == "w0"][0]
+    assert any(f"-> {w0} " in e and BEST_COLOR in e for e in edges(source))
+
+
+# -- label size, measured on what `dot` draws ----------------------------------------------
+PAGE_PX = 800  # the main area of a 1280-px window with Streamlit's sidebar open
+
+
+def smallest_label_px(graph, width_px: int = PAGE_PX) -> tuple[float, float]:
+    """(smallest text size, drawing height) in CSS px when the SVG is shown at most
+    `width_px` wide, as `st.graphviz_chart` does: natural size (1 pt = 4/3 px) or
+    scaled down to fit."""
+    svg = ET.fromstring(graph.pipe(format="svg"))
+    _, _, width_pt, height_pt = (float(v) for v in svg.get("viewBox").split())
+    scale = min(4 / 3, width_px / width_pt)
+    sizes = [float(t.get("font-size")) for t in svg.iter(f"{SVG}text")]
+    return min(sizes) * scale, height_pt * scale
+
+
+def widest_tree(depth: int = 5, fan: int = 6) -> TreeNode:
+    """Every run longer than a label can show, a wide fan everywhere: the worst case of
+    ordinary prose (a label of twelve 'W's is wider, and rare)."""
+    words = "Whereupon Marguerite mused, wondering"
+    spec: dict = {}
+    for level in range(depth):
+        spec = {f" {words} {level}.{i}": (1 / fan, spec) for i in range(fan)}
+    return tree_of(spec)
+
+
+@needs_dot
+@pytest.mark.parametrize("name", ["widest", "fake search"])
+def test_labels_stay_at_least_11px_at_page_width(name):
+    tree = widest_tree() if name == "widest" else search_tree().tree
+    tail = "Whereupon the Marquise of Montgomery wondered"
+    px, height = smallest_label_px(render_tree(tree, story_tail=tail))
+    assert px >= 11
+    assert height < 1200
+
+
+@needs_dot
+@pytest.mark.slow
+def test_a_hundred_suggestions_at_cutoff_0_are_no_longer_a_tall_column(mlx_backend):
+    story = mlx_backend.tokenize("Once upon a time, in a small village by the sea, there lived")
+    params = SearchParams(cutoff=0.0, split_limit=0, max_suggestions=100)
+    result = expand(mlx_backend, story, params)
+    assert len(result.suggestions) == 100 and len(result.tree.children) > 50
+    graph = render_tree(result.tree, best=result.suggestions[0].token_ids, story_tail="lived")
+    px, height = smallest_label_px(graph)
+    assert px >= 11 and height < 400  # before folding: 3,700 px tall
+    assert sum(more_nodes(graph.source).values()) == 100 - (len(nodes(graph.source)) - 2)
+
+
+# -- the story tree (the loom) ----------------------------------------------------------------
+def story_nodes(spec: list[tuple[str, str | None, str]], cursor: str, bookmarks=()) -> list:
+    """(id, parent, text) rows -> StoryNodes with the path to `cursor` flagged."""
+    parents = {node_id: parent for node_id, parent, _ in spec}
+    path, at = set(), cursor
+    while at is not None:
+        path.add(at)
+        at = parents[at]
+    return [StoryNode(i, p, t, on_path=i in path, bookmarked=i in bookmarks) for i, p, t in spec]
+
+
+def drawn(graph) -> dict[str, str]:
+    """node id (from the `id` attribute) -> label as drawn (lines joined by '/')."""
+    found = re.findall(r'\[label=("(?:[^"\\]|\\.)*"|[^\s\]]+)[^\]]*? id=(\w+)', graph.source)
+    return {node_id: text.strip('"').replace("\\n", "/") for text, node_id in found}
+
+
+LOOM = [("r", None, ""), ("a", "r", "Once upon"), ("b", "a", " a time,"), ("c", "b", " there"),
+        ("d", "c", " lived"), ("e", "b", " long ago")]  # fmt: skip
+
+
+def test_story_chains_merge_and_the_cursor_stands_alone():
+    graph = render_story_tree(story_nodes(LOOM, "d"), cursor="d")
+    # a→b is one run (b branches), c→d is cut at the cursor
+    assert drawn(graph) == {"r": "(start)", "b": "Once upon a /time,", "c": "there",
+                            "d": "lived", "e": "long ago"}  # fmt: skip
+    assert re.search(r'id=b [^\]]*tooltip="Once upon a time, \(2 steps\)"', graph.source)
+    path_edges = [e for e in edges(graph.source) if BEST_COLOR in e]
+    assert len(path_edges) == 3  # start → "Once upon a time," → there → lived
+    assert re.search(r'label=lived [^\]]*fillcolor="#fde2ec"', graph.source)
+
+
+def test_bookmarks_stand_alone_and_are_marked():
+    graph = render_story_tree(story_nodes(LOOM, "d", bookmarks={"a"}), cursor="d")
+    labels = drawn(graph)
+    assert labels["a"] == "★ Once upon" and labels["b"] == "a time,"
+    assert re.search(r"id=a [^\]]*peripheries=2", graph.source)
+
+
+@needs_dot
+def test_story_nodes_carry_their_id_and_a_link_for_click_to_jump():
+    graph = render_story_tree(story_nodes(LOOM, "d"), cursor="d",
+                              url=lambda node_id: f"?story=s1&node={node_id}")  # fmt: skip
+    svg = ET.fromstring(graph.pipe(format="svg"))
+    groups = {g.get("id"): g for g in svg.iter(f"{SVG}g") if g.get("class") == "node"}
+    assert {"r", "b", "c", "d", "e"} <= set(groups)
+    links = {a.get("{http://www.w3.org/1999/xlink}href") for a in svg.iter(f"{SVG}a")}
+    assert "?story=s1&node=e" in links  # the XML holds '&amp;': an href a browser follows
+    assert all(a.get("target") == "_top" for a in svg.iter(f"{SVG}a"))
+
+
+def long_loom(steps: int) -> list[tuple[str, str | None, str]]:
+    """A path of `steps` nodes, each with a side branch (so no two merge)."""
+    spec: list = [("r", None, "")]
+    for i in range(steps):
+        parent = f"p{i - 1}" if i else "r"
+        spec += [(f"p{i}", parent, f" step {i}"), (f"x{i}", parent, f" aside {i}")]
+    return spec
+
+
+def test_a_long_path_keeps_its_end_and_folds_its_beginning():
+    graph = render_story_tree(story_nodes(long_loom(30), "p29"), cursor="p29", fit=Fit(columns=5))
+    labels = drawn(graph)
+    assert [labels[f"p{i}"] for i in range(26, 30)] == [f"step {i}" for i in range(26, 30)]
+    assert labels["p25"] == "⋯ 26 earlier"  # p0 … p25, a click goes to p25
+    assert "p24" not in labels and "r" not in labels
+    assert "aside 27" in labels.values()  # branches from the drawn path stay, those
+    assert "aside 26" not in labels.values()  # from the folded part go with it
+
+
+def test_a_wide_fan_of_branches_shows_the_path_and_the_newest():
+    spec = [("r", None, ""), *[(f"b{i}", "r", f" branch {i}") for i in range(30)]]
+    graph = render_story_tree(story_nodes(spec, "b3"), cursor="b3")
+    shown = {node_id for node_id in drawn(graph) if node_id.startswith("b")}
+    assert shown == {"b3", "b29", "b28", "b27"}
+    assert re.search(r'label="\+26 more"', graph.source)
+
+
+def test_a_story_tree_must_hold_its_cursor_and_parents():
+    with pytest.raises(ValueError, match="cursor"):
+        render_story_tree(story_nodes(LOOM, "d"), cursor="zz")
+    with pytest.raises(ValueError, match="parent"):
+        render_story_tree([StoryNode("r", None, ""), StoryNode("a", "q", "x")], cursor="r")
+
+
+@needs_dot
+def test_a_big_story_tree_keeps_labels_at_least_11px_at_page_width():
+    rng = random.Random(7)
+    words = ["Whereupon", "the", "Marquise", "wandered", "towards", "Montgomery", "harbour"]
+    spec: list = [("r", None, "")]
+    for i in range(400):
+        parent = rng.choice(spec[-12:] if rng.random() < 0.85 else spec)[0]
+        spec.append((f"n{i}", parent, " " + " ".join(rng.choices(words, k=rng.randint(2, 9)))))
+    graph = render_story_tree(story_nodes(spec, "n399", bookmarks={"n50", "n51"}), cursor="n399")
+    px, height = smallest_label_px(graph)
+    assert px >= 11 and height < 1200
+    assert len(drawn(graph)) <= 31  # 30 runs and the start

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.search import SearchParams, expand, fit_context, stop_cut
+from weave.tree import TreeNode, suggestions_from
 
 STORY = [VOCAB.index("x")]
 
@@ -85,6 +86,21 @@ def test_duplicates_pool_probability():
     pooled = by_text["ab."]
     paths = [0.5 * 0.6 * 0.9, 0.3 * 0.9]
     assert pooled.probability == pytest.approx(sum(paths), rel=1e-6)
+
+
+def test_suggestions_equal_but_for_a_leading_space_pool_into_one():
+    # LLooM v0.3's prefix-space rule: " a." and "a." show alike, so they are one row
+    table = {(): {"a": 0.5, " ": 0.3}, (" ",): {"a": 0.9}}
+    dist = lambda beam: table.get(beam, {".": 0.9})  # noqa: E731
+    result = run(dist, max_depth=3, cutoff=0.2, auto_stop=True)
+    assert texts(result) == ["a."]
+    [pooled] = result.suggestions
+    assert pooled.probability == pytest.approx(0.5 * 0.9 + 0.3 * 0.9 * 0.9, rel=1e-6)
+    assert pooled.token_ids == tuple(VOCAB.index(t) for t in ("a", "."))  # the best beam's
+    # only one leading space is the prefix space: a newline or a second space stays apart
+    root = TreeNode(None, b"", 0.0)
+    leaves = [root.add_child(i, piece, -1.0) for i, piece in enumerate([b"\nQQ", b"  QQ", b"QQ"])]
+    assert sorted(s.text for s in suggestions_from(leaves, "joint")) == ["\nQQ", "  QQ", "QQ"]
 
 
 def test_lloom_score_sums_raw_probabilities():

@@ -1,9 +1,10 @@
-"""The headless command line: `python -m weave expand ...`.
+"""The headless command line: `python -m weave expand ...` and `python -m weave loom ...`.
 
-Reads a story, runs one expansion on the configured backend and prints the ranked
-suggestions (or, with --json, suggestions, tree and stats as one strict JSON object).
-Errors, a mistyped command line's included, become one line on stderr and exit status
-2; nothing else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
+`expand` reads a story, runs one expansion on the configured backend and prints the ranked
+suggestions (or, with --json, suggestions, tree and stats as one strict JSON object);
+`loom` lists, shows, exports and imports saved stories (`weave.loom_cli`). Errors, a
+mistyped command line's included, become one line on stderr and exit status 2; nothing
+else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends import BackendError, create_backend
+from weave import loom_cli
 from weave.config import ConfigError, load_settings
+from weave.loom_store import StoreError
 from weave.search import SearchParams, SearchResult, expand
 from weave.session import clean_text
 
@@ -50,11 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--backend", choices=["mlx", "llamacpp", "vllm", "openai"],
                     help="override the configured backend")  # fmt: skip
     ex.add_argument("--json", action="store_true", help="print one JSON object")
+    loom_cli.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "loom":
+        return _loom(args)
     try:
         story = _read_story(args)
         settings = load_settings()
@@ -74,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
         return EXIT_ERROR
     print(out if args.json else to_text(result))
+    return 0
+
+
+def _loom(args: argparse.Namespace) -> int:
+    try:
+        print(loom_cli.run(args))
+    except (StoreError, ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 

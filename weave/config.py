@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from weave.ramify import RamifyParams
 from weave.search import SearchParams
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
@@ -64,6 +65,7 @@ class OpenAISettings:
 class Settings:
     search: SearchParams = field(default_factory=SearchParams)
     model_search: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    sample: RamifyParams = field(default_factory=RamifyParams)
     backend: str = "auto"
     mlx: MLXSettings = field(default_factory=MLXSettings)
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
@@ -125,8 +127,8 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
 
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
-    _check_keys(table, {"search", "models", "backend", "mlx", "llamacpp", "vllm", "openai",
-                        "stories", "data"}, where)  # fmt: skip
+    _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
+                        "openai", "stories", "data"}, where)  # fmt: skip
     models = _table(table, "models", where)
     for name, section in models.items():
         _check_keys(_table(models, name, f"{where} [models]"), _field_names(SearchParams),
@@ -145,6 +147,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     settings = Settings(
         search=_section(SearchParams, table, "search", where),
         model_search={name: dict(section) for name, section in models.items()},
+        sample=_section(RamifyParams, table, "sample", where),
         backend=_backend_name(
             _typed(backend.get("name", "auto"), str, f"{where} [backend] name"), where
         ),
@@ -238,11 +241,17 @@ def _table(parent: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any
 
 
 def _check_types(cls, values: Mapping[str, Any], where: str) -> None:
-    """Each value has its field's type: that of the field's default (None: true/false)."""
-    defaults = {f.name: f.default for f in fields(cls)}
+    """Each value has its field's type: that of the field's default (None: the other type
+    its annotation names, `int | None` or `bool | None`)."""
+    kinds = {f.name: _field_type(f) for f in fields(cls)}
     for key, value in values.items():
-        default = defaults[key]
-        _typed(value, bool if default is None else type(default), f"{where} {key}")
+        _typed(value, kinds[key], f"{where} {key}")
+
+
+def _field_type(f) -> type:
+    if f.default is not None:
+        return type(f.default)
+    return int if str(f.type).startswith("int") else bool
 
 
 def _typed(value: Any, kind: type, where: str) -> Any:

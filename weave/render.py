@@ -1,32 +1,58 @@
-"""Drawing a search's token tree as a graphviz graph.
+"""Drawing a search's token tree as a graphviz graph that stays readable at page width.
 
 Pure: `render_tree(tree) -> graphviz.Digraph`, no I/O (the page or a test asks graphviz
 for DOT, PNG or SVG). Single-child chains are merged, so a node is a run of text that
 ends where the tree splits (or where a beam finished); each edge carries the run's
 probability given its parent, is shaded by it, and the best beam's edges are
-highlighted. Every label is escaped here and only here: quotes, backslashes, `<>&`,
-newlines and control characters never reach DOT raw.
+highlighted. A `Fit` bounds the drawing: wide fans and deep or numerous runs fold into
+"+k more" nodes, labels wrap onto two short lines, so that the graph's width stays
+under ~900 pt and its labels at 11 px or more when it is shown 800 px wide (the main
+area of a 1280-px window with Streamlit's sidebar open). Every label is escaped here
+and only here: quotes, backslashes, `<>&`, newlines and control characters never reach
+DOT raw (`weave.story_graph` draws the loom with the same pieces).
 
-It also draws one suggestion as HTML with each token shaded by its probability
-(`suggestion_html`), escaped for Streamlit's markdown. This module does not search
+Model text is made visible by `weave.present.visible`. This module does not search
 (`weave.search`) or know about pages.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import count
 
 import graphviz
 
+from weave import present
+from weave.present import shorten, visible
 from weave.tree import Suggestion, TreeNode
 
-MAX_LABEL = 32  # characters shown in a node; the whole run is in its tooltip
+LINE = 12  # characters per line of a node label
+ROOT_LABEL = 24  # the story's tail in the root node (two lines)
 BEST_COLOR = "#d6336c"
 EDGE_RGB = "1f4e79"
-VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
+MORE_LISTED = 12  # hidden runs named in a "+k more" tooltip
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What a graph may hold and stay readable at page width (see `render_tree`).
+
+    columns:  runs drawn along any path from the root; deeper runs fold into "+k more".
+    children: runs drawn below one node (the most likely first); the rest fold likewise.
+    nodes:    runs drawn in all, the most likely first.
+    line, lines: a label's width in characters and its lines; longer text ends in '…'
+              (the whole of it is in the node's tooltip).
+    """
+
+    columns: int = 4
+    children: int = 5
+    nodes: int = 30
+    line: int = LINE
+    lines: int = 2
 
 
 @dataclass(frozen=True)
@@ -56,39 +82,61 @@ class Run:
             return whole[len(before) :]
         return b"".join(n.piece for n in self.nodes).decode("utf-8", errors="replace")
 
+    def children(self) -> list[Run]:
+        return [chain(child) for child in self.last.children]
+
+    def suggestions(self) -> int:
+        """Finished beams at or below this run."""
+        return sum(1 for leaf in self.last.leaves() if leaf.finished)
+
 
 def render_tree(
     tree: TreeNode,
     *,
     best: Sequence[int] | None = None,
     story_tail: str = "",
-    max_label: int = MAX_LABEL,
+    fit: Fit = Fit(),
 ) -> graphviz.Digraph:
-    """The tree as a left-to-right graph.
+    """The tree as a left-to-right graph that stays readable however many beams it has.
+
+    Single-child chains are one node. Where a node has more children than `fit.children`
+    (a wide fan), or a path is deeper than `fit.columns` runs, or the graph would pass
+    `fit.nodes`, the least likely runs fold into one "+k more" node (k: the suggestions
+    it hides). The best beam is drawn first, so it is always shown (up to the column
+    limit) and highlighted. With the default fit, `dot` draws prose under ~900 pt wide, so
+    shown 800 px wide its smallest labels (13-pt edge labels) are 11 px or more (measured
+    by the tests on the SVG).
 
     Args:
         tree: a search's root (its children are the first tokens of the beams).
         best: token ids of the beam to highlight (the top suggestion); None: the finished
             beam with the highest joint log-probability.
         story_tail: the story's last words, shown in the root node.
-        max_label: characters per node label before it is shortened with '…'.
+        fit: the graph's budget.
     Returns:
         A `graphviz.Digraph`; `.source` is the DOT text.
     """
     graph = graphviz.Digraph("lloom", graph_attr=_GRAPH, node_attr=_NODE, edge_attr=_EDGE)
-    graph.node("root", label=label(_tail(story_tail, max_label) or "story"), **_ROOT)
+    graph.node("root", label=_tail_label(story_tail or "story", ROOT_LABEL), **_ROOT)
     best_ids = list(best) if best is not None else _best_ids(tree)
-    counter = iter(range(1, 1 << 62))
-    pending = [("root", child, best_ids) for child in tree.children]
+    on_best = _path_nodes(tree, best_ids or [])
+    roots = [chain(child) for child in tree.children]
+    shown = _shown(roots, on_best, fit)
+    names = (f"n{i}" for i in range(1, 1 << 62))
+    pending = [("root", roots)]
     while pending:
-        parent_name, first, on_best = pending.pop(0)
-        run = chain(first)
-        name = f"n{next(counter)}"
-        ids = [n.token_id for n in run.nodes]
-        highlight = on_best is not None and on_best[: len(ids)] == ids
-        rest = on_best[len(ids) :] if highlight else None
-        _draw(graph, parent_name, name, run, highlight, max_label)
-        pending.extend((name, child, rest) for child in run.last.children)
+        parent, runs = pending.pop(0)
+        hidden = []
+        for run in runs:
+            if run.nodes[0] not in shown:
+                hidden.append(run)
+                continue
+            name = next(names)
+            _draw(graph, parent, name, run, run.nodes[0] in on_best, fit)
+            pending.append((name, run.children()))
+        if hidden:
+            highlight = any(run.nodes[0] in on_best for run in hidden)
+            _draw_more(graph, parent, next(names), hidden, highlight)
     return graph
 
 
@@ -100,6 +148,42 @@ def chain(first: TreeNode) -> Run:
     return Run(tuple(nodes))
 
 
+def _shown(roots: list[Run], on_best: set[TreeNode], fit: Fit) -> set[TreeNode]:
+    """The first nodes of the runs to draw: the best beam's first, then the most likely
+    (by joint probability), within the fit's columns, children per node and node count."""
+    order = count()
+    heap: list = []
+
+    def offer(runs: list[Run], parent: TreeNode | None, column: int, logprob: float) -> None:
+        for run in runs:
+            key = (run.nodes[0] not in on_best, -(logprob + run.logprob), next(order))
+            heapq.heappush(heap, (*key, run, parent, column))
+
+    shown: set[TreeNode] = set()
+    per_parent: Counter[TreeNode | None] = Counter()
+    offer(roots, None, 1, 0.0)
+    while heap:
+        off_best, neg_logprob, _, run, parent, column = heapq.heappop(heap)
+        full = len(shown) >= fit.nodes or per_parent[parent] >= fit.children
+        if column > fit.columns or (off_best and full):
+            continue
+        shown.add(run.nodes[0])
+        per_parent[parent] += 1
+        offer(run.children(), run.nodes[0], column + 1, -neg_logprob)
+    return shown
+
+
+def _path_nodes(tree: TreeNode, ids: Sequence[int]) -> set[TreeNode]:
+    """The nodes along the beam spelled by `ids`."""
+    nodes, node = set(), tree
+    for token_id in ids:
+        node = next((c for c in node.children if c.token_id == token_id), None)
+        if node is None:
+            break
+        nodes.add(node)
+    return nodes
+
+
 def label(text: str) -> str:
     """`text` made safe as a DOT label: visible, escaped, never HTML-like.
 
@@ -108,93 +192,70 @@ def label(text: str) -> str:
     return graphviz.escape(visible(text).replace("&", "&amp;"))
 
 
-def visible(text: str) -> str:
-    """Newlines and tabs as symbols, other control characters as U+2400 pictures or \\xNN,
-    lone surrogates as U+FFFD: what a graph label can show and DOT can carry."""
-    out = []
-    for ch in text:
-        if ch in VISIBLE:
-            out.append(VISIBLE[ch])
-        elif ord(ch) < 0x20:
-            out.append(chr(0x2400 + ord(ch)))  # ␀ ␁ ... the Control Pictures block
-        elif unicodedata.category(ch) == "Cc":
-            out.append(f"\\x{ord(ch):02x}")
-        elif 0xD800 <= ord(ch) <= 0xDFFF:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
+def wrapped_label(text: str, width: int, lines: int) -> str:
+    """`text` as a DOT label (see `label`) of at most `lines` lines of `width` characters,
+    broken after spaces where it can be; what does not fit ends in '…'."""
+    rows, rest = [], visible(text)
+    while rest and len(rows) < lines:
+        if len(rest) <= width:
+            rows.append(rest)
+            rest = ""
+            break
+        space = rest.rfind(" ", 1, width + 1)
+        cut = space + 1 if space > 0 else width
+        rows.append(rest[:cut])
+        rest = rest[cut:]
+    if rest:
+        rows[-1] = shorten(rows[-1].rstrip() + " " + rest, width)
+    return graphviz.nohtml("\\n".join(label(row) for row in rows))
 
 
 def suggestion_html(suggestion: Suggestion, *, strip_space: bool = True) -> str:
-    """The suggestion's tokens as spans shaded by probability, each with a tooltip.
-
-    Args:
-        suggestion: a ranked suggestion (its text may be cut inside its last token).
-        strip_space: drop a leading space, as the page shows suggestions (prefix space).
-    Returns:
-        One HTML block, safe for `st.markdown(..., unsafe_allow_html=True)`: every piece
-        of model text is HTML-escaped and markdown's special characters are entities.
-    """
-    spans = []
-    for text, logprob in token_spans(suggestion):
-        if strip_space and not spans and text.startswith(" "):
-            text = text[1:]
-        p = math.exp(logprob)
-        shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
-        spans.append(f'<span title="{p:.1%}" style="{shade}">{_html_text(text)}</span>')
-    return f'<div style="white-space: pre-wrap; line-height: 1.7">{"".join(spans)}</div>'
+    """The page's present call, kept until it calls `weave.present.suggestion_html`."""
+    return present.suggestion_html(suggestion, prefix_space=strip_space)
 
 
-def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
-    """The suggestion's text split along its tokens, each with its log-probability.
-
-    Tokens are matched against the text in order; auto-stop's cut shortens the last one.
-    Where a piece does not match (a UTF-8 character split across tokens), the rest of
-    the text becomes one span with the remaining tokens' joint log-probability.
-    """
-    text, pos, spans = suggestion.text, 0, []
-    pairs = list(zip(suggestion.token_pieces, suggestion.token_logprobs, strict=True))
-    for i, (piece, logprob) in enumerate(pairs):
-        if pos >= len(text):
-            break
-        if not text.startswith(piece, pos) and not piece.startswith(text[pos:]):
-            rest = sum(lp for _, lp in pairs[i:])
-            spans.append((text[pos:], rest))
-            return spans
-        spans.append((text[pos : pos + len(piece)], logprob))
-        pos += len(piece)
-    return spans
+def _tail_label(text: str, limit: int) -> str:
+    """The last `limit` characters of `text` as a label of two lines, broken at the space
+    nearest the middle (the end is what the suggestions continue, so it stays whole)."""
+    text = visible(text.rstrip())
+    tail = text if len(text) <= limit else "…" + text[-(limit - 1) :]
+    spaces = [i for i, ch in enumerate(tail) if ch == " "]
+    if len(tail) <= limit // 2 or not spaces:
+        return label(tail)
+    cut = min(spaces, key=lambda i: abs(i - len(tail) // 2)) + 1
+    return graphviz.nohtml(label(tail[:cut]) + "\\n" + label(tail[cut:]))
 
 
-def _html_text(text: str) -> str:
-    """Every character HTML and markdown (or LaTeX) could read as syntax, as an entity."""
-    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
-
-
-_SPECIAL = frozenset("<>&\"'\\`*_{}[]()#+-.!|~$:=")
-
-
-def shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _tail(text: str, limit: int) -> str:
-    text = text.rstrip()
-    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
-
-
-def _draw(graph, parent: str, name: str, run: Run, highlight: bool, max_label: int) -> None:
+def _draw(graph, parent: str, name: str, run: Run, highlight: bool, fit: Fit) -> None:
     text = run.text()
-    shown = text.replace(" ", "\u2423") if not text.strip() else text  # a lone space: '␣'
+    shown = text.strip(" ") or text.replace(" ", "\u2423")  # spaces alone: '␣'
     tokens = " | ".join(f"{_piece(n)} {n.probability:.1%}" for n in run.nodes)
-    node = {"label": label(shorten(shown, max_label)), "tooltip": label(tokens)}
+    node = {"label": wrapped_label(shown, fit.line, fit.lines), "tooltip": label(tokens)}
     if run.last.finished:
         node.update(_LEAF)
     if highlight:
         node.update(color=BEST_COLOR, penwidth="2")
     graph.node(name, **node)
-    p = run.probability
+    graph.edge(parent, name, **_edge(run.probability, highlight))
+
+
+def _draw_more(graph, parent: str, name: str, hidden: list[Run], highlight: bool) -> None:
+    """One node for the runs folded away below `parent`: how many suggestions they hold,
+    their pooled probability on the edge, their texts in the tooltip."""
+    runs = sorted(hidden, key=lambda r: -r.logprob)
+    listed = " | ".join(f"{visible(r.text())} {r.probability:.1%}" for r in runs[:MORE_LISTED])
+    if len(runs) > MORE_LISTED:
+        listed += f" | … {len(runs) - MORE_LISTED} more"
+    count_hidden = sum(r.suggestions() for r in runs)
+    graph.node(name, label=f"+{count_hidden} more", tooltip=label(listed), **_MORE)
+    edge = _edge(sum(r.probability for r in runs), highlight)
+    edge.update(style="dashed", penwidth="1" if not highlight else "2")
+    graph.edge(parent, name, **edge)
+
+
+def _edge(p: float, highlight: bool) -> dict[str, str]:
+    """An edge labelled and shaded by the probability of what it leads to."""
     edge = {
         "label": f"{p:.0%}" if p >= 0.01 else f"{p:.1%}",
         "color": BEST_COLOR if highlight else f"#{EDGE_RGB}{_alpha(p)}",
@@ -202,7 +263,7 @@ def _draw(graph, parent: str, name: str, run: Run, highlight: bool, max_label: i
     }
     if highlight:
         edge["fontcolor"] = BEST_COLOR
-    graph.edge(parent, name, **edge)
+    return edge
 
 
 def _piece(node: TreeNode) -> str:
@@ -222,9 +283,10 @@ def _best_ids(tree: TreeNode) -> list[int] | None:
     return top.token_ids()
 
 
-_GRAPH = {"rankdir": "LR", "nodesep": "0.08", "ranksep": "0.25", "fontname": "sans-serif"}
-_NODE = {"shape": "box", "style": "rounded", "fontname": "sans-serif", "fontsize": "11",
+_GRAPH = {"rankdir": "LR", "nodesep": "0.1", "ranksep": "0.2", "fontname": "sans-serif"}
+_NODE = {"shape": "box", "style": "rounded", "fontname": "sans-serif", "fontsize": "14",
          "height": "0.3", "margin": "0.08,0.03"}  # fmt: skip
-_EDGE = {"fontname": "sans-serif", "fontsize": "9", "arrowsize": "0.5"}
+_EDGE = {"fontname": "sans-serif", "fontsize": "13", "arrowsize": "0.5"}
+_MORE = {"shape": "box", "style": "rounded,dashed", "color": "#888888", "fontcolor": "#555555"}
 _ROOT = {"shape": "plaintext", "fontcolor": "#555555"}
 _LEAF = {"style": "rounded,filled", "fillcolor": "#f3f6fa"}

@@ -82,6 +82,18 @@ class SearchStats:
     backend: str
     model: str
 
+    @classmethod
+    def of(cls, backend: Backend, usage: Usage, seconds: float) -> SearchStats:
+        """What `backend` spent (`usage`, over `seconds`) on one expansion or ramification."""
+        return cls(
+            forward_calls=usage.forward_calls,
+            model_tokens=usage.model_tokens,
+            prefill_tokens=usage.prefill_tokens,
+            seconds=seconds,
+            backend=backend.name,
+            model=backend.model_name,
+        )
+
     def to_dict(self) -> dict:
         return {
             "forward_calls": self.forward_calls,
@@ -133,7 +145,7 @@ def expand(
     return SearchResult(
         suggestions=suggestions_from(search.finished, params.score)[: params.max_suggestions],
         tree=root,
-        stats=_stats(backend, usage, time.perf_counter() - started),
+        stats=SearchStats.of(backend, usage, time.perf_counter() - started),
         context_ids=tuple(context),
     )
 
@@ -162,17 +174,6 @@ def stop_cut(text: str) -> int | None:
         if text[i] in STOP_CHARS:
             return i + 1
     return None
-
-
-def _stats(backend: Backend, usage: Usage, seconds: float) -> SearchStats:
-    return SearchStats(
-        forward_calls=usage.forward_calls,
-        model_tokens=usage.model_tokens,
-        prefill_tokens=usage.prefill_tokens,
-        seconds=seconds,
-        backend=backend.name,
-        model=backend.model_name,
-    )
 
 
 class _Search:

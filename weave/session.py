@@ -1,13 +1,18 @@
-"""One writer's session, without Streamlit: the story, its history, its searches, saving.
+"""One tab's place in a story's loom, without Streamlit: a story id, a cursor, its searches.
 
-The page (`lloom.py`) draws widgets and calls a `Workspace`; everything it does to a
-story goes through here, so that it can be tested without a browser. A workspace keeps
-the story with its token ids (accepting a suggestion appends the beam's ids; undo
-returns to the ids it had), the last few searches keyed by story and parameters (undo
-shows the suggestions it had at once) and the last backend error (the story and the
-suggestions stay). Every change is saved at once into a `Book`: the SQLite store
-(`weave.store`) where it opens, else `MemoryBook`, which keeps stories for this process
-only. Searching is `weave.search`'s; drawing is the page's.
+The story is a loom (`weave.loom`) kept by `weave.loom_store.LoomStore`; this module
+keeps no history of its own. A `Workspace` is a cursor over the stored loom: every move
+(accept, keep, edit, undo, redo, sibling, go, bookmark) is one `LoomStore.update`, and
+`refresh` reads the loom afresh on every rerun, so the nodes another tab added appear.
+A write that fails (a locked or full disk) stays pending: the page shows the move at
+once, says it is not saved (`save_error`), and the move is saved at the next change or
+rerun, with the node ids it was shown with.
+
+Suggestions belong to the node they were made for: a search's result is kept per
+(node, parameters), in memory and in the store beside that node, and a node shows only
+its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
+or kept as a branch. The page (`lloom.py`) draws widgets and calls a `Workspace`, so that everything
+it does to a story can be tested without a browser. Searching is `weave.search`'s.
 
 `backend_factory` is the one hook for building the shared backend: the page calls
 `make_backend`, and page tests set the factory to a fake.
@@ -17,27 +22,29 @@ from __future__ import annotations
 
 import json
 import re
-import time
-import uuid
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from backends import Backend, BackendError, create_backend
 from weave.config import Settings
 from weave.finite import non_finite
+from weave.loom import Loom, NoSuchNode, new_id
+from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
+from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
-from weave.story import Story
+from weave.story import accepted_text
 from weave.tree import Suggestion, TreeNode
 
 backend_factory: Callable[[Settings], Backend] = create_backend
-KEPT_RESULTS = 8  # searches remembered per session (undo and redo show them at once)
+KEPT_RESULTS = 16  # searches remembered per tab (going back shows a node's at once)
+KEPT_IDS = 64  # token-id paths remembered per tab
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
-TITLE_CHARS = 48
-SESSION_FORMAT = "lloom-session"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+Move = Callable[[Loom], Loom]
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -50,393 +57,434 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def title_for(text: str) -> str:
-    """A story's default title: its first words."""
-    words = " ".join(text.split())
-    return words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1] + "…"
-
-
-# -- what a book holds --------------------------------------------------------------------
-class BookError(RuntimeError):
-    """The book could not load or save: says what failed and where."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """One state of a story in its history: what it says and how it got there."""
-
-    text: str
-    kind: str  # "start", "edit", "accept", "import"
-    token_ids: tuple[int, ...] | None = None  # in memory only: ids are the backend's
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A story as a list shows it."""
-
-    id: str
-    title: str
-    updated: float  # seconds since the epoch
-    deleted: bool = False
-
-
-@dataclass(frozen=True)
-class Saved:
-    """A story as the book returns it: its history, where it stands, and what went with it."""
-
-    id: str
-    title: str
-    history: tuple[Change, ...]
-    position: int
-    settings: dict = field(default_factory=dict)
-    search: dict | None = None  # `search_to_dict`'s form
-
-
-class Book(Protocol):
-    """Where stories are kept. Every method raises `BookError` when it cannot do its job."""
-
-    location: str | None  # a folder, or None when stories live in memory only
-
-    def create(self, text: str, *, kind: str = "start", title: str | None = None) -> str: ...
-    def record(self, story_id: str, text: str, kind: str) -> None: ...
-    def move(self, story_id: str, position: int) -> None: ...
-    def load(self, story_id: str) -> Saved | None: ...
-    def stories(self, *, deleted: bool = False) -> list[Entry]: ...
-    def rename(self, story_id: str, title: str) -> None: ...
-    def delete(self, story_id: str) -> None: ...
-    def restore(self, story_id: str) -> None: ...
-    def purge(self, story_id: str) -> None: ...
-    def save_settings(self, story_id: str, settings: dict) -> None: ...
-    def save_search(self, story_id: str, search: dict) -> None: ...
-
-
-class MemoryBook:
-    """Stories kept in this process only (when no store can open)."""
-
-    location = None
-
-    def __init__(self) -> None:
-        self._stories: dict[str, dict[str, Any]] = {}
-
-    def create(self, text: str, *, kind: str = "start", title: str | None = None) -> str:
-        story_id = uuid.uuid4().hex[:12]
-        self._stories[story_id] = {
-            "title": title or title_for(text), "history": [Change(text, kind)], "position": 0,
-            "settings": {}, "search": None, "updated": time.time(), "deleted": False,
-        }  # fmt: skip
-        return story_id
-
-    def record(self, story_id: str, text: str, kind: str) -> None:
-        story = self._get(story_id)
-        del story["history"][story["position"] + 1 :]
-        story["history"].append(Change(text, kind))
-        story["position"] = len(story["history"]) - 1
-        story["updated"] = time.time()
-
-    def move(self, story_id: str, position: int) -> None:
-        story = self._get(story_id)
-        if not 0 <= position < len(story["history"]):
-            raise BookError(f"story {story_id} has no state {position}")
-        story["position"], story["updated"] = position, time.time()
-
-    def load(self, story_id: str) -> Saved | None:
-        story = self._stories.get(story_id)
-        if story is None:
-            return None
-        return Saved(story_id, story["title"], tuple(story["history"]), story["position"],
-                     dict(story["settings"]), story["search"])  # fmt: skip
-
-    def stories(self, *, deleted: bool = False) -> list[Entry]:
-        entries = [
-            Entry(story_id, s["title"], s["updated"], s["deleted"])
-            for story_id, s in self._stories.items()
-            if s["deleted"] == deleted
-        ]
-        return sorted(entries, key=lambda e: -e.updated)
-
-    def rename(self, story_id: str, title: str) -> None:
-        self._get(story_id)["title"] = title
-
-    def delete(self, story_id: str) -> None:
-        self._get(story_id)["deleted"] = True
-
-    def restore(self, story_id: str) -> None:
-        self._get(story_id)["deleted"] = False
-
-    def purge(self, story_id: str) -> None:
-        if not self._get(story_id)["deleted"]:
-            raise BookError("only a deleted story can be purged")
-        del self._stories[story_id]
-
-    def save_settings(self, story_id: str, settings: dict) -> None:
-        self._get(story_id)["settings"] = dict(settings)
-
-    def save_search(self, story_id: str, search: dict) -> None:
-        self._get(story_id)["search"] = search
-
-    def _get(self, story_id: str) -> dict[str, Any]:
-        try:
-            return self._stories[story_id]
-        except KeyError:
-            raise BookError(f"no story {story_id} in memory") from None
-
-
-def open_book(data_dir: Path) -> tuple[Book, str | None]:
-    """The story store in `data_dir`; where it cannot open, memory and the reason why."""
-    from weave.store import Store  # late: the store builds on this module's types
-
+def open_store(folder) -> tuple[LoomStore, str | None]:
+    """The store in the data folder; where it cannot open, one in a temporary folder and why."""
     try:
-        return Store(data_dir), None
-    except BookError as e:
-        return MemoryBook(), str(e)
+        return LoomStore(folder), None
+    except StoreError as e:
+        return LoomStore(tempfile.mkdtemp(prefix="lloom-unsaved-")), str(e)
 
 
-# -- the workspace ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Piece:
+    """A continuation offered at a node (a suggestion or a sample), and what made it."""
+
+    node_id: str  # the node it was made for: taking it adds a child there
+    text: str
+    token_ids: tuple[int, ...]
+    exact: bool  # `token_ids` spell `text` exactly
+    model: str
+    params: dict[str, Any]
+    score: float
+    kind: str = "accepted"
+
+    def text_as(self, shown: str | None, prefix_space: bool) -> str:
+        """The text taken when the box showed `shown` (None: unchanged)."""
+        return accepted_text(self, shown, prefix_space=prefix_space)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A search's suggestions for one node: what the page shows there, and nowhere else."""
+
+    node_id: str
+    params: SearchParams
+    result: SearchResult
+
+    @property
+    def tag(self) -> str:
+        """Names this search's widgets, so that another search's never show its texts."""
+        s = self.result.stats
+        return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+
+    def piece(self, suggestion: Suggestion) -> Piece:
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
+
+    node_id: str
+    params: RamifyParams
+    result: RamifyResult
+
+    @property
+    def tag(self) -> str:
+        s = self.result.stats
+        return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+
+    def piece(self, sample: Sample) -> Piece:
+        """A sample to take: its text is the detokenization of exactly its ids."""
+        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+
+
 class Workspace:
-    """The story being written, its undo history and its recent searches.
+    """This tab's cursor in one story of `store`, and the searches made at its nodes.
 
-    Every change is saved at once into `book`. A failure to save is kept in
-    `save_error` and never raised: the change stays in memory and the page says so.
+    A failure to save is kept in `save_error` and never raised.
     """
 
-    def __init__(self, book: Book | None = None) -> None:
-        self.book: Book = book if book is not None else MemoryBook()
-        self.story: Story | None = None
+    def __init__(self, store: LoomStore) -> None:
+        self.store = store
         self.story_id: str | None = None
+        self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
         self.save_error: str | None = None
-        self.revision = 0  # bumps on every change, so the page can refresh its widgets
         self._clear()
 
     def _clear(self) -> None:
-        self.history: list[Change] = []
-        self.position = -1  # index of the current state in `history`
         self.settings: dict = {}
+        self.pending: list[Move] = []  # moves shown but not yet saved
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
+        self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
+        self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
         self.error: str | None = None
-        self.notice: str | None = None  # something opened is not shown, and why
+        self.notice: str | None = None  # something opened is not shown, and why (until a move)
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
         self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
 
-    # -- opening and closing ----------------------------------------------------------
+    # -- where this tab is ----------------------------------------------------------------
     @property
     def started(self) -> bool:
-        return self.story is not None
+        return self.loom is not None
 
-    def start(self, text: str, *, kind: str = "start") -> Story:
-        """A new story, saved at once as a new entry of the book."""
-        text = clean_text(text)
-        self._clear()
-        self.story_id = self._save(lambda: self.book.create(text, kind=kind))
-        self.title = title_for(text)
-        self.history, self.position = [Change(text, kind)], 0
-        return self._set(Story(text))
+    @property
+    def cursor(self) -> str:
+        return self.loom.cursor
 
-    def open(self, story_id: str, *, model: str | None = None) -> bool:
-        """Reopen a saved story with its history, settings and last search.
+    @property
+    def text(self) -> str:
+        """The story shown: the current path's text."""
+        return self.loom.text()
 
-        The last search comes back only when `model` made it (else the page searches).
-        Returns False when the book has no such story (or cannot read it: `save_error`).
-        """
-        saved = self._save(lambda: self._load(story_id))
-        if saved is None or not saved.history:
+    def refresh(self) -> None:
+        """Read the loom as stored now (other tabs' nodes too), keeping this tab's cursor."""
+        if self.story_id is None:
+            return
+        if self.pending:
+            self._flush()
+            return
+        try:  # a read that works does not clear `save_error`: it says what failed last
+            stored = self.store.load(self.story_id)
+        except StoreError as e:
+            self.save_error = str(e)
+            return
+        self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
+
+    # -- opening and closing ------------------------------------------------------------
+    def start(self, text: str) -> bool:
+        """A new story holding `text`; False (see `save_error`) when the store cannot take it."""
+        made = self._save(lambda: self.store.create(clean_text(text)))
+        if made is None:
             return False
         self._clear()
-        self.story_id, self.title = saved.id, saved.title
-        self.history = [Change(clean_text(c.text), c.kind) for c in saved.history]
-        self.position = min(max(saved.position, 0), len(self.history) - 1)
-        self.settings = dict(saved.settings)
-        self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
-        self._set(Story(self.history[self.position].text))
-        restored = search_from_dict(saved.search) if saved.search else None
-        self.notice = _unshowable(saved.search, "The saved suggestions")
-        if restored is not None and restored[0].stats.model == model:
-            result, params = restored
-            self.results[(self.story.text, params)] = result
+        self.story_id, self.loom = made
+        self.title = self._save(lambda: self.store.info(self.story_id).title) or ""
         return True
 
-    def _load(self, story_id: str) -> Saved | None:
+    def open(self, story_id: str, node_id: str | None = None) -> bool:
+        """Reopen a saved story at `node_id` (where it has that node), else where it was left.
+
+        Returns False when the store has no such story (or cannot read it: `save_error`).
+        """
         try:
-            return self.book.load(story_id)
-        except ValueError as e:  # a damaged entry (its JSON, say): say so, open nothing
-            raise BookError(f"story {story_id} cannot be read: {e}") from e
+            loom = self.store.load(story_id)
+        except StoryNotFound:  # purged, or never here: the page says so, nothing failed
+            return False
+        except StoreError as e:
+            self.save_error = str(e)
+            return False
+        self._clear()
+        self.story_id = story_id
+        self.loom = loom.at(node_id) if node_id in loom.nodes else loom
+        self.title = self._save(lambda: self.store.info(story_id).title) or ""
+        self.settings = self._save(lambda: self.store.settings(story_id)) or {}
+        self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
+        return True
 
     def close(self) -> None:
         """Back to the start page; the story stays saved."""
         self._clear()
-        self.story, self.story_id, self.title = None, None, ""
-        self.revision += 1
+        self.story_id, self.loom, self.title = None, None, ""
 
-    # -- changing the story -------------------------------------------------------------
-    def edit(self, text: str) -> Story:
-        """The writer's own edit (an unchanged text records nothing)."""
-        assert self.story is not None, "start a story first"
+    # -- moves ----------------------------------------------------------------------------
+    def edit(self, text: str) -> None:
+        """The writer's own edit: a branch from the longest common prefix (nothing lost)."""
         text = clean_text(text)
-        if text == self.story.text:
-            return self.story
+        if text != self.text:
+            node_id, cursor = new_id(), self.cursor
+            self._move(lambda loom: loom.at(cursor).edit(text, id=node_id))
+            self.auto_accepted = 0
+
+    def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
+        """Take a suggestion as shown (maybe edited): a child of the node it was made for.
+
+        A suggestion made for another node than the current one (a click on a button
+        left from before the last move) is kept as a branch there, and nothing moves.
+        """
+        if piece.node_id != self.cursor:
+            self.keep(piece, shown, prefix_space=prefix_space)
+            return
+        grow = self._grower(piece, shown, prefix_space=prefix_space)
+        self._move(lambda loom: grow(loom, "accept"))
         self.auto_accepted = 0
-        return self._record(self.story.edited(text), "edit")
 
-    def accept(self, suggestion: Suggestion, shown: str | None, *, prefix_space: bool) -> Story:
-        """Append a suggestion as shown (maybe edited) on the page."""
-        assert self.story is not None, "start a story first"
-        shown = None if shown is None else clean_text(shown)
-        story = self.story.accept(suggestion, shown, prefix_space=prefix_space)
-        self.auto_accepted = 0
-        return self._record(story, "accept")
+    def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
+        """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
+        grow = self._grower(piece, shown, prefix_space=prefix_space)
+        cursor = self.cursor
+        self._move(lambda loom: grow(loom, "keep").at(cursor))
 
-    def undo(self) -> Story | None:
-        return self._move(self.position - 1) if self.can_undo else None
+    def _grower(
+        self, piece: Piece, shown: str | None, *, prefix_space: bool
+    ) -> Callable[[Loom, str], Loom]:
+        text = piece.text_as(None if shown is None else clean_text(shown), prefix_space)
+        exact = text == piece.text and piece.exact
+        node = {
+            "id": new_id(),
+            "kind": piece.kind,
+            "token_ids": piece.token_ids if exact else None,
+            "model": piece.model if exact else None,
+            "params": piece.params,
+            "score": piece.score,
+        }
+        return lambda loom, how: getattr(loom.at(piece.node_id), how)(text, **node)
 
-    def redo(self) -> Story | None:
-        return self._move(self.position + 1) if self.can_redo else None
+    def go(self, node_id: str) -> None:
+        self._navigate(lambda loom: loom.go(node_id))
 
-    @property
-    def can_undo(self) -> bool:
-        return self.position > 0
+    def undo(self) -> None:
+        """To the parent: the story before its last piece."""
+        cursor = self.cursor
+        self._navigate(lambda loom: loom.at(cursor).undo())
 
-    @property
-    def can_redo(self) -> bool:
-        return 0 <= self.position < len(self.history) - 1
+    def redo(self) -> None:
+        """To the checked-out child: back along the branch this tab came from."""
+        cursor = self.cursor
+        self._navigate(lambda loom: loom.at(cursor).redo())
+
+    def sibling(self, step: int) -> None:
+        cursor = self.cursor
+        self._navigate(lambda loom: loom.at(cursor).sibling(step))
+
+    def bookmark(self, node_id: str, on: bool) -> None:
+        cursor = self.cursor
+        self._move(lambda loom: loom.bookmark(node_id, on).at(cursor))
+
+    def _navigate(self, move: Move) -> None:
+        self._move(move)
+        self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
+
+    def _move(self, move: Move) -> None:
+        """Show `move` at once; save it (and any before it) in the store.
+
+        A move naming a node this story lacks (a click left on the page from another
+        story) does nothing.
+        """
+        if self.loom is None:
+            return
+        try:
+            self.loom = move(self.loom)
+        except NoSuchNode:
+            return
+        self.pending.append(move)
+        self.error, self.failed, self.notice = None, None, None
+        self._flush()
+
+    def _flush(self) -> None:
+        """Save the pending moves in order; those that fail stay, and are shown."""
+        while self.pending:
+            saved = self._save(lambda: self.store.update(self.story_id, self.pending[0]))
+            if saved is None:
+                return
+            self.pending.pop(0)
+            if not self.pending:
+                self.loom = saved
+
+    # -- the store's other stories ----------------------------------------------------
+    def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
+        return self._save(lambda: self.store.stories(deleted=deleted)) or []
 
     def rename(self, title: str) -> None:
-        title = clean_text(title).strip() or title_for(self.story.text if self.story else "")
-        self.title = title
-        if self.story_id is not None:
-            self._save(lambda: self.book.rename(self.story_id, title))
-
-    # -- the book's other stories --------------------------------------------------------
-    def stories(self, *, deleted: bool = False) -> list[Entry]:
-        return self._save(lambda: self.book.stories(deleted=deleted)) or []
+        title = clean_text(title)
+        self._save(lambda: self.store.rename(self.story_id, title))
+        self.title = self._save(lambda: self.store.info(self.story_id).title) or title
 
     def delete(self, story_id: str) -> None:
         """Move a story to the deleted ones (recoverable until purged)."""
-        self._save(lambda: self.book.delete(story_id))
+        self._save(lambda: self.store.delete(story_id))
 
     def restore(self, story_id: str) -> None:
-        self._save(lambda: self.book.restore(story_id))
+        self._save(lambda: self.store.restore(story_id))
 
     def purge(self, story_id: str) -> None:
         """Remove a deleted story for good."""
-        self._save(lambda: self.book.purge(story_id))
+        self._save(lambda: self.store.purge(story_id))
 
-    def import_session(self, data: bytes | str, *, model: str | None = None) -> str | None:
-        """Open a session exported by `export_session` as a new story.
+    def import_file(self, data: bytes | str) -> str | None:
+        """Open an exported story (the loom JSON, or an older session file) as a new story.
 
         Returns None when it worked, else what is wrong with the file.
         """
         try:
-            story_id = import_session(self.book, data)
-        except (ValueError, BookError) as e:
+            story_id = self.store.import_json(data)
+        except ValueError as e:
             return str(e)
-        self.open(story_id, model=model)
-        self.notice = _unshowable(json.loads(data).get("search"), "The file's suggestions")
+        except StoreError as e:
+            self.save_error = str(e)
+            return str(e)
+        self.open(story_id)
+        self.notice = _unshowable_import(data)
         return None
+
+    def export(self) -> str:
+        """The whole story, every branch, as the loom JSON (`import_file` reads it back)."""
+        return self.store.export_json(self.story_id)
 
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed."""
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
-            self._save(lambda: self.book.save_settings(self.story_id, settings))
-
-    def _record(self, story: Story, kind: str) -> Story:
-        del self.history[self.position + 1 :]  # a change after an undo drops the redo branch
-        self.history.append(Change(story.text, kind, story.token_ids))
-        self.position = len(self.history) - 1
-        if self.story_id is not None:
-            self._save(lambda: self.book.record(self.story_id, story.text, kind))
-        else:  # the book could not take the story when it began: offer it again now
-            self.story_id = self._save(lambda: self.book.create(story.text, kind=kind))
-            if self.story_id is not None and self.title:
-                self._save(lambda: self.book.rename(self.story_id, self.title))
-        return self._set(story)
-
-    def _move(self, position: int) -> Story:
-        self.position = position
-        if self.story_id is not None:
-            self._save(lambda: self.book.move(self.story_id, position))
-        change = self.history[position]
-        self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
-        return self._set(Story(change.text, change.token_ids))
-
-    def _set(self, story: Story) -> Story:
-        self.story = story
-        self.error, self.failed = None, None
-        self.revision += 1
-        return story
+            self._save(lambda: self.store.save_settings(self.story_id, settings))
 
     def _save(self, action: Callable[[], Any]) -> Any:
-        """Run a book action; a failure is kept in `save_error`, never raised."""
+        """Run a store action; a failure is kept in `save_error`, never raised."""
         try:
             value = action()
-        except BookError as e:
+        except StoreError as e:
             self.save_error = str(e)
             return None
         self.save_error = None
         return value
 
     # -- searching ----------------------------------------------------------------------
-    def result_for(self, params: SearchParams) -> SearchResult | None:
-        """The search already run for this story and these parameters, if any."""
-        if self.story is None:
+    def offer(self, params: SearchParams, *, model: str | None) -> Offer | None:
+        """The suggestions made here with `params` (by `model`), from this tab or the store."""
+        if self.loom is None:
             return None
-        return self.results.get((self.story.text, params))
+        key = (self.cursor, params)
+        if key not in self.results and not self.pending:
+            saved = self._save(lambda: self.store.suggestions(self.story_id, self.cursor))
+            self.notice = _unshowable(saved, "The saved suggestions") or self.notice
+            restored = search_from_dict(saved) if saved else None
+            if restored and restored[1] == params and restored[0].stats.model == model:
+                self._keep(key, restored[0])
+        result = self.results.get(key)
+        return None if result is None else Offer(self.cursor, params, result)
 
-    def needs_search(self, params: SearchParams) -> bool:
-        if self.story is None or not self.story.text:
+    def earlier_offer(self) -> Offer | None:
+        """This node's latest search with other parameters (shown while a new one fails)."""
+        for (node_id, params), result in reversed(self.results.items()):
+            if node_id == self.cursor:
+                return Offer(node_id, params, result)
+        return None
+
+    def needs_search(self, params: SearchParams, *, model: str | None) -> bool:
+        if self.loom is None or not self.text:
             return False
-        key = (self.story.text, params)
-        return self.forced or (key not in self.results and key != self.failed)
+        key = (self.cursor, params)
+        return self.forced or (self.offer(params, model=model) is None and key != self.failed)
 
     def suggest(
         self, backend: Backend, params: SearchParams, progress: ProgressCallback | None = None
-    ) -> SearchResult | None:
-        """Search after the story; on a backend error keep everything and remember why.
+    ) -> Offer | None:
+        """Search at the cursor; on a backend error keep everything and remember why.
 
-        Returns the result, or None when the search failed (see `error`).
+        Returns the suggestions, or None when the search failed (see `error`).
         """
-        assert self.story is not None, "start a story first"
-        key, self.forced = (self.story.text, params), False
+        node_id, self.forced = self.cursor, False
         try:
-            self.story = self.story.tokenized(backend)
-            self._keep_ids()
-            result = expand(backend, list(self.story.token_ids or ()), params, progress=progress)
+            ids = self.path_ids(backend, node_id)
+            result = expand(backend, list(ids), params, progress=progress)
         except (BackendError, ValueError) as e:
-            self.error, self.failed = str(e), key
+            self.error, self.failed = str(e), (node_id, params)
             return None
         self.error, self.failed = None, None
+        self._keep((node_id, params), result)
+        if not self.pending:
+            data = search_to_dict(result, params)
+            self._save(lambda: self.store.save_suggestions(self.story_id, node_id, data))
+        return Offer(node_id, params, result)
+
+    def path_ids(self, backend: Backend, node_id: str) -> tuple[int, ...]:
+        """The token ids of the story at `node_id`, the same every time it is asked for.
+
+        A node's own ids (an accepted suggestion's beam) follow its parent's path ids;
+        from a node without ids for this model up, the path's text is tokenized. So the
+        ids of a node the backend searched before are the ones it searched with: the MLX
+        fragment tree holds their KV, and going back there costs no prefill.
+        """
+        model, path = backend.model_name, self.loom.path(node_id)
+        tail: list[tuple[int, ...]] = []
+        for node in reversed(path):
+            known = self._ids.get((model, node.id))
+            if known is not None:
+                base = known
+                break
+            if node.parent is None:
+                base = ()
+                break
+            if node.token_ids is None or node.model != model:
+                base = tuple(backend.tokenize(self.loom.text(node.id)))
+                self._remember_ids((model, node.id), base)
+                break
+            tail.append(node.token_ids)
+        ids = base + tuple(i for piece in reversed(tail) for i in piece)
+        self._remember_ids((model, node_id), ids)
+        return ids
+
+    def _remember_ids(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
+        self._ids[key] = ids
+        self._ids.move_to_end(key)
+        while len(self._ids) > KEPT_IDS:
+            self._ids.popitem(last=False)
+
+    def _keep(self, key: tuple[str, SearchParams], result: SearchResult) -> None:
         self.results[key] = result
         self.results.move_to_end(key)
         while len(self.results) > KEPT_RESULTS:
             self.results.popitem(last=False)
-        if self.story_id is not None:
-            self._save(lambda: self.book.save_search(self.story_id, search_to_dict(result, params)))
-        return result
+
+    def draw(self) -> Draw | None:
+        """The samples last drawn at the cursor in this tab (they are not saved until taken
+        or kept)."""
+        return self.draws.get(self.cursor) if self.loom is not None else None
+
+    def sample(
+        self, backend: Backend, params: RamifyParams, progress: ProgressCallback | None = None
+    ) -> Draw | None:
+        """Draw `params.n` continuations at the cursor; None on a backend error (see `error`)."""
+        node_id = self.cursor
+        try:
+            result = ramify(backend, list(self.path_ids(backend, node_id)), params, progress)
+        except (BackendError, ValueError) as e:
+            self.error = str(e)
+            return None
+        self.error = None
+        self.draws[node_id] = Draw(node_id, params, result)
+        self.draws.move_to_end(node_id)
+        while len(self.draws) > KEPT_RESULTS:
+            self.draws.popitem(last=False)
+        return self.draws[node_id]
 
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
         self.forced, self.failed = True, None
         self.auto_accepted = 0
 
-    def take_lone(self, result: SearchResult, *, prefix_space: bool) -> bool:
+    def take_lone(self, offer: Offer, *, prefix_space: bool) -> bool:
         """Accept a lone suggestion by itself (LLooM's rule), a few times in a row at most."""
-        if len(result.suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
+        suggestions = offer.result.suggestions
+        if len(suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
             return False
         taken = self.auto_accepted + 1
-        self.accept(result.suggestions[0], None, prefix_space=prefix_space)
+        self.accept(offer.piece(suggestions[0]), None, prefix_space=prefix_space)
         self.auto_accepted = taken
         return True
-
-    def last_result(self) -> SearchResult | None:
-        """The most recent search of any story state (shown while a new one fails)."""
-        return next(reversed(self.results.values()), None)
-
-    def _keep_ids(self) -> None:
-        """Remember the story's ids in its history entry, so undo can hand them back."""
-        change = self.history[self.position]
-        if change.text == self.story.text and change.token_ids is None:
-            self.history[self.position] = replace(change, token_ids=self.story.token_ids)
 
 
 # -- searches as JSON ---------------------------------------------------------------------
@@ -466,12 +514,20 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
     return SearchResult(suggestions, tree, stats, context_ids=()), params
 
 
-def _unshowable(search: object, what: str) -> str | None:
+def _unshowable(search: object, what: str, where: str = "search") -> str | None:
     """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
-    broken = non_finite(search, "search")
+    broken = non_finite(search, where)
     if broken is None:
         return None
     return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
+
+
+def _unshowable_import(data: bytes | str) -> str | None:
+    """Why an imported file's suggestions were left out (the store keeps none holding NaN
+    or an infinity): the loom's per node, or an older file's one search."""
+    doc = json.loads(data)  # the store has read it: it is a JSON object
+    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
+    return _unshowable(searches, "The file's suggestions", "")
 
 
 def _suggestion(data: dict) -> Suggestion:
@@ -484,59 +540,3 @@ def _suggestion(data: dict) -> Suggestion:
 def _known(cls, data: dict) -> dict:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in data.items() if k in names}
-
-
-# -- a whole session as JSON --------------------------------------------------------------
-def export_session(ws: Workspace) -> str:
-    """The story's history, settings and last search (tree with probabilities) as JSON."""
-    last = ws.last_result()
-    search = None
-    if last is not None:
-        params = next(p for (_, p), r in ws.results.items() if r is last)
-        search = search_to_dict(last, params)
-    return json.dumps(
-        {
-            "format": SESSION_FORMAT,
-            "version": 1,
-            "title": ws.title,
-            "history": [{"text": c.text, "kind": c.kind} for c in ws.history],
-            "position": ws.position,
-            "settings": ws.settings,
-            "search": search,
-        },
-        ensure_ascii=False,
-        indent=1,
-        allow_nan=False,
-    )
-
-
-def import_session(book: Book, data: bytes | str) -> str:
-    """A new story in `book` from `export_session`'s JSON; returns its id.
-
-    Raises ValueError, saying what is wrong, for anything that is not such a session.
-    """
-    try:
-        session = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"not a JSON file ({e})") from e
-    if not isinstance(session, dict) or session.get("format") != SESSION_FORMAT:
-        raise ValueError(f'not a LLooM session (no "format": "{SESSION_FORMAT}")')
-    history = session.get("history")
-    if not isinstance(history, list) or not history:
-        raise ValueError("the session has no history")
-    texts = [clean_text(str(h.get("text", ""))) if isinstance(h, dict) else None for h in history]
-    if None in texts:
-        raise ValueError("a history entry is not an object with a text")
-    position = session.get("position", len(texts) - 1)
-    if not isinstance(position, int) or not 0 <= position < len(texts):
-        position = len(texts) - 1
-    title = clean_text(str(session.get("title") or "")) or None
-    story_id = book.create(texts[0], kind="import", title=title)
-    for text in texts[1:]:
-        book.record(story_id, text, "import")
-    book.move(story_id, position)
-    if isinstance(session.get("settings"), dict) and non_finite(session["settings"]) is None:
-        book.save_settings(story_id, session["settings"])
-    if isinstance(session.get("search"), dict) and search_from_dict(session["search"]):
-        book.save_search(story_id, session["search"])
-    return story_id

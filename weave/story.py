@@ -3,15 +3,18 @@
 Ids travel with the text so that accepting a suggestion appends the beam's own ids
 (whose KV the MLX backend already holds) instead of re-tokenizing; any other change
 re-tokenizes, and the backend reuses the longest common prefix. This module owns that
-rule and LLooM's "prefix space" display rule; it stores nothing (`weave.store` does).
+rule, LLooM's "prefix space" rule for showing and accepting suggestions (`weave.tree`
+pools suggestions by it) and the text of a branch at another token (`branch_text`); it
+stores nothing (`weave.loom_store` does).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend
-from weave.tree import Suggestion
+from backends.base import Backend, Candidate, TokenAlternatives
+from weave.tree import Suggestion, without_prefix_space
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Story:
 
 def display_text(suggestion: Suggestion) -> str:
     """LLooM's prefix space: suggestions are shown without their leading space."""
-    return suggestion.text[1:] if suggestion.text.startswith(" ") else suggestion.text
+    return without_prefix_space(suggestion.text)
 
 
 def accepted_text(suggestion: Suggestion, shown: str | None, *, prefix_space: bool) -> str:
@@ -60,3 +63,23 @@ def accepted_text(suggestion: Suggestion, shown: str | None, *, prefix_space: bo
         return suggestion.text
     space = " " if prefix_space and suggestion.text.startswith(" ") else ""
     return space + shown
+
+
+def branch_text(
+    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate
+) -> str:
+    """The story up to the token `at`, then `choice` in its place: what a loom edit
+    branches with when the writer picks another token there.
+
+    Args:
+        text: the story's text.
+        rows: `Backend.alternatives` for the story's ids, through its last token (their
+            texts join to the story's end).
+        at: the row of the token replaced; choice: one of its alternatives.
+    Raises:
+        ValueError: when the rows' texts are not the end of `text` (another story's).
+    """
+    tail = "".join(row.text for row in rows if row.position >= at.position)
+    if not text.endswith(tail):
+        raise ValueError("these alternatives belong to another text than the story's")
+    return text[: len(text) - len(tail)] + choice.text

@@ -2,8 +2,8 @@
 
 A `TreeNode` is one token on one beam; the root stands for the story. This module owns
 the tree's shape, its text (bytes joined once, so split UTF-8 characters come out whole),
-its JSON form and the ranked, de-duplicated `Suggestion` list. It does not search
-(`weave.search`) or draw (`weave.render`).
+its JSON form and the ranked `Suggestion` list, pooled under LLooM's prefix-space
+rule. It does not search (`weave.search`) or draw (`weave.render`).
 """
 
 from __future__ import annotations
@@ -111,9 +111,9 @@ def _partial(piece: bytes) -> bool:
 class Suggestion:
     """A finished beam as the writer sees it.
 
-    logprob/probability are pooled over beams with the same text; token_ids and
-    token_logprobs belong to the best of them. `exact` says whether `text` is exactly the
-    decoded token ids (auto-stop may cut inside a token).
+    logprob/probability are pooled over beams that read the same (`suggestions_from`);
+    text, token_ids and token_logprobs belong to the best of them. `exact` says whether
+    `text` is exactly the decoded token ids (auto-stop may cut inside a token).
     """
 
     text: str
@@ -144,26 +144,37 @@ def beam_score(node: TreeNode, score: Score) -> float:
     return sum(n.logprob for n in path)
 
 
+def without_prefix_space(text: str) -> str:
+    """LLooM's prefix-space rule: a suggestion is shown, and compared, without one leading
+    space (accepting it puts the space back: `weave.story.accepted_text`)."""
+    return text[1:] if text.startswith(" ") else text
+
+
 def suggestions_from(leaves: list[TreeNode], score: Score) -> list[Suggestion]:
-    """De-duplicate finished beams by text (pooling probability) and rank them by score."""
+    """Pool finished beams that read the same under the prefix-space rule (" QQ" and "QQ"
+    are one suggestion, as in LLooM v0.3) and rank them by score.
+
+    A pooled suggestion's probability is its members' sum; its text and tokens are its
+    best member's (by score), so accepting it appends what that beam spelled.
+    """
     groups: dict[str, list[TreeNode]] = {}
     for leaf in leaves:
         text = leaf.text()
         if text:
-            groups.setdefault(text, []).append(leaf)
-    ranked = [_suggestion(text, members, score) for text, members in groups.items()]
+            groups.setdefault(without_prefix_space(text), []).append(leaf)
+    ranked = [_suggestion(members, score) for members in groups.values()]
     ranked.sort(key=lambda s: (-s.score, s.text))
     return ranked
 
 
-def _suggestion(text: str, members: list[TreeNode], score: Score) -> Suggestion:
+def _suggestion(members: list[TreeNode], score: Score) -> Suggestion:
     best = max(members, key=lambda n: beam_score(n, score))
     path = best.path()
     joint = [sum(n.logprob for n in m.path()) for m in members]
     probability = sum(math.exp(lp) for lp in joint)
     logprob = math.log(probability) if probability > 0 else max(joint)
     return Suggestion(
-        text=text,
+        text=best.text(),
         token_ids=tuple(n.token_id for n in path),
         logprob=logprob,
         probability=probability,

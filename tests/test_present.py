@@ -1,0 +1,224 @@
+"""What the page says about suggestions and searches (`weave.present`): the row's HTML
+read back as a reader sees it, the bars' shares against the ranking, and the status of a
+real search on the embedded model, computed and then answered from its cache."""
+
+from __future__ import annotations
+
+import html as ihtml
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backends.base import Candidate, TokenAlternatives
+from tests.fake_backend import VOCAB, FakeBackend
+from weave.present import (
+    alternative_label,
+    auto_accept_message,
+    bar_caption,
+    bar_shares,
+    cache_note,
+    editable_text,
+    few_suggestions_hint,
+    search_status,
+    shown_text,
+    story_tokens_html,
+    suggestion_html,
+    token_spans,
+    typed_text,
+    visible,
+)
+from weave.search import SearchParams, expand
+from weave.story import accepted_text, branch_text
+from weave.tree import Suggestion
+
+
+def suggestion(pieces: list[str], probs: list[float], text: str | None = None) -> Suggestion:
+    logprobs = tuple(math.log(p) for p in probs)
+    return Suggestion(
+        text="".join(pieces) if text is None else text,
+        token_ids=tuple(range(len(pieces))),
+        logprob=sum(logprobs),
+        probability=math.exp(sum(logprobs)),
+        score=sum(logprobs),
+        token_pieces=tuple(pieces),
+        token_logprobs=logprobs,
+        exact=text is None,
+    )
+
+
+def seen(html: str) -> str:
+    """The row as a reader sees it: tags gone, entities decoded."""
+    return ihtml.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+# -- the one-row HTML -------------------------------------------------------------------------
+def test_suggestion_html_shades_each_token_with_a_tooltip():
+    html = suggestion_html(suggestion([" once", " more"], [0.9, 0.1]), prefix_space=True)
+    spans = re.findall(r'<span title="([^"]*)" style="[^"]*rgba\(255, 160, 0, ([\d.]+)\)', html)
+    assert [title for title, _ in spans] == ["90.0%", "10.0%"]
+    assert float(spans[0][1]) > float(spans[1][1])
+    assert seen(html) == "once more"  # the prefix space is not shown
+    kept = suggestion_html(suggestion([" once"], [0.5]), prefix_space=False)
+    assert seen(kept) == "·once"  # without prefix space, the leading space is marked
+    plain = suggestion_html(suggestion([" once", " more"], [0.9, 0.1]), prefix_space=True,
+                            shading=False)  # fmt: skip
+    assert "title=" not in plain and seen(plain) == "once more"
+
+
+def test_suggestion_html_wraps_instead_of_cutting():
+    html = suggestion_html(suggestion([" word"] * 60, [0.9] * 60), prefix_space=True)
+    assert "white-space: pre-wrap" in html and "overflow-wrap: anywhere" in html
+    assert seen(html) == " ".join(["word"] * 60)
+
+
+def test_lookalike_suggestions_look_different():
+    rows = {text: seen(suggestion_html(suggestion([text], [0.5]), prefix_space=True))
+            for text in [" QQ", "\nQQ", "  QQ", "\n\nQQ", "\tQQ"]}  # fmt: skip
+    assert rows == {" QQ": "QQ", "\nQQ": "↵QQ", "  QQ": "·QQ", "\n\nQQ": "↵↵QQ", "\tQQ": "⇥QQ"}
+    faint = suggestion_html(suggestion(["\nQQ"], [0.5]), prefix_space=True)
+    assert '<span style="opacity: 0.4">↵</span>' in faint
+
+
+def test_whitespace_only_suggestions_are_not_empty_rows():
+    for text, shown in [(" ", "␣"), ("  ", "␣"), ("\n", "↵"), (" \n ", "↵␣")]:
+        assert seen(suggestion_html(suggestion([text], [0.5]), prefix_space=True)) == shown
+
+
+def test_suggestion_html_escapes_html_and_markdown():
+    nasty = ['<script>alert("x")</script>', " & *bold* $x$ [link](u) `code`\n"]
+    html = suggestion_html(suggestion(nasty, [0.5, 0.5]), prefix_space=True)
+    body = re.sub(r"<span[^>]*>|</span>|<div[^>]*>|</div>", "", html)
+    for ch in '<>"*$[]()`':
+        assert ch not in body
+    assert "&#60;script&#62;" in body and "↵" in body
+    assert ihtml.unescape(body) == visible("".join(nasty))
+
+
+def test_suggestion_spans_follow_the_cut_and_split_characters():
+    cut = suggestion([" end", ".\n\nNext"], [0.5, 0.4], text=" end.")
+    assert token_spans(cut) == [(" end", math.log(0.5)), (".", math.log(0.4))]
+    split = suggestion([" caf", "\ufffd", "\ufffd"], [0.5, 0.5, 0.5], text=" café")
+    spans = token_spans(split)
+    assert "".join(text for text, _ in spans) == " café"
+    assert spans[-1] == ("é", pytest.approx(math.log(0.25)))
+
+
+# -- the edit box ---------------------------------------------------------------------------
+def test_the_edit_box_shows_whitespace_and_reads_it_back():
+    assert editable_text("\nQQ") == "↵QQ"
+    assert editable_text("  two\tspaces ") == "␣␣two⇥spaces "
+    assert editable_text("   ") == "␣␣␣"
+    assert typed_text("↵QQ, and ␣more") == "\nQQ, and  more"
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="↵⇥␣", codec="utf-8")))
+def test_an_unedited_box_accepts_exactly_the_suggestion(text):
+    s = suggestion([text or "x"], [0.5], text=text)
+    for prefix_space in (True, False):
+        box = editable_text(shown_text(s, prefix_space=prefix_space))
+        assert accepted_text(s, typed_text(box), prefix_space=prefix_space) == text
+
+
+# -- numbers --------------------------------------------------------------------------------
+def test_bars_show_the_share_of_the_score_the_list_is_ranked_by():
+    params = SearchParams(cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30,
+                          score="lloom")  # fmt: skip
+    result = expand(FakeBackend(seed=5), [VOCAB.index("x")], params)
+    ranked = result.suggestions
+    shares = bar_shares(ranked, "lloom")
+    assert sum(shares) == pytest.approx(1.0)
+    assert shares == sorted(shares, reverse=True)  # in rank order, unlike ...
+    by_probability = [s.probability for s in ranked]
+    assert by_probability != sorted(by_probability, reverse=True)  # ... probability shares
+    assert shares[0] == pytest.approx(ranked[0].score / sum(s.score for s in ranked))
+    joint = expand(FakeBackend(seed=5), [VOCAB.index("x")], SearchParams(
+        cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30)).suggestions  # fmt: skip
+    total = sum(s.probability for s in joint)
+    assert bar_shares(joint, "joint") == pytest.approx([s.probability / total for s in joint])
+    assert "LLooM's score" in bar_caption("lloom") and "probability" in bar_caption("joint")
+
+
+def test_bar_shares_survive_tiny_probabilities():
+    tiny = [suggestion(["a"] * 40, [1e-9] * 40), suggestion(["b"] * 41, [1e-9] * 41)]
+    shares = bar_shares(tiny, "joint")  # joint probabilities of ~1e-360: underflow in exp
+    assert shares[0] == pytest.approx(1 / (1 + 1e-9))
+
+
+@pytest.mark.slow
+def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
+    story = fresh_mlx_backend.tokenize("Once upon a time, there was a")
+    params = SearchParams(max_suggestions=10)
+    first = expand(fresh_mlx_backend, story, params)
+    again = expand(fresh_mlx_backend, story, params)
+    assert re.fullmatch(r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s", search_status(first))
+    assert cache_note(first.stats) is None
+    assert again.stats.forward_calls == 0
+    assert search_status(again) == "10 suggestions from cache, 0.0 s"
+    assert "No forward calls" in cache_note(again.stats)
+
+
+# -- messages -------------------------------------------------------------------------------
+def test_the_auto_accept_message_names_what_was_accepted():
+    assert auto_accept_message([]) is None
+    assert auto_accept_message([" upon"]) == "Accepted a lone suggestion by itself: “ upon”."
+    message = auto_accept_message([" a", " time", ",\n" + "x" * 60])
+    assert message.startswith("Accepted 3 lone suggestions, one after another: “ a”, “ time”, ")
+    assert "“,↵xxx" in message and "…”." in message
+
+
+def test_the_few_suggestions_hint_gives_the_numbers():
+    params = SearchParams(cutoff=0.3, multiplier=1.2, split_limit=3, max_suggestions=25)
+    hint = few_suggestions_hint(2, params)
+    assert hint.startswith("Only 2 suggestions at cutoff 0.3, times 1.2 per token: lower the")
+    assert "more variety" in hint
+    assert few_suggestions_hint(5, params) is None
+    assert few_suggestions_hint(3, SearchParams(max_suggestions=3)) is None  # all it asked
+    zero = SearchParams(cutoff=0.0, split_limit=2)
+    assert few_suggestions_hint(1, zero) == (
+        "Only 1 suggestion at split limit 2: raise it for more variety."
+    )
+    assert few_suggestions_hint(1, SearchParams(cutoff=0.0, split_limit=0)) is None
+
+
+# -- the story's tokens and their alternatives ------------------------------------------------
+STORY = 'Once upon a time, a "quoted" <tag> & 🐉 flew'
+
+
+@pytest.mark.slow
+def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
+    ids = mlx_backend.tokenize(STORY)
+    rows = mlx_backend.alternatives(ids, 5)
+    html = story_tokens_html(rows)
+    assert seen(html) == STORY[len(mlx_backend.detokenize(ids[:1])) :]
+    titles = re.findall(r'<span title="([^"]*)" style="background-color', html)
+    assert len(titles) == len(rows)
+    first = ihtml.unescape(titles[0])
+    assert re.match(r"\d+\.\d% · ", first)
+    assert alternative_label(rows[0].top[0]) in first
+
+
+def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
+    odd = Candidate(7, '"><b>', math.log(0.5))
+    row = TokenAlternatives(3, 9, " *x*\n", None, [odd])
+    html = story_tokens_html([row])
+    assert "rgba(255, 160, 0, 0.00)" in html
+    title = re.search(r'title="([^"]*)"', html).group(1)
+    assert "<" not in title and '"' not in title
+    assert ihtml.unescape(title) == 'not in the top 1 · "><b> 50.0%'
+    assert seen(html) == " *x*↵" and "*" not in re.sub(r"&#\d+;", "", html)
+
+
+@pytest.mark.slow
+def test_picking_another_token_gives_the_text_to_branch_with(mlx_backend):
+    ids = mlx_backend.tokenize(STORY)
+    rows = mlx_backend.alternatives(ids, 5)
+    at = next(row for row in rows if row.text == " time")
+    choice = next(c for c in at.top if c.token_id != at.token_id)
+    assert branch_text(STORY, rows, at, choice) == "Once upon a" + choice.text
+    last = rows[-1]
+    assert branch_text(STORY, rows, last, last.top[0]) == STORY[: -len(" flew")] + last.top[0].text
+    with pytest.raises(ValueError, match="another text"):
+        branch_text("Another story altogether", rows, at, choice)

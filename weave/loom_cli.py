@@ -1,0 +1,80 @@
+"""`python -m weave loom ...`: the stories in the data folder, for scripts.
+
+    loom list [--json]         [{"id", "title", "nodes", "updated"}...], last changed first
+    loom show STORY_ID [--json]  {"id", "title", "cursor", "nodes": [{"id", "parent", "text",
+                               "kind"}...], "bookmarks": [...]}; a node's text is its own
+    loom export STORY_ID       the whole loom as JSON on stdout
+    loom import FILE           a new story from such a file (or an older LLooM file); its id
+
+The data folder is the configured one (`LLOOM_DATA_DIR` overrides it). This module owns
+these subcommands' arguments and output; the stories are `weave.loom_store`'s, and
+`weave.cli` turns errors into one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from weave.config import load_settings
+from weave.loom import Loom
+from weave.loom_store import LoomStore
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """The `loom` subcommand and its own subcommands."""
+    loom = commands.add_parser("loom", help="list, show, export and import stories")
+    actions = loom.add_subparsers(dest="loom_command", required=True)
+    listing = actions.add_parser("list", help="the stories in the data folder")
+    listing.add_argument("--json", action="store_true", help="print one JSON list")
+    show = actions.add_parser("show", help="a story's nodes, cursor and bookmarks")
+    show.add_argument("story_id")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    export = actions.add_parser("export", help="a story's whole loom as JSON on stdout")
+    export.add_argument("story_id")
+    imported = actions.add_parser("import", help="a new story from an exported file")
+    imported.add_argument("file", type=Path)
+
+
+def run(args: argparse.Namespace) -> str:
+    """What the subcommand prints. Raises `StoreError`, `ConfigError` or `OSError`."""
+    store = LoomStore(load_settings().data_dir)
+    if args.loom_command == "list":
+        rows = [
+            {"id": i.id, "title": i.title, "nodes": i.nodes, "updated": i.updated}
+            for i in store.stories()
+        ]
+        if args.json:
+            return json.dumps(rows, ensure_ascii=False, allow_nan=False)
+        return "\n".join(f"{r['id']}  {r['nodes']:5d} nodes  {r['title']}" for r in rows)
+    if args.loom_command == "show":
+        loom = store.load(args.story_id)
+        if args.json:
+            return json.dumps(_shown(args.story_id, store.info(args.story_id).title, loom),
+                              ensure_ascii=False, allow_nan=False)  # fmt: skip
+        return _outline(loom)
+    if args.loom_command == "export":
+        return store.export_json(args.story_id)
+    return store.import_json(args.file.read_bytes())
+
+
+def _shown(story_id: str, title: str, loom: Loom) -> dict:
+    nodes = [
+        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}
+        for n in loom.nodes.values()
+    ]
+    return {"id": story_id, "title": title, "cursor": loom.cursor, "nodes": nodes,
+            "bookmarks": sorted(loom.bookmarks)}  # fmt: skip
+
+
+def _outline(loom: Loom) -> str:
+    """The tree, one node a line, indented by depth; '*' marks the cursor, '#' a bookmark."""
+    lines, stack = [], [(loom.root, 0)]
+    while stack:
+        node_id, depth = stack.pop()
+        cursor, marked = node_id == loom.cursor, node_id in loom.bookmarks
+        mark = ("*" if cursor else " ") + ("#" if marked else " ")
+        lines.append(f"{mark} {'  ' * depth}{node_id} {loom.node(node_id).text!r}")
+        stack += [(c.id, depth + 1) for c in reversed(loom.children(node_id))]
+    return "\n".join(lines)

@@ -1,0 +1,261 @@
+"""What the page says about suggestions and searches: text and HTML, without Streamlit.
+
+Owns how model text is shown (whitespace made visible, every character escaped), the
+one-row suggestion (tokens shaded by probability), the story's tokens with their
+alternatives, the bars' shares, the search's status line, and the messages after an
+automatic accept or a thin search. The page
+(`lloom.py`) puts these strings into widgets; the plain-text ones go through its
+markdown escaping like any other text. This module does not search, rank or pool
+(`weave.search`, `weave.tree`) and draws no graph (`weave.render`).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+
+from backends.base import TokenAlternatives
+from weave.search import SearchParams, SearchResult, SearchStats
+from weave.tree import Score, Suggestion, without_prefix_space
+
+VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
+SPACE = "␣"  # a space where a space alone would not be seen
+EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it cannot hold
+FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
+QUOTED = 40  # characters of each suggestion quoted in a message
+ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
+
+
+# -- text -------------------------------------------------------------------------------
+def visible(text: str) -> str:
+    """Newlines and tabs as symbols, other control characters as U+2400 pictures or \\xNN,
+    lone surrogates as U+FFFD: what a label or a line of HTML can show."""
+    out = []
+    for ch in text:
+        if ch in VISIBLE:
+            out.append(VISIBLE[ch])
+        elif ord(ch) < 0x20:
+            out.append(chr(0x2400 + ord(ch)))  # ␀ ␁ ... the Control Pictures block
+        elif unicodedata.category(ch) == "Cc":
+            out.append(f"\\x{ord(ch):02x}")
+        elif 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def shown_text(suggestion: Suggestion, *, prefix_space: bool) -> str:
+    """The suggestion's text as a row shows it: without the prefix space when it is on."""
+    return without_prefix_space(suggestion.text) if prefix_space else suggestion.text
+
+
+def editable_text(text: str) -> str:
+    """`text` for a one-line edit box: newlines '↵', tabs '⇥', leading spaces (all spaces
+    of a text that is only spaces) '␣', so that lookalike suggestions differ visibly.
+    `typed_text` reads the box back."""
+    marked = "".join(EDIT_MARKS.get(ch, ch) for ch in text)
+    body = marked.lstrip(" ")
+    return SPACE * (len(marked) - len(body)) + body
+
+
+def typed_text(box: str) -> str:
+    """What an edit box filled by `editable_text` (and maybe edited) means as story text."""
+    back = {mark: ch for ch, mark in EDIT_MARKS.items()} | {SPACE: " "}
+    return "".join(back.get(ch, ch) for ch in box)
+
+
+def quoted(texts: Sequence[str]) -> str:
+    """Suggestions quoted in a sentence: visible, shortened, “…”, comma separated."""
+    return ", ".join(f"“{shorten(visible(text), QUOTED)}”" for text in texts)
+
+
+# -- one suggestion as one row of HTML ----------------------------------------------------
+def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool = True) -> str:
+    """The suggestion as one block of HTML that wraps: each token shaded by its probability
+    (with it as a tooltip) when `shading`; newlines '↵', tabs '⇥' and leading spaces '·'
+    shown faintly, and the spaces of a text that is only whitespace as faint '␣' (the
+    prefix space too, when it is all the suggestion is).
+
+    Args:
+        suggestion: a ranked suggestion (its text may be cut inside its last token).
+        prefix_space: drop one leading space, as the page shows suggestions.
+        shading: shade tokens; else the text plainly, with the whitespace still visible.
+    Returns:
+        HTML safe for `st.markdown(..., unsafe_allow_html=True)`: every piece of model text
+        is HTML-escaped and markdown's special characters are entities.
+    """
+    spans = token_spans(suggestion)
+    if prefix_space and shown_text(suggestion, prefix_space=True) and spans[0][0][:1] == " ":
+        spans[0] = (spans[0][0][1:], spans[0][1])  # a lone space stays, to be seen
+    blank = not "".join(text for text, _ in spans).strip()
+    parts, leading = [], True
+    for text, logprob in spans:
+        body, leading = _marked_html(text, leading=leading, blank=blank)
+        if not shading:
+            parts.append(body)
+            continue
+        p = math.exp(logprob)
+        shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
+        parts.append(f'<span title="{p:.1%}" style="{shade}">{body}</span>')
+    style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
+    return f'<div style="{style}">{"".join(parts)}</div>'
+
+
+def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
+    """The suggestion's text split along its tokens, each with its log-probability.
+
+    Tokens are matched against the text in order; auto-stop's cut shortens the last one.
+    Where a piece does not match (a UTF-8 character split across tokens), the rest of
+    the text becomes one span with the remaining tokens' joint log-probability.
+    """
+    text, pos, spans = suggestion.text, 0, []
+    pairs = list(zip(suggestion.token_pieces, suggestion.token_logprobs, strict=True))
+    for i, (piece, logprob) in enumerate(pairs):
+        if pos >= len(text):
+            break
+        if not text.startswith(piece, pos) and not piece.startswith(text[pos:]):
+            rest = sum(lp for _, lp in pairs[i:])
+            spans.append((text[pos:], rest))
+            return spans
+        spans.append((text[pos : pos + len(piece)], logprob))
+        pos += len(piece)
+    return spans
+
+
+def _marked_html(text: str, *, leading: bool, blank: bool) -> tuple[str, bool]:
+    """A span's text as HTML with its whitespace marked; returns it and whether the
+    suggestion's leading spaces go on past it."""
+    out = []
+    for ch in text:
+        if ch == " " and (leading or blank):
+            out.append(_FAINT.format(SPACE if blank else "·"))
+            continue
+        leading = False
+        if ch in VISIBLE:
+            out.append(_FAINT.format(VISIBLE[ch]))
+        else:
+            out.append(_html_text(ch))
+    return "".join(out), leading
+
+
+def _html_text(text: str) -> str:
+    """Every character HTML and markdown (or LaTeX) could read as syntax, as an entity."""
+    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
+
+
+_SPECIAL = frozenset("<>&\"'\\`*_{}[]()#+-.!|~$:=")
+_FAINT = '<span style="opacity: 0.4">{}</span>'
+
+
+# -- the story's tokens and their alternatives ----------------------------------------------
+def story_tokens_html(rows: Sequence[TokenAlternatives]) -> str:
+    """The story's tokens (`Backend.alternatives`' rows) shaded by the probability the model
+    gave each, with the likeliest alternatives there in its tooltip; a token whose
+    probability the backend cannot say is left unshaded. Escaped as `suggestion_html` is."""
+    parts = []
+    for row in rows:
+        body = "".join(_FAINT.format(VISIBLE[ch]) if ch in VISIBLE else _html_text(ch)
+                       for ch in row.text)  # fmt: skip
+        if row.logprob is None:
+            title, alpha = f"not in the top {len(row.top)}", 0.0
+        else:
+            p = math.exp(row.logprob)
+            title, alpha = f"{p:.1%}", 0.08 + 0.72 * p
+        title += " · " + ", ".join(alternative_label(c) for c in row.top[:ALTERNATIVES_SHOWN])
+        shade = f"background-color: rgba(255, 160, 0, {alpha:.2f}); border-radius: 3px"
+        parts.append(f'<span title="{_attribute(title)}" style="{shade}">{body}</span>')
+    style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
+    return f'<div style="{style}">{"".join(parts)}</div>'
+
+
+def alternative_label(candidate) -> str:
+    """One alternative as a choice shows it: its visible text and probability."""
+    return f"{editable_text(candidate.text) or '∅'} {math.exp(candidate.logprob):.1%}"
+
+
+def _attribute(text: str) -> str:
+    """Text inside a double-quoted HTML attribute that markdown leaves alone."""
+    return "".join(f"&#{ord(ch)};" if ch in _SPECIAL else ch for ch in visible(text))
+
+
+# -- numbers ------------------------------------------------------------------------------
+def bar_shares(suggestions: Sequence[Suggestion], score: Score) -> list[float]:
+    """Each suggestion's share of the ranking score the list is sorted by: of the pooled
+    joint probabilities (score "joint") or of LLooM's sums of token probabilities
+    ("lloom"). The shares add up to 1 and fall in rank order."""
+    if not suggestions:
+        return []
+    if score == "lloom":
+        weights = [max(s.score, 0.0) for s in suggestions]
+    else:
+        top = max(s.score for s in suggestions)
+        weights = [math.exp(s.score - top) for s in suggestions]  # shifted: no underflow
+    total = sum(weights)
+    return [w / total if total > 0 else 1 / len(weights) for w in weights]
+
+
+def bar_caption(score: Score) -> str:
+    """What the bars measure, in words."""
+    if score == "lloom":
+        return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
+    return "Bars: each suggestion's share of the listed suggestions' probability."
+
+
+def search_status(result: SearchResult) -> str:
+    """The search's one-line summary: from the cache, or its time and speed."""
+    s, n = result.stats, len(result.suggestions)
+    found = f"{n} suggestion{'s' if n != 1 else ''}"
+    if from_cache(s):
+        return f"{found} from cache, {s.seconds:.1f} s"
+    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+    return f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+
+
+def from_cache(stats: SearchStats) -> bool:
+    """Whether the backend computed nothing for this search (its cache held every answer)."""
+    return stats.forward_calls == 0 and stats.model_tokens == 0
+
+
+def cache_note(stats: SearchStats) -> str | None:
+    """A line for the search's figures when they are zeros because nothing was computed."""
+    if not from_cache(stats):
+        return None
+    return "No forward calls: every answer came from the cache of an earlier search."
+
+
+# -- messages -------------------------------------------------------------------------------
+def auto_accept_message(texts: Sequence[str]) -> str | None:
+    """What accepting lone suggestions by themselves did, naming them; None for none.
+
+    Args:
+        texts: the accepted texts, in the order they were appended.
+    """
+    if not texts:
+        return None
+    if len(texts) == 1:
+        return f"Accepted a lone suggestion by itself: {quoted(texts)}."
+    return f"Accepted {len(texts)} lone suggestions, one after another: {quoted(texts)}."
+
+
+def few_suggestions_hint(count: int, params: SearchParams) -> str | None:
+    """LLooM v0.3's hint when a search brings back few suggestions, with the numbers that
+    made it so; None when there are enough, or when no setting would give more."""
+    if count >= min(FEW, params.max_suggestions):
+        return None
+    only = f"Only {count} suggestion{'s' if count != 1 else ''}"
+    if params.cutoff > 0:
+        grows = f", times {params.multiplier:g} per token" if params.multiplier > 1 else ""
+        return (
+            f"{only} at cutoff {params.cutoff:g}{grows}: lower the cutoff for more variety "
+            "(a token starts a new suggestion only when its probability reaches it)."
+        )
+    if params.split_limit:
+        return f"{only} at split limit {params.split_limit}: raise it for more variety."
+    return None
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, ending in '…' when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,268 @@
+"""Drawing a story tree (the loom) as a graph that stays readable at page width.
+
+Pure: `render_story_tree(nodes, cursor=...) -> graphviz.Digraph`. It takes plain
+`StoryNode` values (id, parent id, the node's own text, on-current-path and bookmark
+flags), so it serves any loom without importing one. Each drawn node is labelled with
+the opening words of its text; the path to the cursor is highlighted, the cursor filled,
+bookmarks starred. It folds what would make the graph unreadable, with the same budget
+as the token graph (`weave.render.Fit`):
+- runs of single-child nodes become one node (the cursor, a bookmark or a branch point
+  ends a run); clicking it goes to the run's last node;
+- a path to the cursor longer than the columns keeps its end: what lies before becomes
+  one "⋯ k earlier" node;
+- wide fans and surplus branches fold into "+k more" (k: the story nodes they hold),
+  the current path's first, then the branches most recently grown.
+Every drawn node carries its node's id as the SVG element id (`id`) and, when the page
+passes `url`, a link (`URL`, opened in the page's own tab) for click-to-jump. Labels are
+escaped by `weave.render`'s functions. This module moves no cursor and knows no page.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import count
+
+import graphviz
+
+from weave.render import BEST_COLOR, Fit, label, wrapped_label
+
+STORY_FIT = Fit(columns=6, children=4, nodes=30)
+START = "(start)"
+BOOKMARK = "★ "
+MORE_LISTED = 12
+
+
+@dataclass(frozen=True)
+class StoryNode:
+    """One node of a story tree as the graph needs it: `text` is the node's own text."""
+
+    id: str
+    parent: str | None
+    text: str
+    on_path: bool = False  # on the path from the root to the cursor
+    bookmarked: bool = False
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Nodes drawn as one: each but the last has exactly one child."""
+
+    nodes: tuple[StoryNode, ...]
+
+    @property
+    def last(self) -> StoryNode:
+        return self.nodes[-1]
+
+    def text(self) -> str:
+        return "".join(node.text for node in self.nodes)
+
+
+def render_story_tree(
+    nodes: Sequence[StoryNode],
+    *,
+    cursor: str,
+    url: Callable[[str], str] | None = None,
+    fit: Fit = STORY_FIT,
+) -> graphviz.Digraph:
+    """The story tree as a left-to-right graph; `.source` is the DOT text.
+
+    Args:
+        nodes: every node, parents before children, oldest first (the order breaks ties:
+            newer branches are shown first).
+        cursor: the id of the node the writer is at.
+        url: node id -> the link that jumps there; None: no links.
+        fit: the graph's budget (columns count drawn runs along a path).
+    Raises:
+        ValueError: when `cursor` or a parent is not among `nodes`.
+    """
+    tree = _Tree(nodes, cursor)
+    graph = graphviz.Digraph("story", graph_attr=_GRAPH, node_attr=_NODE, edge_attr=_EDGE)
+    start, earlier = tree.window(fit.columns)
+    shown = tree.shown(start, fit, column=2 if earlier else 1)
+    names = (f"s{i}" for i in range(1 << 62))
+    first = next(names)
+    _draw_run(graph, first, start, tree, fit, url)
+    if earlier:
+        before = next(names)
+        _draw_earlier(graph, before, earlier, url)
+        graph.edge(before, first, **_ON_PATH)
+    pending = [(first, start)]
+    while pending:
+        parent_name, parent = pending.pop(0)
+        hidden = []
+        for run in tree.children(parent):
+            if run.nodes[0].id not in shown:
+                hidden.append(run)
+                continue
+            name = next(names)
+            _draw_run(graph, name, run, tree, fit, url)
+            graph.edge(parent_name, name, **(_ON_PATH if run.last.on_path else {}))
+            pending.append((name, run))
+        if hidden:
+            _draw_more(graph, parent_name, next(names), hidden, tree)
+    return graph
+
+
+class _Tree:
+    """The nodes indexed, cut into runs, with what each run's subtree holds."""
+
+    def __init__(self, nodes: Sequence[StoryNode], cursor: str):
+        self.by_id = {node.id: node for node in nodes}
+        self.order = {node.id: i for i, node in enumerate(nodes)}
+        if cursor not in self.by_id:
+            raise ValueError(f"the cursor {cursor!r} is not a node of the tree")
+        self.cursor = cursor
+        self.kids: dict[str | None, list[StoryNode]] = {}
+        for node in nodes:
+            if node.parent is not None and node.parent not in self.by_id:
+                raise ValueError(f"node {node.id!r} has no parent {node.parent!r} in the tree")
+            self.kids.setdefault(node.parent, []).append(node)
+        roots = self.kids.get(None, [])
+        if len(roots) != 1:
+            raise ValueError(f"a story tree has one root, not {len(roots)}")
+        self.root = self.run_from(roots[0])
+        self.ancestors = set()  # the cursor and the nodes above it
+        node: StoryNode | None = self.by_id[cursor]
+        while node is not None:
+            self.ancestors.add(node.id)
+            node = self.by_id.get(node.parent) if node.parent is not None else None
+        self._size: dict[str, int] = {}
+        self._newest: dict[str, int] = {}
+
+    def run_from(self, first: StoryNode) -> _Run:
+        """Follow single children from `first` while nothing worth its own node comes."""
+        run = [first]
+        while True:
+            node = run[-1]
+            below = self.kids.get(node.id, [])
+            if len(below) != 1:
+                return _Run(tuple(run))
+            child = below[0]
+            if self._stands_alone(node) or self._stands_alone(child):
+                return _Run(tuple(run))
+            if child.on_path != node.on_path:
+                return _Run(tuple(run))
+            run.append(child)
+
+    def _stands_alone(self, node: StoryNode) -> bool:
+        return node.id == self.cursor or node.bookmarked or node.parent is None
+
+    def children(self, run: _Run) -> list[_Run]:
+        return [self.run_from(child) for child in self.kids.get(run.last.id, [])]
+
+    def size(self, run: _Run) -> int:
+        """Story nodes in the run and below it."""
+        key = run.nodes[0].id
+        if key not in self._size:
+            below = sum(self.size(child) for child in self.children(run))
+            self._size[key] = len(run.nodes) + below
+        return self._size[key]
+
+    def newest(self, run: _Run) -> int:
+        """The creation index of the newest node in the run or below it."""
+        key = run.nodes[0].id
+        if key not in self._newest:
+            own = max(self.order[node.id] for node in run.nodes)
+            self._newest[key] = max([own, *(self.newest(c) for c in self.children(run))])
+        return self._newest[key]
+
+    def path_runs(self) -> list[_Run]:
+        """The runs from the root to the one holding the cursor."""
+        runs, run = [self.root], self.root
+        while self.cursor not in {node.id for node in run.nodes}:
+            run = next(c for c in self.children(run) if c.nodes[0].id in self.ancestors)
+            runs.append(run)
+        return runs
+
+    def window(self, columns: int) -> tuple[_Run, list[_Run]]:
+        """The run the drawing starts from, and the path runs folded before it."""
+        path = self.path_runs()
+        if len(path) <= columns:
+            return path[0], []
+        cut = len(path) - columns + 1  # one column goes to the "earlier" node
+        return path[cut], path[:cut]
+
+    def shown(self, start: _Run, fit: Fit, *, column: int) -> set[str]:
+        """First-node ids of the runs to draw below `start` (drawn in `column`): the current
+        path's first, then runs holding a bookmark, then the most recently grown, within
+        the fit."""
+        order, heap = count(), []
+
+        def offer(parent: _Run, column: int) -> None:
+            for run in self.children(parent):
+                rank = 0 if run.nodes[0].on_path or run.nodes[0].id in self.ancestors else 1
+                marked = 0 if any(n.bookmarked for n in run.nodes) else 1
+                key = (rank, marked, -self.newest(run), next(order))
+                heapq.heappush(heap, (*key, run, parent.last.id, column))
+
+        shown: set[str] = set()
+        per_parent: Counter[str] = Counter()
+        offer(start, column + 1)
+        while heap:
+            rank, _, _, _, run, parent, column = heapq.heappop(heap)
+            full = len(shown) >= fit.nodes or per_parent[parent] >= fit.children
+            if column > fit.columns or (rank and full):
+                continue
+            shown.add(run.nodes[0].id)
+            per_parent[parent] += 1
+            offer(run, column + 1)
+        return shown
+
+
+def _draw_run(graph, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
+    target = run.last
+    text = run.text()
+    opening = " ".join(text.split()) or ("␣" if text else START if target.parent is None else "∅")
+    mark = BOOKMARK if any(node.bookmarked for node in run.nodes) else ""
+    steps = f" ({len(run.nodes)} steps)" if len(run.nodes) > 1 else ""
+    attrs = {
+        "label": wrapped_label(mark + opening, fit.line, fit.lines),
+        "tooltip": label(_shorten_tooltip(text) + steps),
+        "id": label(target.id),
+    }
+    if target.on_path:
+        attrs.update(_ON_PATH)
+    if tree.cursor in {node.id for node in run.nodes}:
+        attrs.update(_CURSOR)
+    if mark:
+        attrs["peripheries"] = "2"
+    if url is not None:
+        attrs.update(URL=label(url(target.id)), target="_top")
+    graph.node(name, **attrs)
+
+
+def _draw_earlier(graph, name: str, earlier: list[_Run], url) -> None:
+    """The folded start of a long path: one node; a click goes to its last node."""
+    steps = sum(1 for run in earlier for node in run.nodes if node.parent is not None)
+    target = earlier[-1].last
+    attrs = {
+        "label": f"⋯ {steps} earlier",
+        "tooltip": label(_shorten_tooltip("".join(run.text() for run in earlier))),
+        "id": label(target.id),
+    }
+    if url is not None:
+        attrs.update(URL=label(url(target.id)), target="_top")
+    graph.node(name, **attrs, **_MORE, **_ON_PATH)
+
+
+def _draw_more(graph, parent: str, name: str, hidden: list[_Run], tree: _Tree) -> None:
+    listed = " | ".join(" ".join(run.text().split())[:40] for run in hidden[:MORE_LISTED])
+    hidden_nodes = sum(tree.size(run) for run in hidden)
+    graph.node(name, label=f"+{hidden_nodes} more", tooltip=label(listed), **_MORE)
+    graph.edge(parent, name, style="dashed")
+
+
+def _shorten_tooltip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+_GRAPH = {"rankdir": "LR", "nodesep": "0.1", "ranksep": "0.3", "fontname": "sans-serif"}
+_NODE = {"shape": "box", "style": "rounded", "fontname": "sans-serif", "fontsize": "14",
+         "height": "0.3", "margin": "0.08,0.03", "color": "#8a99ad"}  # fmt: skip
+_EDGE = {"arrowsize": "0.5", "color": "#8a99ad"}
+_ON_PATH = {"color": BEST_COLOR, "penwidth": "2"}
+_CURSOR = {"style": "rounded,filled,bold", "fillcolor": "#fde2ec"}
+_MORE = {"shape": "box", "style": "rounded,dashed", "fontcolor": "#555555"}
