@@ -4,8 +4,10 @@ behaved or failing in one chosen way, for tests/test_hostile.py.
 Flavours answer as llama-server (`/props`, `/v1/models`, `/tokenize`, `/detokenize`,
 `/completion`), vLLM (`/v1/models`, `/tokenize`, `/detokenize`, `/v1/completions`) and
 an OpenAI-compatible API (`/v1/chat/completions`). Every request gets the same next-token
-distribution (".", ",", " the", " a"), so a search ends after one token. A mode changes
-one thing, as a broken or malicious server would:
+distribution (".", ",", " the", " a"), so a search ends after one token. A sampling
+request (`Backend.sample`) draws the second candidate at every position, so the modes
+that break that candidate break the drawn tokens. A mode changes one thing, as a broken
+or malicious server would:
 
   ok            well behaved
   drip          the whole reply, status line first, one byte every DRIP_SECONDS
@@ -77,9 +79,20 @@ def llamacpp(mode: str, path: str, body: dict):
     if path == "/detokenize":
         return {"content": "".join(piece(i) for i in body.get("tokens", []))}
     if path == "/completion":
+        if body.get("return_tokens"):  # sampling: n_cmpl completions of one prompt
+            return [_llama_sample(mode, i, body["n_predict"]) for i in range(body["n_cmpl"])]
         prompts = body["prompt"] if isinstance(body["prompt"][0], list) else [body["prompt"]]
         return [_llama_result(mode, i, body.get("n_predict", 1)) for i in range(len(prompts))]
     return None
+
+
+def _llama_sample(mode: str, index: int, length: int) -> dict:
+    drawn, logprob = top(mode)[1]
+    position = {"id": drawn, "token": piece(drawn), "bytes": list(piece(drawn).encode()),
+                "logprob": logprob}  # fmt: skip
+    return {"index": index, "tokens": [drawn] * length, "content": piece(drawn) * length,
+            "completion_probabilities": [position] * length,
+            "timings": {"prompt_n": 3, "predicted_n": length}}  # fmt: skip
 
 
 def _llama_result(mode: str, index: int, length: int) -> dict:
@@ -100,6 +113,13 @@ def vllm(mode: str, path: str, body: dict):
         return {"tokens": token_ids(body.get("prompt", ""))}
     if path == "/detokenize":
         return {"prompt": "".join(piece(i) for i in body.get("tokens", []))}
+    if path == "/v1/completions" and "n" in body:  # sampling: n choices of one prompt
+        drawn, logprob = top(mode)[1]
+        length = body["max_tokens"]
+        logprobs = {"tokens": [f"token_id:{drawn}"] * length, "token_logprobs": [logprob] * length}
+        choices = [{"index": i, "logprobs": logprobs, "text": piece(drawn) * length,
+                    "finish_reason": "length"} for i in range(body["n"])]  # fmt: skip
+        return {"choices": choices, "usage": {"prompt_tokens": 3, "completion_tokens": length}}
     if path == "/v1/completions":
         length = body.get("max_tokens", 1)
         choices = [_vllm_choice(mode, i, length) for i in range(len(body["prompt"]))]
@@ -125,11 +145,14 @@ def openai(mode: str, path: str, body: dict):
     ]
     if mode == "logprob_text":
         options[1]["logprob"] = "abc"
-    content = [{**options[0], "top_logprobs": options}] * body.get("max_tokens", 1)
+    if "n" in body:  # sampling: the drawn tokens' log-probs only
+        content, n = [options[1]] * body["max_tokens"], body["n"]
+    else:
+        content, n = [{**options[0], "top_logprobs": options}] * body.get("max_tokens", 1), 1
     logprobs = None if mode == "without_logprobs" else {"content": content}
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "."},
-                         "logprobs": logprobs, "finish_reason": "length"}],
+            "choices": [{"index": i, "message": {"role": "assistant", "content": "."},
+                         "logprobs": logprobs, "finish_reason": "length"} for i in range(n)],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}  # fmt: skip
 
 

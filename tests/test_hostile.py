@@ -5,8 +5,8 @@ can: a reply dripped a byte at a time or never sent, NaN and infinite log-probab
 token ids outside the vocabulary, valid JSON of the wrong shape, a 500 that echoes the
 request's credentials. Every case must end within its deadline in one clear error that
 names the server (or, for -inf candidates, a clean result of finite numbers), never a
-traceback or a key, in-process (the backend classes under `expand`) and in
-`python -m weave expand` (exit 2, one `error:` line).
+traceback or a key, in-process (the backend classes under `expand`, and their `sample`
+for ramify) and in `python -m weave expand` (exit 2, one `error:` line).
 """
 
 from __future__ import annotations
@@ -129,6 +129,37 @@ def test_the_backend_classes(flavour, mode, caplog):
     assert message.startswith(f"{flavour} at {url}")
     assert_hidden(message + repr(error.value) + caplog.text)
     assert max(waits) < 1.8 * TIMEOUT  # one deadline, not two: nothing retried after it
+
+
+def draw(flavour: str, url: str) -> list:
+    """Two samples (ramify's request) from a fresh backend."""
+    backend = backend_for(flavour, url)
+    try:
+        context = backend.tokenize(STORY)
+        return backend.sample(context, n=2, temperature=1.0, min_p=0.1, max_tokens=3, seed=1)
+    finally:
+        backend.close()
+
+
+SAMPLE_CASES = [(flavour, mode) for flavour, mode in CASES if mode in COMMON]
+
+
+@pytest.mark.parametrize("flavour, mode", SAMPLE_CASES)
+def test_sampling(flavour, mode, caplog):
+    caplog.set_level(logging.DEBUG)
+    with hostile_server(flavour, mode) as url:
+        if EXPECTED[mode] is None:
+            drawn = draw(flavour, url)
+            assert len(drawn) == 2 and all(c.token_ids and math.isfinite(c.logprob) for c in drawn)
+            return
+        started = time.monotonic()
+        with pytest.raises(BackendError, match=EXPECTED[mode]) as error:
+            draw(flavour, url)
+        waited = time.monotonic() - started
+    message = str(error.value)
+    assert message.startswith(f"{flavour} at {url}")
+    assert_hidden(message + repr(error.value) + caplog.text)
+    assert waited < 1.8 * TIMEOUT + 1.0  # one deadline (and a client's start), not two
 
 
 def weave_cli(flavour: str, url: str) -> tuple[subprocess.CompletedProcess, float]:
