@@ -467,6 +467,8 @@ def error_ui(ws: session.Workspace) -> None:
     elif ws.error:
         st.error(f"**The model did not answer.** {md(ws.error)}\n\nYour story and the last "
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
+    if ws.notice:
+        st.warning(md(ws.notice), icon="⚠️")
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
@@ -709,6 +711,9 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
         st.markdown(f"**{md(backend.model_name)}** on {backend.name}")
         if backend.url:
             st.caption(f"Server: {code(backend.url)}")
+        section = settings.model_section(backend.model_name)
+        label = f'[models."{section}"]' if section else "[search]"
+        st.caption(f"Search defaults: {code(label)} in the settings")
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
@@ -737,7 +742,8 @@ def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
     if offer is None:
         return
-    tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1)  # noqa: E731
+    tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
+                              allow_nan=False)  # fmt: skip
     download(two, "Tree .json", tree, "tree.json", "application/json")
     graph = page_graph(ws, offer)
     download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")

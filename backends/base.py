@@ -8,6 +8,7 @@ transport, caching and tokenization; it knows nothing about beams, cutoffs or pa
 from __future__ import annotations
 
 import codecs
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -44,13 +45,39 @@ class Continuation:
 
 
 class BackendError(RuntimeError):
-    """A backend could not answer: names the backend, where it looked, and what to check."""
+    """A backend could not answer: names the backend, where it looked, and what to check.
+
+    The message often quotes a server, which may echo a request's credentials: anything
+    that looks like one is redacted here, so no error shown or logged can carry a key.
+    """
 
     def __init__(self, message: str, *, backend: str, url: str | None = None):
         self.backend = backend
         self.url = url
         where = f" at {url}" if url else ""
-        super().__init__(f"{backend}{where}: {message}")
+        super().__init__(redacted(f"{backend}{where}: {message}"))
+
+
+CREDENTIALS = (  # (what names it, then its value)
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\n,;}]+"),
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[^\s\"',;}]+"),
+    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
+    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),  # a password in a URL
+)
+KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
+REDACTED = "[redacted]"
+
+
+def redacted(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` less `secrets`, bearer and basic tokens, Authorization and api-key values,
+    passwords in URLs and OpenAI-style keys (`sk-...`): server text is shown only through
+    this."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    for pattern in CREDENTIALS:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    return KEY_LIKE.sub(REDACTED, text)
 
 
 @dataclass(frozen=True)

@@ -257,7 +257,9 @@ def _write_tokenizer(folder: Path, meta: dict) -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+    )
 
 
 def main() -> None:

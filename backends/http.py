@@ -3,8 +3,10 @@
 Replies are JSON, or a server-sent event stream read to its end (`post_events`: a
 llama-server streams a completion's per-token probabilities, stop tokens included).
 
-A server may close an idle kept-alive connection just as a request goes out on it; that
-request is sent again, once, on a new connection.
+The timeout bounds each request end to end (`backends.deadline`), not each socket read:
+a server that drips its reply a byte at a time is too slow all the same. A server may
+close an idle kept-alive connection just as a request goes out on it; that request is
+sent again, once, on a new connection, within the same deadline.
 
 Every failure leaves here as a `BackendError` that names the backend, the server and
 what to check: a refused connection, a timeout, an HTTP error with the server's own
@@ -23,6 +25,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ProtocolError
 
 from backends.base import BackendError
+from backends.deadline import TooSlow, within
 
 
 class JsonClient:
@@ -91,15 +94,15 @@ class JsonClient:
     def _reply(self, method: str, path: str, body: dict | None) -> requests.Response:
         """The server's reply with a success status, or a `BackendError` saying what failed."""
         try:
-            reply = self._send(method, path, body)
+            reply = within(self.timeout, lambda: self._send(method, path, body))
         except requests.exceptions.ConnectionError as e:
             raise self.error(
                 f"cannot connect ({_reason(e)}): is the server running, and is the address right?"
             ) from e
-        except requests.exceptions.Timeout as e:
+        except (requests.exceptions.Timeout, TooSlow) as e:
             raise self.error(
-                f"no answer from {path} within {self.timeout:g} s: the server is busy or stuck; "
-                "raise the timeout or check its load"
+                f"too slow: no complete answer from {path} within {self.timeout:g} s; the "
+                "server is busy or stuck: check its load, or raise the timeout"
             ) from e
         except requests.exceptions.RequestException as e:
             raise self.error(f"request to {path} failed: {e}") from e

@@ -25,17 +25,24 @@ logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters joi
 the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped
 back to ids with `/tokenize`.
 
+Every field read from a reply is checked where it is read (`backends.replies`): a token
+id must lie in the vocabulary (its size from `/v1/models`, where the server says), a
+log-probability must be finite (-inf candidates are dropped), and a wrong shape is an
+error naming the server and the field.
+
 Owns: request shapes and parsing. Not: the search, slot planning
 (`backends.llamacpp_slots`), HTTP error wording (`backends.http`).
 """
 
 from __future__ import annotations
 
-import math
+import logging
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 
+from backends import replies
 from backends.base import (
+    BackendError,
     Candidate,
     Chain,
     Continuation,
@@ -46,6 +53,8 @@ from backends.base import (
 )
 from backends.http import JsonClient, expect
 from backends.llamacpp_slots import SlotBook
+
+log = logging.getLogger(__name__)
 
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
@@ -62,7 +71,10 @@ class LlamaCppBackend(GreedyPathBackend):
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
-        self.slots = SlotBook(int(props.get("total_slots") or 0))
+        self.slots = SlotBook(
+            replies.count(props.get("total_slots"), self.client.error, "/props total_slots") or 0
+        )
+        self.vocab_size = self._vocab_size()
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())
@@ -80,17 +92,17 @@ class LlamaCppBackend(GreedyPathBackend):
 
     @property
     def context_length(self) -> int | None:
-        settings = self._props.get("default_generation_settings") or {}
+        settings = self._props.get("default_generation_settings")
+        settings = settings if isinstance(settings, dict) else {}
         n_ctx = settings.get("n_ctx") or self._props.get("n_ctx")
-        return int(n_ctx) if n_ctx else None
+        return replies.count(n_ctx or None, self.client.error, "/props n_ctx")
 
     def tokenize(self, text: str) -> list[int]:
         return self._token_ids(text)
 
     def detokenize(self, ids: list[int]) -> str:
         reply = self.client.post("/detokenize", {"tokens": list(ids)})
-        expect(isinstance(reply, dict) and "content" in reply, self.client, "no detokenized text")
-        return reply["content"]
+        return replies.field(reply, "content", str, self.client.error, "/detokenize")
 
     def close(self) -> None:
         self.client.close()
@@ -122,7 +134,9 @@ class LlamaCppBackend(GreedyPathBackend):
         tokens = reply.get("tokens") if isinstance(reply, dict) else None
         pieced = isinstance(tokens, list) and all(isinstance(t, dict) for t in tokens)
         if pieced and [t.get("id") for t in tokens] == list(ids[lead:]):
-            pieces = [_piece_bytes(t.get("piece")) for t in tokens]
+            error = self.client.error
+            pieces = [_piece_bytes(t.get("piece"), error, f"/tokenize tokens[{i}].piece")
+                      for i, t in enumerate(tokens)]  # fmt: skip
         else:  # a text that tokenizes otherwise: each id decoded alone
             pieces = [self.detokenize([i]).encode("utf-8") for i in ids[lead:]]
         return token_texts(pieces, start - lead)
@@ -185,16 +199,20 @@ class LlamaCppBackend(GreedyPathBackend):
             reply = self.client.post("/completion", body)
             results = reply if isinstance(reply, list) else [reply]
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
-        expect(all(isinstance(r, dict) for r in results), self.client, "a result is not an object")
+        for i, result in enumerate(results):
+            replies.of_type(result, dict, self.client.error, f"/completion result {i}")
+            replies.of_type(result.get("index", 0), int, self.client.error,
+                            f"/completion result {i} index")  # fmt: skip
         results = sorted(results, key=lambda r: r.get("index", 0))
         usage = Usage(forward_calls=1)
         chains = []
         for prompt, result in zip(group, results, strict=True):
             chains.append(self._chain(result, k))
-            timings = result.get("timings") or {}
+            timings = result.get("timings")
+            timings = timings if isinstance(timings, dict) else {}
             prompt_n, predicted_n = (
-                int(timings.get("prompt_n", 0)),
-                int(timings.get("predicted_n", 0)),
+                _count_of(timings.get("prompt_n")),
+                _count_of(timings.get("predicted_n")),
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
             self._held(prompt, result)
@@ -204,8 +222,9 @@ class LlamaCppBackend(GreedyPathBackend):
         """Record what the result's slot holds now (results of one slot come in order)."""
         slot, cached = result.get("id_slot"), result.get("tokens_cached")
         if isinstance(slot, int) and isinstance(cached, int):
-            generated = [int(t) for t in result.get("tokens") or []]
-            self.slots.hold(slot, tuple(prompt + generated)[:cached])
+            generated = result.get("tokens") or []
+            if all(isinstance(t, int) for t in generated):
+                self.slots.hold(slot, tuple(prompt + generated)[:cached])
 
     # -- parsing ---------------------------------------------------------------------
     def _chain(self, result: dict, k: int) -> Chain:
@@ -216,44 +235,55 @@ class LlamaCppBackend(GreedyPathBackend):
         `bytes` being the whole character. The chain stops before such a merge.
         """
         positions = result.get("completion_probabilities")
-        if not positions and int(result.get("tokens_predicted") or 0) > 0:
+        if not positions and _count_of(result.get("tokens_predicted")) > 0:
             return []
         expect(isinstance(positions, list) and positions, self.client,
                "no completion_probabilities: does this server support n_probs?")  # fmt: skip
         chain = []
-        for position in positions:
+        for j, position in enumerate(positions):
+            what = f"/completion completion_probabilities[{j}]"
+            replies.of_type(position, dict, self.client.error, what)
             if _merged(position):
                 break
-            chain.append(self._position(position, k))
+            chain.append(self._position(position, k, what))
         return chain
 
-    def _position(self, position: dict, k: int) -> list[Candidate]:
-        expect(isinstance(position, dict), self.client, "a probabilities entry is not an object")
+    def _position(self, position: dict, k: int, what: str) -> list[Candidate]:
         if "top_logprobs" in position:
-            options = [self._current(o) for o in position["top_logprobs"] or []]
+            key, read = "top_logprobs", self._current
         elif "probs" in position:
-            options = [self._old(o) for o in position["probs"] or []]
+            key, read = "probs", self._old
         else:
             raise self.client.error("unknown completion_probabilities shape")
+        entries = replies.of_type(position[key] or [], list, self.client.error, f"{what}.{key}")
+        options = [read(o, f"{what}.{key}[{i}]") for i, o in enumerate(entries)]
+        options = [o for o in options if o is not None]  # -inf: ruled out by the model
         expect(bool(options), self.client, "an empty list of probabilities")
         options.sort(key=lambda c: -c.logprob)
         return options[:k]
 
-    def _current(self, option: dict) -> Candidate:
-        logprob = option.get("logprob")
-        if logprob is None or "id" not in option:
-            raise self.client.error(FA_HINT)
-        raw = bytes(option["bytes"]) if option.get("bytes") is not None else None
-        text = raw.decode("utf-8", errors="replace") if raw is not None else option.get("token", "")
-        return Candidate(int(option["id"]), text, float(logprob), raw)
+    def _current(self, option: object, what: str) -> Candidate | None:
+        error = self.client.error
+        replies.of_type(option, dict, error, what)
+        if option.get("logprob") is None or "id" not in option:
+            raise error(FA_HINT)
+        logprob = replies.logprob(option["logprob"], error, f"{what}.logprob")
+        token_id = replies.token_id(option["id"], error, f"{what}.id", self.vocab_size)
+        raw = _token_bytes(option.get("bytes"), error, f"{what}.bytes")
+        token = replies.of_type(option.get("token", ""), str, error, f"{what}.token")
+        text = raw.decode("utf-8", errors="replace") if raw is not None else token
+        return None if logprob is None else Candidate(token_id, text, logprob, raw)
 
-    def _old(self, option: dict) -> Candidate:
+    def _old(self, option: object, what: str) -> Candidate | None:
         """Pre-Dec-2024 servers give token strings and probabilities, no ids."""
+        error = self.client.error
+        replies.of_type(option, dict, error, what)
         prob, text = option.get("prob"), option.get("tok_str")
         if prob is None or text is None:
-            raise self.client.error(FA_HINT)
-        logprob = math.log(prob) if prob > 0 else -math.inf
-        return Candidate(self._old_id(text), text, logprob)
+            raise error(FA_HINT)
+        logprob = replies.probability(prob, error, f"{what}.prob")
+        text = replies.of_type(text, str, error, f"{what}.tok_str")
+        return None if logprob is None else Candidate(self._old_id(text), text, logprob)
 
     def _old_id(self, text: str) -> int:
         if text not in self._old_ids:
@@ -266,9 +296,27 @@ class LlamaCppBackend(GreedyPathBackend):
     def _token_ids(self, text: str, *, add_special: bool = False, special: bool = False):
         body = {"content": text, "add_special": add_special, "parse_special": special}
         reply = self.client.post("/tokenize", body)
-        tokens = reply.get("tokens") if isinstance(reply, dict) else None
-        expect(isinstance(tokens, list), self.client, "/tokenize gave no token list")
-        return [int(t["id"]) if isinstance(t, dict) else int(t) for t in tokens]
+        tokens = replies.field(reply, "tokens", list, self.client.error, "/tokenize")
+        error, vocab = self.client.error, self.vocab_size
+        return [
+            replies.token_id(
+                t.get("id") if isinstance(t, dict) else t, error, f"/tokenize tokens[{i}].id", vocab
+            )
+            for i, t in enumerate(tokens)
+        ]
+
+    def _vocab_size(self) -> int | None:
+        """The vocabulary's size, from `/v1/models` where the server names it (n_vocab)."""
+        try:
+            reply = self.client.get("/v1/models")
+        except BackendError as e:
+            log.info("%s; token ids are checked against no vocabulary size", e)
+            return None
+        models = reply.get("data") if isinstance(reply, dict) else None
+        first = models[0] if isinstance(models, list) and models else None
+        meta = first.get("meta") if isinstance(first, dict) else None
+        n_vocab = meta.get("n_vocab") if isinstance(meta, dict) else None
+        return replies.count(n_vocab, self.client.error, "/v1/models meta.n_vocab")
 
     def _specials(self) -> set[int]:
         """End-of-text and BOS ids, from the token texts /props names."""
@@ -289,7 +337,8 @@ class LlamaCppBackend(GreedyPathBackend):
         one before. A server that answers fewer is asked again for the rest, seeds going on.
         `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
         seed = secrets.randbits(31) if seed is None else seed
-        slots = max(1, int(self._props.get("total_slots") or 1))
+        slots = replies.count(self._props.get("total_slots"), self.client.error,
+                              "/props total_slots") or 1  # fmt: skip
         drawn: list[Continuation] = []
         while len(drawn) < n:
             body = {
@@ -308,8 +357,11 @@ class LlamaCppBackend(GreedyPathBackend):
             }
             reply = self.client.post("/completion", body)
             results = reply if isinstance(reply, list) else [reply]
-            expect(bool(results) and all(isinstance(r, dict) for r in results), self.client,
-                   "no completions")  # fmt: skip
+            expect(bool(results), self.client, "no completions")
+            for i, result in enumerate(results):
+                replies.of_type(result, dict, self.client.error, f"/completion result {i}")
+                replies.of_type(result.get("index", 0), int, self.client.error,
+                                f"/completion result {i} index")  # fmt: skip
             results.sort(key=lambda r: r.get("index", 0))
             self.stats.add(forward_calls=1, **_sampling_usage(results))
             drawn += [self._continuation(result) for result in results]
@@ -318,23 +370,28 @@ class LlamaCppBackend(GreedyPathBackend):
     def _continuation(self, result: dict) -> Continuation:
         """A completion's tokens up to the first control token, or up to the first
         character the server reported as one entry for several tokens (its log-probs are
-        not all known: the sample ends before it)."""
+        not all known: the sample ends before it). A drawn token's log-prob must be finite."""
+        error = self.client.error
         tokens = result.get("tokens")
         positions = result.get("completion_probabilities") or []
         expect(isinstance(tokens, list), self.client, "no tokens: does it know return_tokens?")
+        replies.of_type(positions, list, error, "/completion completion_probabilities")
         ids, logprob, pieces = [], 0.0, []
-        for token, position in zip(tokens, positions, strict=False):
+        for j, (token, position) in enumerate(zip(tokens, positions, strict=False)):
+            what = f"/completion completion_probabilities[{j}]"
+            token = replies.token_id(token, error, f"/completion tokens[{j}]", self.vocab_size)
             if token in self.special_token_ids:
                 break
-            expect(isinstance(position, dict), self.client, "a probabilities entry not an object")
+            replies.of_type(position, dict, error, what)
             if position.get("id") != token:
                 break
             if position.get("logprob") is None:
-                raise self.client.error(FA_HINT)
-            ids.append(int(token))
-            logprob += float(position["logprob"])
-            raw = position.get("bytes")
-            pieces.append(bytes(raw) if raw is not None else str(position.get("token")).encode())
+                raise error(FA_HINT)
+            ids.append(token)
+            logprob += replies.drawn_logprob(position["logprob"], error, f"{what}.logprob")
+            raw = _token_bytes(position.get("bytes"), error, f"{what}.bytes")
+            text = replies.of_type(position.get("token", ""), str, error, f"{what}.token")
+            pieces.append(raw if raw is not None else text.encode("utf-8"))
         text = b"".join(pieces).decode("utf-8", errors="replace")
         return Continuation(tuple(ids), text, logprob)
 
@@ -343,27 +400,31 @@ def _sampling_usage(results: list[dict]) -> dict[str, int]:
     """Prompt and drawn tokens of one request's completions, from the server's timings.
     The prompt is read once, for the first; the others copy its state and repeat its
     prompt figures."""
-    timings = [r.get("timings") or {} for r in results]
-    prompt = int(timings[0].get("prompt_n", 0))
-    drawn = sum(int(t.get("predicted_n", 0)) for t in timings)
+    timings = [r.get("timings") if isinstance(r.get("timings"), dict) else {} for r in results]
+    prompt = _count_of(timings[0].get("prompt_n"))
+    drawn = sum(_count_of(t.get("predicted_n")) for t in timings)
     return {"model_tokens": prompt + drawn, "prefill_tokens": prompt}
 
 
-def _piece_bytes(piece: object) -> bytes:
+def _piece_bytes(piece: object, error: replies.Error, what: str) -> bytes:
     """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
-    return bytes(piece) if isinstance(piece, list) else str(piece).encode("utf-8")
+    if isinstance(piece, list):
+        return _token_bytes(piece, error, what)
+    return replies.of_type(piece, str, error, what).encode("utf-8")
 
 
 def _merged(position: dict) -> bool:
     """Whether an entry stands for several tokens: its bytes are not its own token's, nor
     the part of them before a stop string (the server cuts the text of a stop token)."""
+    options = position.get("top_logprobs")
+    options = options if isinstance(options, list) else []
     own = next(
-        (o for o in position.get("top_logprobs") or [] if o.get("id") == position.get("id")), None
+        (o for o in options if isinstance(o, dict) and o.get("id") == position.get("id")), None
     )
     if own is None:
         return False
-    mine, shown = bytes(own.get("bytes") or []), bytes(position.get("bytes") or [])
-    return not mine.startswith(shown)
+    mine, shown = own.get("bytes") or [], position.get("bytes") or []
+    return not (isinstance(mine, list) and isinstance(shown, list) and mine[: len(shown)] == shown)
 
 
 def _gathered(events: list) -> list[dict]:
@@ -373,11 +434,26 @@ def _gathered(events: list) -> list[dict]:
     for event in events:
         if not isinstance(event, dict):
             continue
-        result = results.setdefault(int(event.get("index") or 0), {
+        result = results.setdefault(_count_of(event.get("index")), {
             "completion_probabilities": [], "tokens": []})  # fmt: skip
-        result["completion_probabilities"] += event.get("completion_probabilities") or []
-        result["tokens"] += event.get("tokens") or []
+        for key in ("completion_probabilities", "tokens"):
+            part = event.get(key)
+            result[key] += part if isinstance(part, list) else []
         if event.get("stop"):
             result.update({key: event[key] for key in ("timings", "id_slot", "tokens_cached",
                            "index", "tokens_predicted") if key in event})  # fmt: skip
     return [results[i] for i in sorted(results)]
+
+
+def _token_bytes(value: object, error: replies.Error, what: str) -> bytes | None:
+    """A token's bytes, from the list of byte values the server gives (or None)."""
+    if value is None:
+        return None
+    items = replies.of_type(value, list, error, what)
+    if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in items):
+        raise replies.wrong(error, what, value, "a list of byte values 0..255")
+    return bytes(items)
+
+
+def _count_of(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

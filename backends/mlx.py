@@ -79,7 +79,7 @@ class MLXBackend(Backend):
         self._worker = MLXWorker()
         try:
             self.model, self.tokenizer = self._worker.submit(load_model, str(model_path)).result()
-        except (FileNotFoundError, ValueError, OSError) as e:
+        except (ValueError, OSError, RuntimeError, KeyError) as e:  # mlx: RuntimeError
             raise BackendError(
                 f"cannot load an mlx-lm model from this folder ({e}); set LLOOM_MODEL to an "
                 "mlx-lm folder, or leave it empty for the embedded model",
@@ -108,7 +108,10 @@ class MLXBackend(Backend):
 
     def tokenize(self, text: str) -> list[int]:
         try:
-            return list(self.tokenizer.encode(text, add_special_tokens=False))
+            # A writer's text is text: "<|im_start|>" in it is characters, not a control token.
+            return list(
+                self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+            )
         except (TypeError, ValueError) as e:  # e.g. a lone surrogate the tokenizer refuses
             raise BackendError(f"cannot tokenize this text: {e}", backend=self.name) from e
 

@@ -28,9 +28,15 @@ context's first pseudo-token); the beam so far is
 per beam answers its whole greedy path. Requests for a depth's beams go in parallel.
 
 The API key arrives as an argument (read once, in `backends.__init__`); it is never
-logged, shown, put in an error or in `url`. Usage: `forward_calls` are requests,
-`prefill_tokens` prompt tokens less those the API reports as cached, `model_tokens`
-adds the completion tokens.
+logged, shown, put in an error or in `url`: every server text an error quotes is
+redacted of it (and of anything that looks like a credential). The timeout bounds each
+request end to end (`backends.deadline`), and the client does not retry by itself: its
+retries waited a back-off on top of a timeout, and hid a server's own error behind a
+deadline; the writer's "Suggest again" is the retry. Log-probabilities
+must be finite numbers (-inf candidates are dropped; `backends.replies`).
+
+Usage: `forward_calls` are requests, `prefill_tokens` prompt tokens less those the API
+reports as cached, `model_tokens` adds the completion tokens.
 """
 
 from __future__ import annotations
@@ -38,9 +44,12 @@ from __future__ import annotations
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from urllib.parse import urlparse
 
-from backends.base import Backend, BackendError, Candidate, Continuation
+from backends import replies
+from backends.base import Backend, BackendError, Candidate, Continuation, redacted
+from backends.deadline import TooSlow, within
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CHAT_MAX_LOGPROBS = 20
@@ -84,9 +93,10 @@ class OpenAIBackend(Backend):
         if not api_key.strip():
             raise BackendError("no API key: set OPENAI_API_KEY", backend=self.name, url=self.url)
         self._client = openai.OpenAI(
-            api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=1
+            api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=0
         )
         self._model = model
+        self._timeout = timeout
         self.endpoint = _endpoint(model, endpoint)
         self.prefill = urlparse(self._base_url).hostname != OPENAI_HOST
         self._pieces: list[bytes] = []
@@ -133,10 +143,11 @@ class OpenAIBackend(Backend):
         return [chain for chain, _ in answers]
 
     def _ask(self, context: list[int], k: int, length: int):
+        ask = self._ask_chat if self.endpoint == "chat" else self._ask_completion
         try:
-            if self.endpoint == "chat":
-                return self._ask_chat(context, k, length)
-            return self._ask_completion(context, k, length)
+            return within(self._timeout, lambda: ask(context, k, length))
+        except TooSlow as e:
+            raise self._too_slow() from e
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
         except (AttributeError, KeyError, TypeError, ValueError) as e:  # another reply shape
@@ -208,12 +219,15 @@ class OpenAIBackend(Backend):
         return self.detokenize(ids).rstrip("\ufffd")
 
     def _ranked(self, options) -> list[Candidate]:
-        out = [
-            Candidate(
-                self._intern(piece), piece.decode("utf-8", errors="replace"), float(lp), piece
-            )
-            for piece, lp in options
-        ]
+        """Candidates by log-probability; -inf ones dropped, NaN or +inf an error."""
+        out = []
+        for piece, value in options:
+            logprob = replies.logprob(value, self._plain_error, "a top_logprobs entry's logprob")
+            if logprob is not None:
+                text = piece.decode("utf-8", errors="replace")
+                out.append(Candidate(self._intern(piece), text, logprob, piece))
+        if not out:
+            raise self._plain_error("no finite log-probability at a position of the reply")
         out.sort(key=lambda c: -c.logprob)
         return out
 
@@ -225,8 +239,18 @@ class OpenAIBackend(Backend):
             return self._ids[piece]
 
     # -- errors ----------------------------------------------------------------------
+    def _too_slow(self) -> BackendError:
+        return self._plain_error(
+            f"too slow: no answer in time (whole within {self._timeout:g} s); the "
+            "service is busy or stuck: retry, or raise OPENAI_TIMEOUT"
+        )
+
     def _plain_error(self, message: str) -> BackendError:
-        return BackendError(f"{message} (model {self._model})", backend=self.name, url=self.url)
+        return BackendError(
+            redacted(f"{message} (model {self._model})", (self._client.api_key,)),
+            backend=self.name,
+            url=self.url,
+        )
 
     def _error(self, e: Exception) -> BackendError:
         """One clear line per failure; the server's words are passed on except for 401s,
@@ -239,7 +263,9 @@ class OpenAIBackend(Backend):
         elif isinstance(e, o.RateLimitError):
             message = "rate limited or out of quota (429): wait, or check the account's limits"
         elif isinstance(e, o.APITimeoutError):
-            message = "no answer in time: the service is slow; raise the timeout or retry"
+            message = (
+                "too slow: no answer in time; the service is busy: retry, or raise OPENAI_TIMEOUT"
+            )
         elif isinstance(e, o.APIConnectionError):
             message = "cannot connect: check OPENAI_BASE_URL and the network"
         elif isinstance(e, o.NotFoundError):
@@ -248,7 +274,9 @@ class OpenAIBackend(Backend):
             message = f"HTTP {e.status_code}: {_status_message(e)}"
         else:
             message = f"request failed: {type(e).__name__}"
-        return BackendError(message, backend=self.name, url=self.url)
+        return BackendError(
+            redacted(message, (self._client.api_key,)), backend=self.name, url=self.url
+        )
 
     # -- sampling (ramify) -------------------------------------------------------------
     def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
@@ -266,12 +294,15 @@ class OpenAIBackend(Backend):
         drawn: list[Continuation] = []
         while len(drawn) < n:
             start = None if seed is None else seed + len(drawn)
+            draw = partial(self._draw, context, n - len(drawn), temperature, min_p, max_tokens)
             try:
-                reply = self._draw(context, n - len(drawn), temperature, min_p, max_tokens, start)
+                reply = within(self._timeout, partial(draw, start))
                 choices = sorted(reply.choices, key=lambda c: c.index)
                 if not choices:
                     raise self._plain_error("the reply carried no choices")
                 drawn += [self._drawn(choice) for choice in choices]
+            except TooSlow as e:
+                raise self._too_slow() from e
             except self._openai.OpenAIError as e:
                 raise self._error(e) from e
             except (AttributeError, KeyError, TypeError, ValueError) as e:  # another shape
@@ -309,7 +340,9 @@ class OpenAIBackend(Backend):
         if written and not pairs:
             raise self._plain_error("the reply carried no log-probabilities for this model")
         ids = tuple(self._intern(piece) for piece, _ in pairs)
-        return Continuation(ids, self.detokenize(list(ids)), float(sum(lp for _, lp in pairs)))
+        logprob = sum(replies.drawn_logprob(lp, self._plain_error, "a drawn token's logprob")
+                      for _, lp in pairs)  # fmt: skip
+        return Continuation(ids, self.detokenize(list(ids)), float(logprob))
 
 
 def _get(entry, name: str):

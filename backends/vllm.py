@@ -23,9 +23,9 @@ Doing only the work the tree needs (measured with bench/bench_vllm.py; the serve
 Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
 holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
 many ids in one request (joined by a separator token and split again): an id not seen
-before brings the texts of all ids below it, to the end of its block of VOCAB_BLOCK ids
-(the whole 49,152-token vocabulary here: ~90 ms, ~630 kB), so a backend makes one or a
-few look-ups in its life rather than one per depth. Where a
+before brings the texts of every id in its block of VOCAB_BLOCK ids (the whole
+49,152-token vocabulary here is three blocks: ~90 ms, ~630 kB in all), so a backend
+makes one or a few look-ups in its life rather than one per depth. Where a
 context ends inside a character, a candidate's text is the difference between decoding
 the context's open run of tokens with and without it, so a character split over tokens
 is held back until its last byte arrives and then appears whole, on the token that
@@ -34,7 +34,8 @@ beam's joined pieces decode to exactly what the server decodes for its ids, less
 unfinished last character).
 
 Control tokens: from `/tokenizer_info` when the server offers it
-(`--enable-tokenizer-info-endpoint`); always also every token the server stops on.
+(`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
+story's text never becomes one: `tokenize` cuts a control token's name apart.
 
 Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups);
 `prefill_tokens` are prompt tokens less those the server reports as cached (it reports
@@ -45,6 +46,11 @@ The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised
 search asks for what it needs; a request over the limit is refused with the limit in
 its message, which is learnt (and logged as a warning) and the request asked again.
 
+Replies are checked field by field where they are read (`backends.replies`): a token id
+must lie in the vocabulary (below MAX_VOCAB, since vLLM does not say its size, so a
+look-up never grows past it), a log-probability must be finite (-inf candidates are
+dropped), and a wrong shape is an error naming the server and the field.
+
 Owns: request shapes, parsing, token text, the logprobs limit. Not: the search, HTTP
 error wording (`backends.http`).
 """
@@ -54,7 +60,9 @@ from __future__ import annotations
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
+from backends import replies
 from backends.base import (
     BackendError,
     Candidate,
@@ -75,6 +83,7 @@ REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes 
 MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
 PARALLEL_LOOKUPS = 8  # /detokenize calls at once when the server has no separator token
 VOCAB_BLOCK = 16384  # ids whose texts one look-up brings (ids past the vocabulary: "")
+MAX_VOCAB = 1 << 20  # no served vocabulary is this large (the largest are ~262k tokens)
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
                 "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
 
@@ -112,18 +121,34 @@ class VLLMBackend(GreedyPathBackend):
         return self._context_length
 
     def tokenize(self, text: str) -> list[int]:
+        """The server's ids for `text`, read as text: its /tokenize reads a control token's
+        name ("<|im_start|>") as that token, so a text holding one is cut inside each such
+        name and tokenized piece by piece."""
+        ids = self._tokenize(text)
+        controls = {i for i in ids if i in self.special_token_ids}
+        if not controls:
+            return ids
+        names = {self.detokenize([i]) for i in controls}
+        cuts = {m.start() + 1 for name in names if name for m in re.finditer(re.escape(name), text)}
+        bounds = [0, *sorted(cuts), len(text)]
+        ids = [i for a, b in pairwise(bounds) for i in self._tokenize(text[a:b])]
+        expect(not set(ids) & self.special_token_ids, self.client,
+               "/tokenize reads control tokens in this text that cannot be cut apart")  # fmt: skip
+        return ids
+
+    def _tokenize(self, text: str) -> list[int]:
         reply = self.client.post(
             "/tokenize", {"model": self._model, "prompt": text, "add_special_tokens": False}
         )
-        expect(isinstance(reply, dict) and isinstance(reply.get("tokens"), list), self.client,
-               "/tokenize gave no token list")  # fmt: skip
-        return [int(t) for t in reply["tokens"]]
+        tokens = replies.field(reply, "tokens", list, self.client.error, "/tokenize")
+        return [
+            replies.token_id(t, self.client.error, f"/tokenize tokens[{i}]", MAX_VOCAB)
+            for i, t in enumerate(tokens)
+        ]
 
     def detokenize(self, ids: list[int]) -> str:
         reply = self.client.post("/detokenize", {"model": self._model, "tokens": list(ids)})
-        expect(isinstance(reply, dict) and isinstance(reply.get("prompt"), str), self.client,
-               "/detokenize gave no text")  # fmt: skip
-        return reply["prompt"]
+        return replies.field(reply, "prompt", str, self.client.error, "/detokenize")
 
     def close(self) -> None:
         self.client.close()
@@ -166,19 +191,23 @@ class VLLMBackend(GreedyPathBackend):
 
     def _prompt_position(
         self, entry: object, token_id: int, k: int
-    ) -> tuple[list[Candidate], float]:
+    ) -> tuple[list[Candidate], float | None]:
         """(top-k without text, log-prob of the prompt's own token) from one entry:
-        {id: {logprob, rank, decoded_token}}, the prompt's token among them."""
+        {id: {logprob, rank, decoded_token}}, the prompt's token among them. A -inf
+        log-prob leaves its token out of the top-k (the own token's is then unknown)."""
         expect(isinstance(entry, dict) and entry, self.client, "an empty prompt_logprobs entry")
-        found: dict[int, float] = {}
+        found: dict[int, float | None] = {}
         for key, value in entry.items():
             match = PROMPT_KEY.match(str(key))
-            logprob = value.get("logprob") if isinstance(value, dict) else None
-            expect(match is not None and isinstance(logprob, int | float), self.client,
+            expect(match is not None and isinstance(value, dict) and "logprob" in value,
+                   self.client,
                    f"a prompt_logprobs entry {key!r} without an id and a log-prob")  # fmt: skip
-            found[int(match.group(1))] = float(logprob)
+            what = f"prompt_logprobs[{key!r}]"
+            token = replies.token_id(int(match.group(1)), self.client.error, what, MAX_VOCAB)
+            found[token] = replies.logprob(value["logprob"], self.client.error, f"{what}.logprob")
         expect(token_id in found, self.client, "prompt_logprobs without the prompt's own token")
-        top = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:k]
+        finite = [(i, lp) for i, lp in found.items() if lp is not None]
+        top = sorted(finite, key=lambda item: (-item[1], item[0]))[:k]
         return [Candidate(i, "", lp) for i, lp in top], found[token_id]
 
     # -- start-up --------------------------------------------------------------------
@@ -190,7 +219,9 @@ class VLLMBackend(GreedyPathBackend):
         for entry in models:
             if wanted is None or entry.get("id") == wanted:
                 expect(isinstance(entry.get("id"), str), self.client, "a model without an id")
-                return entry["id"], entry.get("max_model_len")
+                length = entry.get("max_model_len")
+                return entry["id"], replies.count(length, self.client.error,
+                                                  "/v1/models max_model_len")  # fmt: skip
         served = ", ".join(str(m.get("id")) for m in models)
         raise self.client.error(
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
@@ -269,7 +300,9 @@ class VLLMBackend(GreedyPathBackend):
         choices = reply.get("choices") if isinstance(reply, dict) else None
         expect(isinstance(choices, list) and len(choices) == rows, self.client,
                f"expected {rows} choices")  # fmt: skip
-        expect(all(isinstance(c, dict) for c in choices), self.client, "a choice is not an object")
+        for i, choice in enumerate(choices):
+            replies.of_type(choice, dict, self.client.error, f"choices[{i}]")
+            replies.of_type(choice.get("index", 0), int, self.client.error, f"choices[{i}].index")
         ordered = sorted(choices, key=lambda c: c.get("index", 0))
         return [self._chain(choice, k) for choice in ordered]
 
@@ -279,13 +312,16 @@ class VLLMBackend(GreedyPathBackend):
         positions = logprobs.get("top_logprobs")
         expect(isinstance(positions, list) and positions, self.client,
                "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-        sampled = [self._token_id(t) for t in logprobs.get("tokens") or []]
+        chain = [self._ranked(position, k) for position in positions]
+        tokens = replies.field(logprobs, "tokens", list, self.client.error, "a choice's logprobs")
+        expect(len(tokens) == len(positions), self.client,
+               f"{len(tokens)} logprobs.tokens for {len(positions)} top_logprobs")  # fmt: skip
+        sampled = [self._token_id(t) for t in tokens]
         stopped_on_token = choice.get("finish_reason") == "stop" and not isinstance(
             choice.get("stop_reason"), str
         )
         if stopped_on_token and sampled:  # a control token, not one of our stop strings
             self.special_token_ids = self.special_token_ids | {sampled[-1]}
-        chain = [self._ranked(position, k) for position in positions]
         for j, token in enumerate(sampled[: len(chain)]):
             if token != chain[j][0].token_id:  # a tie broken the other way: the path
                 return chain[: j + 1]  # went on from another token than our top one
@@ -294,16 +330,19 @@ class VLLMBackend(GreedyPathBackend):
     def _ranked(self, position: object, k: int) -> list[Candidate]:
         expect(isinstance(position, dict) and position, self.client, "an empty top_logprobs entry")
         out = []
-        for key, logprob in position.items():
-            expect(isinstance(logprob, int | float), self.client, "a log-probability not a number")
-            out.append(Candidate(self._token_id(key), "", float(logprob)))
+        for key, value in position.items():
+            logprob = replies.logprob(value, self.client.error, f"top_logprobs[{key!r}]")
+            if logprob is not None:  # -inf: a token the model rules out
+                out.append(Candidate(self._token_id(key), "", logprob))
+        expect(bool(out), self.client, "no finite log-probability in a top_logprobs entry")
         out.sort(key=lambda c: (-c.logprob, c.token_id))  # ties: the lower id, as argmax
         return out[:k]  # the sampled token may come on top of the k asked for
 
     def _token_id(self, key: object) -> int:
         match = TOKEN_KEY.match(str(key))
         expect(match is not None, self.client, f"token {key!r} is not 'token_id:N'")
-        return int(match.group(1))
+        return replies.token_id(int(match.group(1)), self.client.error, f"token {key!r}",
+                                MAX_VOCAB)  # fmt: skip
 
     # -- token text ----------------------------------------------------------------------
     def _spell(self, contexts: list[list[int]], chains: list[Chain]) -> list[Chain]:
@@ -351,13 +390,18 @@ class VLLMBackend(GreedyPathBackend):
         return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
 
     def _look_up_pieces(self, ids: set[int]) -> None:
-        """Texts for the ids not seen before, with every id below them to the end of
-        their block (a vocabulary is numbered from 0; its end is not advertised)."""
+        """Texts for the ids not seen before, with every other id of their blocks (a
+        vocabulary is numbered from 0; its end is not advertised), in one request."""
         unseen = sorted(i for i in ids if i not in self._pieces)
         if not unseen:
             return
-        end = (unseen[-1] // VOCAB_BLOCK + 1) * VOCAB_BLOCK  # all blocks up to the last one
-        wanted = [i for i in range(end) if i not in self._pieces and i != self._separator]
+        blocks = sorted({i // VOCAB_BLOCK for i in unseen})  # ids are < MAX_VOCAB: checked
+        wanted = [
+            i
+            for block in blocks
+            for i in range(block * VOCAB_BLOCK, (block + 1) * VOCAB_BLOCK)
+            if i not in self._pieces and i != self._separator
+        ]
         texts = self._decode_joined([(i,) for i in wanted]) if self._separator is not None else None
         if texts is None:  # a token in the block holds the separator: only the ids needed
             wanted = unseen
@@ -423,20 +467,25 @@ class VLLMBackend(GreedyPathBackend):
         reply = self.client.post("/v1/completions", body)
         self._count(reply)
         choices = reply.get("choices") if isinstance(reply, dict) else None
-        expect(isinstance(choices, list) and len(choices) == n
-               and all(isinstance(c, dict) for c in choices), self.client,
+        expect(isinstance(choices, list) and len(choices) == n, self.client,
                f"expected {n} choices")  # fmt: skip
+        for i, choice in enumerate(choices):
+            replies.of_type(choice, dict, self.client.error, f"choices[{i}]")
+            replies.of_type(choice.get("index", 0), int, self.client.error, f"choices[{i}].index")
         return [self._continuation(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
 
     def _continuation(self, choice: dict) -> Continuation:
         """A choice's tokens up to the first control token; its text is the server's,
-        or looked up when a control token cut it short."""
+        or looked up when a control token cut it short. A drawn token's log-prob must be
+        finite (one the model ruled out, -inf, cannot have been drawn)."""
         logprobs = choice.get("logprobs")
         logprobs = logprobs if isinstance(logprobs, dict) else {}
         tokens = [self._token_id(t) for t in logprobs.get("tokens") or []]
         values = logprobs.get("token_logprobs") or []
-        expect(len(values) == len(tokens) and all(isinstance(v, int | float) for v in values),
-               self.client, "a choice without the drawn tokens' log-probs")  # fmt: skip
+        expect(isinstance(values, list) and len(values) == len(tokens), self.client,
+               "a choice without the drawn tokens' log-probs")  # fmt: skip
+        values = [replies.drawn_logprob(v, self.client.error, f"token_logprobs[{i}]")
+                  for i, v in enumerate(values)]  # fmt: skip
         if choice.get("finish_reason") == "stop" and tokens:  # it stopped on a control token
             self.special_token_ids = self.special_token_ids | {tokens[-1]}
         kept = next((i for i, t in enumerate(tokens) if t in self.special_token_ids), len(tokens))

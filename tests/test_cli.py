@@ -87,6 +87,21 @@ def test_errors_are_one_clear_line(tmp_path):
     assert done.returncode == 2 and "'cutof'" in done.stderr
 
 
+def test_command_line_mistakes_are_one_line_too():
+    for args in (["expand"], ["expand", "--story", "x", "--max-depth", "many"], ["nonsense"], []):
+        done = weave(*args)
+        assert done.returncode == 2 and not done.stdout
+        [line] = done.stderr.splitlines()
+        assert line.startswith("error: ") and "--help" in line
+
+
+def test_a_story_file_without_end_is_refused_without_reading_it_all():
+    done = weave("expand", "--story-file", "/dev/zero")
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: /dev/zero is longer than 4 MiB")
+
+
 # -- python -m weave loom ------------------------------------------------------------------
 def loom(data: Path, *args: str) -> subprocess.CompletedProcess:
     return weave("loom", *args, env={"LLOOM_DATA_DIR": str(data)})

@@ -72,12 +72,119 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         create_backend(settings, env={})
 
 
+@pytest.mark.parametrize(
+    "text, where, expected",
+    [
+        ("[models]\nfoo = 1\n", "[models]", "foo = 1 should be a table"),
+        ("search = 1\n", "", "search = 1 should be a table"),
+        ("[data]\nfolder = 5\n", "[data] folder", "expected text, got 5"),
+        ('[mlx]\nkv_cache_mb = "x"\n', "[mlx] kv_cache_mb", "expected a whole number, got 'x'"),
+        ("[mlx]\nkv_cache_mb = 1.5\n", "[mlx] kv_cache_mb", "expected a whole number, got 1.5"),
+        ("[mlx]\nprefill_chunk = 0\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
+        ("[mlx]\nprefill_chunk = -4\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
+        ('[models."m"]\ncutoff = "abc"\n', "[models.'m'] cutoff", "expected a number, got 'abc'"),
+        ("[models.m]\ncutoff = 3.0\n", "[models.'m']", "cutoff must be in 0..1"),
+        ("[search]\nauto_stop = 1\n", "[search] auto_stop", "expected true or false, got 1"),
+        ("[search]\nmax_depth = true\n", "[search] max_depth", "expected a whole number, got True"),
+        ("[search]\nuse_chains = 1\n", "[search] use_chains", "expected true or false"),
+        ("[backend]\nname = 3\n", "[backend] name", "expected text, got 3"),
+        ("[stories]\nstarting = [1]\n", "[stories] starting", "expected a list of text"),
+        ("[llamacpp]\ntimeout = 0\n", "[llamacpp] timeout", "a finite number above 0"),
+        ("[vllm]\ntimeout = inf\n", "[vllm] timeout", "a finite number above 0"),
+        ("[openai]\ntimeout = nan\n", "[openai] timeout", "a finite number above 0"),
+        ('[openai]\ntimeout = "60"\n', "[openai] timeout", "expected a number, got '60'"),
+        ('[sample]\nseed = "x"\n', "[sample] seed", "expected a whole number, got 'x'"),
+        ("[sample]\ntemperature = nan\n", "[sample]", "temperature must be in 0..2"),
+    ],
+)
+def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where, expected):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(path, env={})
+    message = str(error.value)
+    assert message.startswith(f"{path} {where}".strip()) and expected in message, message
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("LLAMA_TIMEOUT", "inf"),
+        ("LLAMA_TIMEOUT", "0"),
+        ("VLLM_TIMEOUT", "-3"),
+        ("VLLM_TIMEOUT", "nan"),
+        ("OPENAI_TIMEOUT", "1e999"),
+        ("OPENAI_TIMEOUT", "soon"),
+        ("LLOOM_KV_CACHE_MB", "-1"),
+        ("LLAMA_PIPELINE_REQUESTS", "-2"),
+    ],
+)
+def test_an_unusable_environment_value_names_the_variable(variable, value):
+    with pytest.raises(ConfigError, match=f"^{variable}"):
+        load_settings(env={variable: value})
+
+
+def test_timeouts_come_from_the_environment_for_every_remote_backend():
+    env = {"LLAMA_TIMEOUT": "2.5", "VLLM_TIMEOUT": "3", "OPENAI_TIMEOUT": "4"}
+    settings = load_settings(env=env)
+    assert (settings.llamacpp.timeout, settings.vllm.timeout, settings.openai.timeout) == (
+        2.5,
+        3.0,
+        4.0,
+    )
+
+
+def test_a_settings_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_bytes("[search]\n# caf\xe9\ncutoff = 0.2\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=f"^{path} is not UTF-8"):
+        load_settings(path, env={})
+
+
+@pytest.mark.parametrize(
+    "served_as",
+    [
+        "SmolLM2-135M-Instruct",
+        "smollm2-135m-instruct",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",  # llama-server's model_path, last part
+        "/models/SmolLM2-135M-Instruct-Q4_K_M.gguf",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",  # vLLM's served name
+        "SmolLM2-135M-Instruct-f16",
+        "SmolLM2-135M-Instruct-4bit",
+    ],
+)
+def test_a_model_section_applies_to_the_names_users_give_the_model(served_as):
+    settings = load_settings(env={})
+    assert settings.model_section(served_as) == "SmolLM2-135M-Instruct"
+    assert settings.search_for(served_as).cutoff == 0.1
+
+
+def test_a_model_section_never_applies_to_another_model():
+    settings = load_settings(env={})
+    for other in ("SmolLM2-360M-Instruct.Q4_1.gguf", "SmolLM2-135M", "gpt-4o-mini"):
+        assert settings.model_section(other) is None
+        assert settings.search_for(other).cutoff == 0.2
+
+
+@pytest.mark.parametrize("content", [b"", b"not a model", bytes(range(256)) * 64])
+def test_a_broken_model_folder_is_a_backend_error_naming_it(tmp_path, embedded_model_path, content):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes((embedded_model_path / name).read_bytes())
+    whole = (embedded_model_path / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(content or whole[: len(whole) // 3])  # truncated
+    settings = load_settings(env={"LLOOM_MODEL": str(folder)})
+    with pytest.raises(BackendError, match=f"^mlx at {folder}: cannot load"):
+        create_backend(settings, env={})
+
+
 def test_the_sample_section_sets_ramify_defaults():
     from weave.ramify import RamifyParams
 
     assert load_settings(env={}).sample == RamifyParams()
-    table = {"sample": {"n": 6, "temperature": 0.7, "min_p": 0.05, "max_tokens": 40}}
-    assert settings_from_table(table).sample == RamifyParams(6, 0.7, 0.05, 40)
+    table = {"sample": {"n": 6, "temperature": 0.7, "min_p": 0.05, "max_tokens": 40, "seed": 7}}
+    assert settings_from_table(table).sample == RamifyParams(6, 0.7, 0.05, 40, 7)
     with pytest.raises(ConfigError, match="'temp'"):
         settings_from_table({"sample": {"temp": 0.7}})
     with pytest.raises(ConfigError, match="min_p"):

@@ -175,3 +175,17 @@ def test_a_stream_that_fails_is_a_clear_error(body, message):
         backend = LlamaCppBackend(url)
         with pytest.raises(BackendError, match=message):
             backend.greedy_chains([[1, 2]], 3, [4], stops=(".", ","))
+
+
+def test_control_token_names_in_a_story_are_text(llama):
+    names = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+    controls = {i for name in names for i in llama._token_ids(name, special=True)}
+    assert len(controls) == 3  # each name is one control token when read as one
+    text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
+    ids = llama.tokenize(text)
+    assert ids and not set(ids) & controls
+    assert llama.detokenize(ids) == text
+
+
+def test_token_ids_are_checked_against_the_vocabulary_the_server_reports(llama):
+    assert llama.vocab_size == 49152  # SmolLM2's, from /v1/models meta.n_vocab

@@ -180,3 +180,10 @@ def test_text_the_tokenizer_refuses_is_a_backend_error(mlx_backend):
 
     with pytest.raises(BackendError, match="cannot tokenize"):
         mlx_backend.tokenize("lone \ud800 surrogate")
+
+
+def test_control_token_names_in_a_story_are_text(mlx_backend):
+    text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
+    ids = mlx_backend.tokenize(text)
+    assert not set(ids) & mlx_backend.special_token_ids
+    assert mlx_backend.detokenize(ids) == text

@@ -1,7 +1,8 @@
 """The page's flows through Streamlit's AppTest: elements asserted, never an exception.
 
 Most flows run on the deterministic fake model (the flow is under test, not the model),
-installed through `weave.session.backend_factory`; two run on the real embedded model.
+installed through `weave.session.backend_factory`; two run on the real embedded model,
+and a few on real llama.cpp-shaped servers that answer badly (tests/hostile_servers.py).
 Every test gets its own data folder (LLOOM_DATA_DIR, a real SQLite store) and a fresh
 shared backend. The four page bugs of issue 10 each have a regression test here.
 """
@@ -9,6 +10,7 @@ shared backend. The four page bugs of issue 10 each have a regression test here.
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sqlite3
 from pathlib import Path
@@ -19,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from backends import BackendError
 from tests.fake_backend import FakeBackend
+from tests.hostile_servers import hostile_server
 from weave import session
 from weave.loom_store import LoomStore
 
@@ -812,3 +815,77 @@ def test_a_lone_surrogate_is_replaced_not_a_crash(tmp_path):
     assert ws.text == "broken \ufffd text"
     ws.edit("again \udfff")
     assert ws.text == "again \ufffd"
+
+
+# -- bad data: a server answering badly, NaN in a saved or imported search ----------------
+def notices(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("mode, said", [("nan", "finite log-probability"), ("drip", "too slow")])
+def test_a_server_answering_badly_is_one_clear_message(data_dir, monkeypatch, mode, said):
+    with hostile_server("llamacpp", mode) as url:
+        monkeypatch.setenv("LLAMA_API_URL", url)
+        monkeypatch.setenv("LLAMA_TIMEOUT", "1")
+        at = started()
+    assert not at.exception
+    assert story(at) == FIRST
+    error = backend_error(at)
+    assert said in error and url in error
+
+
+def nan_search(data_dir, story_id: str, node_id: str) -> None:
+    """Put NaN into a node's saved search, as a version that let NaN through saved it."""
+    with sqlite3.connect(data_dir / "stories.sqlite3") as db:
+        where = "WHERE story_id = ? AND node = ?"
+        (data,) = db.execute(
+            f"SELECT data FROM suggestions {where}", (story_id, node_id)
+        ).fetchone()
+        search = json.loads(data)
+        search["suggestions"][0]["probability"] = math.nan
+        db.execute(
+            f"UPDATE suggestions SET data = ? {where}", (json.dumps(search), story_id, node_id)
+        )
+
+
+def test_a_stored_search_holding_nan_is_ignored_with_a_message(fake, data_dir):
+    at = started()
+    sid, node = at.query_params["story"], workspace(at).cursor
+    nan_search(data_dir, sid, node)
+    again = app(story=sid, node=node)  # reopened: the page used to crash here, every time
+    assert not again.exception
+    assert "not a finite number" in notices(again)
+    assert story(again) == FIRST and suggestions(again)  # searched afresh
+    accept(again, 0)
+    assert not again.exception and not notices(again)  # the message was about that node
+
+
+def test_an_imported_search_holding_nan_is_ignored_with_a_message(fake):
+    at = started()
+    exported = json.loads(workspace(at).export())
+    [search] = exported["suggestions"].values()
+    search["tree"]["children"][0]["logprob"] = math.inf
+    exported["settings"]["cutoff"] = math.nan  # not JSON: the story's own defaults instead
+    fresh = app()
+    blob = json.dumps(exported).encode()
+    fresh.file_uploader[0].set_value(("nan.json", blob, "application/json")).run()
+    assert not fresh.exception
+    assert "not a finite number" in notices(fresh)
+    assert story(fresh) == FIRST and suggestions(fresh)
+
+
+class GgufNamed(StoryFake):
+    """The fake model, named as llama-server names the embedded model."""
+
+    @property
+    def model_name(self) -> str:
+        return "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_dir, monkeypatch):
+    monkeypatch.setattr(session, "backend_factory", lambda settings: GgufNamed(seed=1))
+    at = started()
+    assert not at.exception
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert '[models."SmolLM2-135M-Instruct"]' in captions

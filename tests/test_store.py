@@ -155,9 +155,15 @@ def test_suggestions_belong_to_the_node_they_were_made_for(tmp_path):
     sid, loom = store.create("a")
     loom = store.update(sid, lambda lm: lm.accept("b"))
     first, second = loom.node().parent, loom.cursor
-    store.save_suggestions(sid, first, {"suggestions": [{"logprob": float("-inf")}]})
+    store.save_suggestions(sid, first, {"suggestions": [{"logprob": -2.5}]})
     assert store.suggestions(sid, second) is None
-    assert store.suggestions(sid, first) == {"suggestions": [{"logprob": float("-inf")}]}
+    assert store.suggestions(sid, first) == {"suggestions": [{"logprob": -2.5}]}
+    for number in (float("nan"), float("inf"), float("-inf")):  # not JSON: refused, kept
+        with pytest.raises(InvalidInput, match="not JSON compliant"):
+            store.save_suggestions(sid, first, {"suggestions": [{"logprob": number}]})
+        with pytest.raises(InvalidInput, match="not JSON compliant"):
+            store.save_settings(sid, {"cutoff": number})
+    assert store.suggestions(sid, first) == {"suggestions": [{"logprob": -2.5}]}
     store.save_suggestions(sid, first, {"n": 2})
     assert store.suggestions(sid, first) == {"n": 2}
     store.save_suggestions(sid, first, None)
@@ -490,6 +496,32 @@ def test_an_export_that_was_tampered_with_is_refused(tmp_path, spoil, message):
     assert len(store.stories()) == 1
 
 
+def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, loom = store.create("Once")
+    loom = store.update(sid, lambda lm: lm.accept(" upon"))
+    store.save_suggestions(sid, loom.cursor, {"suggestions": [{"logprob": -1.0}]})
+    text = store.export_json(sid).replace('"logprob": -1.0', '"logprob": NaN')
+    doc = json.loads(text)  # as a hand-edited file (Python reads NaN)
+    doc["settings"] = {"cutoff": float("inf")}
+    doc["suggestions"][loom.node().parent] = {"suggestions": [{"logprob": -3.0}]}
+    copy = store.import_json(json.dumps(doc))  # the search holding NaN is left out
+    assert store.load(copy).text() == "Once upon"
+    assert store.suggestions(copy, loom.cursor) is None and store.settings(copy) == {}
+    assert store.suggestions(copy, loom.node().parent) == {"suggestions": [{"logprob": -3.0}]}
+    doc["nodes"][-1]["score"] = float("inf")
+    with pytest.raises(InvalidInput, match="score that is not a finite number"):
+        store.import_json(json.dumps(doc))
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # as the loom saved it before it checked
+        db.execute("UPDATE suggestions SET data = ? WHERE story_id = ?",
+                   ('{"suggestions": [{"logprob": NaN}]}', sid))  # fmt: skip
+        db.execute("INSERT INTO nodes (story_id, id, seq, parent, kind, score, created, text) "
+                   "SELECT story_id, 'inf', MAX(seq) + 1, ?, 'accepted', ?, 0, ' x' FROM nodes "
+                   "WHERE story_id = ?", (loom.cursor, float("inf"), sid))  # fmt: skip
+    exported = json.loads(store.export_json(sid), parse_constant=pytest.fail)  # NaN: fails
+    assert exported["suggestions"] == {} and exported["nodes"][-1]["score"] is None
+
+
 def test_a_session_file_of_the_page_before_the_loom_imports_as_a_chain(tmp_path):
     store = LoomStore(tmp_path)
     loom = store.load(store.import_json((OLD / "session.json").read_bytes()))
@@ -548,6 +580,19 @@ def test_a_database_written_before_the_loom_opens_as_looms_with_nothing_lost(tmp
     assert loom.sibling(-1).text() == "Once upon a time, there was a fox who"
     store.update(fox, lambda lm: lm.accept(" quickly"))  # and it is writable
     assert LoomStore(tmp_path).load(fox).text().endswith("that quickly")  # no second migration
+
+
+def test_a_search_holding_nan_before_the_loom_is_left_out_of_the_migration(tmp_path):
+    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # saved before the backends checked
+        sid = db.execute("SELECT id FROM stories WHERE tree IS NOT NULL").fetchone()[0]
+        nan_tree, inf_settings = b'{"suggestions": [{"logprob": NaN}]}', b'{"cutoff": Infinity}'
+        db.execute("UPDATE stories SET tree = ?, settings = ? WHERE id = ?",
+                   (nan_tree, inf_settings, sid))  # fmt: skip
+    store = LoomStore(tmp_path)
+    loom = store.load(sid)
+    assert store.suggestions(sid, loom.cursor) is None and store.settings(sid) == {}
+    json.loads(store.export_json(sid), parse_constant=pytest.fail)
 
 
 def test_a_database_before_the_loom_that_cannot_be_replayed_is_left_as_it_was(tmp_path):

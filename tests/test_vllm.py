@@ -159,9 +159,10 @@ def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):
 
 # -- control tokens and limits -----------------------------------------------------------
 def test_control_tokens_come_from_the_tokenizer_and_are_never_offered(vllm):
-    chat_markers = vllm.tokenize("<|endoftext|><|im_start|><|im_end|>")
+    # The server's own reading (a story's text never gives control ids: see below).
+    chat_markers = vllm._tokenize("<|endoftext|><|im_start|><|im_end|>")
     assert set(chat_markers) <= vllm.special_token_ids
-    ids = vllm.tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
+    ids = vllm._tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
     result = expand(vllm, ids, SearchParams(cutoff=0.05, max_depth=4, auto_stop=False))
     assert result.suggestions and not any("<|" in s.text for s in result.suggestions)
 
@@ -220,12 +221,12 @@ def test_a_server_that_goes_away_is_an_error_not_an_empty_answer():
         (400, {"error": {"message": "prompt too long"}}, "HTTP 400: prompt too long"),
         (200, "<html>not json</html>", "not JSON"),
         (200, {"choices": []}, "expected 1 choices"),
-        (200, {"choices": ["text"]}, "a choice is not an object"),
+        (200, {"choices": ["text"]}, "choices\\[0\\] is 'text', expected an object"),
         (200, {"choices": [{"index": 0, "logprobs": None}]}, "without top_logprobs"),
         (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"the": -1.0}]}}]},
          "'the' is not 'token_id:N'"),
         (200, {"choices": [{"index": 0, "logprobs": {"top_logprobs": [{"token_id:5": None}]}}]},
-         "not a number"),
+         "top_logprobs\\['token_id:5'\\] is None, expected a number"),
     ],
 )  # fmt: skip
 def test_bad_replies_are_clear_errors(status, body, message):
@@ -235,3 +236,11 @@ def test_bad_replies_are_clear_errors(status, body, message):
         with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
     assert url in str(error.value)
+
+
+def test_control_token_names_in_a_story_are_text(vllm):
+    text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
+    ids = vllm.tokenize(text)
+    assert ids and not set(ids) & vllm.special_token_ids
+    assert vllm.detokenize(ids) == text
+    assert vllm.tokenize("Once upon a time,") == vllm._tokenize("Once upon a time,")

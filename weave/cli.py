@@ -1,9 +1,10 @@
 """The headless command line: `python -m weave expand ...` and `python -m weave loom ...`.
 
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
-suggestions (or, with --json, suggestions, tree and stats as one object); `loom` lists,
-shows, exports and imports saved stories (`weave.loom_cli`). Errors become one line on
-stderr and exit status 2; nothing else here knows about terminals.
+suggestions (or, with --json, suggestions, tree and stats as one strict JSON object);
+`loom` lists, shows, exports and imports saved stories (`weave.loom_cli`). Errors, a
+mistyped command line's included, become one line on stderr and exit status 2; nothing
+else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ from weave.search import SearchParams, SearchResult, expand
 from weave.session import clean_text
 
 EXIT_ERROR = 2
+MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m weave", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="python -m weave", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ex = commands.add_parser("expand", help="suggest continuations of a story")
     story = ex.add_mutually_exclusive_group(required=True)
     story.add_argument("--story", help="the story text")
@@ -63,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    print(json.dumps(to_json(result), ensure_ascii=False) if args.json else to_text(result))
+    try:
+        out = (
+            json.dumps(to_json(result), ensure_ascii=False, allow_nan=False) if args.json else None
+        )
+    except ValueError as e:  # backends let no NaN through; this is the last guard
+        print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
+        return EXIT_ERROR
+    print(out if args.json else to_text(result))
     return 0
 
 
@@ -79,8 +95,13 @@ def _loom(args: argparse.Namespace) -> int:
 def _read_story(args: argparse.Namespace) -> str:
     if args.story is not None:
         return clean_text(args.story)  # argv bytes that were not UTF-8 arrive as surrogates
+    with open(args.story_file, "rb") as f:  # a device like /dev/zero never ends: read a cap
+        data = f.read(MAX_STORY_BYTES + 1)
+    if len(data) > MAX_STORY_BYTES:
+        raise ValueError(f"{args.story_file} is longer than {MAX_STORY_BYTES >> 20} MiB: "
+                         "give the story's end, which is what the model reads")  # fmt: skip
     try:
-        return clean_text(args.story_file.read_text(encoding="utf-8"))
+        return clean_text(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
 

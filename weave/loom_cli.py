@@ -46,13 +46,13 @@ def run(args: argparse.Namespace) -> str:
             for i in store.stories()
         ]
         if args.json:
-            return json.dumps(rows, ensure_ascii=False)
+            return json.dumps(rows, ensure_ascii=False, allow_nan=False)
         return "\n".join(f"{r['id']}  {r['nodes']:5d} nodes  {r['title']}" for r in rows)
     if args.loom_command == "show":
         loom = store.load(args.story_id)
         if args.json:
             return json.dumps(_shown(args.story_id, store.info(args.story_id).title, loom),
-                              ensure_ascii=False)  # fmt: skip
+                              ensure_ascii=False, allow_nan=False)  # fmt: skip
         return _outline(loom)
     if args.loom_command == "export":
         return store.export_json(args.story_id)

@@ -13,6 +13,10 @@ made at the state it came from, each undo or redo a move, so a linear history be
 chain and nothing written is lost. A lone surrogate in them (not a character: the page
 showed it as U+FFFD) becomes U+FFFD.
 
+Documents are strict JSON (no NaN or infinities). Suggestions or settings read back
+holding one (a file edited by hand, a search saved before the backends checked) are not
+kept (`finite_only`): the page says so where it meets them (`weave.session`).
+
 This module is pure: it neither reads files nor knows SQLite (`weave.loom_store` does).
 Every problem with a document is a `ValueError` saying what is wrong.
 """
@@ -23,9 +27,10 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from weave.finite import non_finite
 from weave.loom import KINDS, Loom, Node
 
 LOOM_FORMAT = "lloom-loom"
@@ -75,13 +80,23 @@ def loom_document(story_id: str, story: SavedStory, updated: float) -> str:
         "nodes": [_node_json(n) for n in loom.nodes.values()],
         "suggestions": story.suggestions,
     }
-    return json.dumps(doc, ensure_ascii=True, indent=1)
+    return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
 
 
 def _node_json(node: Node) -> dict:
     values = {name: getattr(node, name) for name in _NODE_FIELDS}
     values["token_ids"] = None if node.token_ids is None else list(node.token_ids)
+    if node.score is not None and not math.isfinite(node.score):  # saved before scores were
+        values["score"] = None  # checked: JSON cannot hold it
     return values
+
+
+def finite_only(story: SavedStory) -> SavedStory:
+    """`story` less its suggestions that hold NaN or an infinity, and its settings if they
+    do: JSON cannot hold them and a page cannot draw them."""
+    suggestions = {n: data for n, data in story.suggestions.items() if non_finite(data) is None}
+    settings = story.settings if non_finite(story.settings) is None else {}
+    return replace(story, suggestions=suggestions, settings=settings)
 
 
 # -- reading ------------------------------------------------------------------------------

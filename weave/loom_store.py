@@ -14,7 +14,9 @@ store between threads and processes). It is opened only when its header says it 
 one refused, and one written by the store before the loom (schema 2: a log of states and
 undo/redo rows) is migrated in one transaction after a backup copy beside it, each
 story's log replayed into a loom (`weave.loom_formats.loom_from_log`). Every failure is
-a `StoreError` subclass whose message says what to check.
+a `StoreError` subclass whose message says what to check. Values are written as strict
+JSON: NaN or an infinity is refused, and suggestions or settings holding one that come in
+(an import, a migrated search) are left out.
 
 This module owns the file, its schema and migration, and the store's API. The tree's
 moves are `weave.loom`'s, the JSON documents `weave.loom_formats`'; it imports nothing
@@ -24,6 +26,7 @@ from the page, the session layer or the backends.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -38,6 +41,7 @@ from weave.loom import Loom, Node, title_for
 from weave.loom_formats import (
     LogRow,
     SavedStory,
+    finite_only,
     loom_document,
     loom_from_log,
     read_document,
@@ -309,7 +313,7 @@ class LoomStore:
                 {} if row["settings"] is None else _loads(row["settings"], story_id),
                 suggestions,
             )  # fmt: skip
-        return loom_document(story_id, story, row["updated"])
+        return loom_document(story_id, finite_only(story), row["updated"])
 
     def import_json(self, data: str | bytes) -> str:
         """A new story from a "lloom-loom" file (or the older session and story files).
@@ -595,13 +599,16 @@ def _title_value(title: str | None) -> str | None:
 
 
 def _dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value)  # ASCII: a lone surrogate in a value is kept, escaped
+    try:  # ASCII: a lone surrogate in a value is kept, escaped; NaN and infinities refused
+        return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{what} cannot be saved as JSON: {e}") from e
 
 
 def _insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> None:
+    """A whole story (imported or migrated); suggestions or settings holding NaN or an
+    infinity are left out (`finite_only`)."""
+    story = finite_only(story)
     loom, now = story.loom, time.time()
     db.execute(
         "INSERT INTO stories (id, title, created, updated, settings, root, cursor) "
@@ -620,11 +627,13 @@ def _insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> N
 
 def _insert_nodes(db: sqlite3.Connection, story_id: str, nodes: list[Node], seq: int) -> None:
     for node in nodes:
+        if node.score is not None and not math.isfinite(node.score):
+            raise InvalidInput(f"node {node.id!r} has a score that is not a finite number")
         db.execute(
             "INSERT INTO nodes (story_id, id, seq, parent, kind, token_ids, model, params, "
             "score, created, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (story_id, node.id, seq, node.parent, node.kind,
-             None if node.token_ids is None else json.dumps(list(node.token_ids)),
+             None if node.token_ids is None else _dumps(list(node.token_ids), "the token ids"),
              node.model, None if node.params is None else _dumps(node.params, "the params"),
              node.score, node.created, _checked(node.text)),
         )  # fmt: skip

@@ -20,6 +20,7 @@ it does to a story can be tested without a browser. Searching is `weave.search`'
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from typing import Any
 
 from backends import Backend, BackendError, create_backend
 from weave.config import Settings
+from weave.finite import non_finite
 from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
@@ -140,6 +142,7 @@ class Workspace:
         self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
         self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
         self.error: str | None = None
+        self.notice: str | None = None  # something opened is not shown, and why (until a move)
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
         self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
@@ -289,7 +292,7 @@ class Workspace:
         except NoSuchNode:
             return
         self.pending.append(move)
-        self.error, self.failed = None, None
+        self.error, self.failed, self.notice = None, None, None
         self._flush()
 
     def _flush(self) -> None:
@@ -335,6 +338,7 @@ class Workspace:
             self.save_error = str(e)
             return str(e)
         self.open(story_id)
+        self.notice = _unshowable_import(data)
         return None
 
     def export(self) -> str:
@@ -365,6 +369,7 @@ class Workspace:
         key = (self.cursor, params)
         if key not in self.results and not self.pending:
             saved = self._save(lambda: self.store.suggestions(self.story_id, self.cursor))
+            self.notice = _unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if restored and restored[1] == params and restored[0].stats.model == model:
                 self._keep(key, restored[0])
@@ -495,7 +500,10 @@ def search_to_dict(result: SearchResult, params: SearchParams) -> dict:
 
 
 def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
-    """`search_to_dict`'s inverse; None when the data is not a search we can show."""
+    """`search_to_dict`'s inverse; None when the data is not a search we can show
+    (one holding NaN or an infinity, say)."""
+    if non_finite(data):
+        return None
     try:
         params = SearchParams(**_known(SearchParams, data["params"]))
         suggestions = [_suggestion(s) for s in data["suggestions"]]
@@ -504,6 +512,22 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return SearchResult(suggestions, tree, stats, context_ids=()), params
+
+
+def _unshowable(search: object, what: str, where: str = "search") -> str | None:
+    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
+    broken = non_finite(search, where)
+    if broken is None:
+        return None
+    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
+
+
+def _unshowable_import(data: bytes | str) -> str | None:
+    """Why an imported file's suggestions were left out (the store keeps none holding NaN
+    or an infinity): the loom's per node, or an older file's one search."""
+    doc = json.loads(data)  # the store has read it: it is a JSON object
+    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
+    return _unshowable(searches, "The file's suggestions", "")
 
 
 def _suggestion(data: dict) -> Suggestion:

@@ -1,0 +1,241 @@
+"""Hostile servers against the real remote backends and the real command line.
+
+Each flavour of tests/hostile_servers.py (llama.cpp, vLLM, OpenAI) fails in each way it
+can: a reply dripped a byte at a time or never sent, NaN and infinite log-probabilities,
+token ids outside the vocabulary, valid JSON of the wrong shape, a 500 that echoes the
+request's credentials. Every case must end within its deadline in one clear error that
+names the server (or, for -inf candidates, a clean result of finite numbers), never a
+traceback or a key, in-process (the backend classes under `expand`, and their `sample`
+for ramify) and in `python -m weave expand` (exit 2, one `error:` line).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from backends.base import BackendError
+from backends.llamacpp import LlamaCppBackend
+from backends.openai import OpenAIBackend
+from backends.vllm import VLLMBackend
+from tests.hostile_servers import COMMON, PLANTED, SHAPES, hostile_server
+from tests.servers import free_port
+from weave.finite import non_finite
+from weave.search import SearchParams, expand
+from weave.session import search_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-hostile-test-key-do-not-leak-0123456789"
+TIMEOUT = 1.0  # seconds, each backend's whole-request deadline here
+STARTUP = 30.0  # a CLI process's own start, four at once on a loaded machine (a hang: 300 s)
+STORY = "Once upon a time,"
+PARAMS = SearchParams(cutoff=0.2, max_depth=3, max_suggestions=5)
+EXPECTED = {  # mode -> what the error says (None: a clean result)
+    "ok": None,
+    "neg_inf": None,
+    "drip": "too slow",
+    "silent": "too slow",
+    "nan": "is nan, expected a finite log-probability",
+    "inf": "is inf, expected a finite log-probability",
+    "huge_id": "token id 1000000000000, outside the vocabulary",
+    "negative_id": "token id -5, outside the vocabulary",
+    "echo_key": "HTTP 500",
+    "tokenize_without_id": r"/tokenize tokens\[0\]\.id is None",
+    "probabilities_not_objects": r"completion_probabilities\[0\] is 1, expected an object",
+    "n_ctx_text": "/props n_ctx is 'lots'",
+    "max_model_len_text": "/v1/models max_model_len is 'lots'",
+    "index_text": r"choices\[0\]\.index is '0', expected a whole number",
+    "without_tokens": "logprobs has no 'tokens'",
+    "logprob_text": "logprob is 'abc', expected a number",
+    "without_logprobs": "no log-probabilities",
+}
+ID_MODES = ("huge_id", "negative_id")  # OpenAI's API has no token ids
+CASES = [
+    (flavour, mode)
+    for flavour in ("llamacpp", "vllm", "openai")
+    for mode in COMMON + SHAPES[flavour]
+    if not (flavour == "openai" and mode in ID_MODES)
+]
+RULED_OUT = " a"  # the candidate neg_inf gives -Infinity
+
+
+def backend_for(flavour: str, url: str):
+    if flavour == "llamacpp":
+        return LlamaCppBackend(url, timeout=TIMEOUT)
+    if flavour == "vllm":
+        return VLLMBackend(url, timeout=TIMEOUT)
+    return OpenAIBackend(api_key=KEY, model="hostile", base_url=f"{url}/v1", timeout=TIMEOUT)
+
+
+def search(flavour: str, url: str, waits: list[float] | None = None):
+    """A search on a fresh backend; `waits` gets the seconds spent on the server, for
+    starting the backend (where it asks anything) and for the search, each."""
+    waits = [] if waits is None else waits
+    started = time.monotonic()
+    try:
+        backend = backend_for(flavour, url)
+    finally:
+        if flavour != "openai":  # OpenAI's client asks nothing at start (it loads certificates)
+            waits.append(time.monotonic() - started)
+    started = time.monotonic()
+    try:
+        return expand(backend, backend.tokenize(STORY), PARAMS)
+    finally:
+        waits.append(time.monotonic() - started)
+        backend.close()
+
+
+def assert_clean(result) -> None:
+    """Suggestions and tree hold finite numbers only, strict JSON, no ruled-out token."""
+    saved = search_to_dict(result, PARAMS)
+    assert result.suggestions and non_finite(saved) is None
+    json.dumps(saved, allow_nan=False)
+    texts = [n["text"] for n in _nodes(saved["tree"])]
+    assert RULED_OUT not in texts
+
+
+def _nodes(node: dict):
+    for child in node.get("children", []):
+        yield child
+        yield from _nodes(child)
+
+
+def assert_hidden(text: str) -> None:
+    assert KEY not in text and KEY[-12:] not in text
+    assert PLANTED[1] not in text and "sk-planted" not in text
+
+
+@pytest.mark.parametrize("flavour, mode", CASES)
+def test_the_backend_classes(flavour, mode, caplog):
+    caplog.set_level(logging.DEBUG)
+    waits: list[float] = []
+    with hostile_server(flavour, mode) as url:
+        if EXPECTED[mode] is None:
+            assert_clean(search(flavour, url))
+            return
+        with pytest.raises(BackendError, match=EXPECTED[mode]) as error:
+            search(flavour, url, waits)
+    message = str(error.value)
+    assert message.startswith(f"{flavour} at {url}")
+    assert_hidden(message + repr(error.value) + caplog.text)
+    assert max(waits) < 1.8 * TIMEOUT  # one deadline, not two: nothing retried after it
+
+
+def draw(flavour: str, url: str) -> list:
+    """Two samples (ramify's request) from a fresh backend."""
+    backend = backend_for(flavour, url)
+    try:
+        context = backend.tokenize(STORY)
+        return backend.sample(context, n=2, temperature=1.0, min_p=0.1, max_tokens=3, seed=1)
+    finally:
+        backend.close()
+
+
+SAMPLE_CASES = [(flavour, mode) for flavour, mode in CASES if mode in COMMON]
+
+
+@pytest.mark.parametrize("flavour, mode", SAMPLE_CASES)
+def test_sampling(flavour, mode, caplog):
+    caplog.set_level(logging.DEBUG)
+    with hostile_server(flavour, mode) as url:
+        if EXPECTED[mode] is None:
+            drawn = draw(flavour, url)
+            assert len(drawn) == 2 and all(c.token_ids and math.isfinite(c.logprob) for c in drawn)
+            return
+        started = time.monotonic()
+        with pytest.raises(BackendError, match=EXPECTED[mode]) as error:
+            draw(flavour, url)
+        waited = time.monotonic() - started
+    message = str(error.value)
+    assert message.startswith(f"{flavour} at {url}")
+    assert_hidden(message + repr(error.value) + caplog.text)
+    assert waited < 1.8 * TIMEOUT + 1.0  # one deadline (and a client's start), not two
+
+
+def weave_cli(flavour: str, url: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("LLAMA_", "VLLM_", "OPENAI_", "LLOOM_"))}  # fmt: skip
+    env.update({
+        "LLOOM_BACKEND": flavour, "LLAMA_API_URL": url, "VLLM_API_URL": url,
+        "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": KEY, "OPENAI_MODEL": "hostile",
+        "LLAMA_TIMEOUT": str(TIMEOUT), "VLLM_TIMEOUT": str(TIMEOUT), "OPENAI_TIMEOUT": str(TIMEOUT),
+    })  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "weave", "expand", "--story", STORY, "--max-depth", "3", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done, time.monotonic() - started
+
+
+def run_case(case: tuple[str, str]) -> tuple[str, subprocess.CompletedProcess, float]:
+    flavour, mode = case
+    with hostile_server(flavour, mode) as url:
+        return (url, *weave_cli(flavour, url))
+
+
+@pytest.fixture(scope="module")
+def cli_runs():
+    """Every case's CLI run, four processes at a time (each mostly waits on its server)."""
+    with ThreadPoolExecutor(4) as pool:
+        return dict(zip(CASES, pool.map(run_case, CASES), strict=True))
+
+
+@pytest.mark.parametrize("flavour, mode", CASES)
+def test_the_command_line(flavour, mode, cli_runs):
+    url, done, elapsed = cli_runs[(flavour, mode)]
+    assert_hidden(done.stdout + done.stderr)
+    assert "Traceback" not in done.stderr
+    if EXPECTED[mode] is None:
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+        assert out["suggestions"] and all(math.isfinite(s["logprob"]) for s in out["suggestions"])
+        return
+    assert done.returncode == 2 and not done.stdout
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error: {flavour} at {url}")
+    assert re.search(EXPECTED[mode], line), line
+    assert elapsed < 2 * TIMEOUT + STARTUP
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+def test_a_closed_port_on_the_command_line(flavour):
+    url = f"http://127.0.0.1:{free_port()}"
+    done, elapsed = weave_cli(flavour, url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error: {flavour} at {url}") and "connect" in line
+    assert_hidden(line)
+    assert elapsed < 2 * TIMEOUT + STARTUP
+
+
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("Authorization: Bearer sk-abc123def456", "Authorization: [redacted]"),
+        ('{"authorization": "Basic dXNlcjpwYXNz"}', '{"authorization": "[redacted]"}'),
+        ("headers: {'Authorization': 'Bearer tok'}", "headers: {'Authorization': '[redacted]'}"),
+        ("x-api-key: zzz9, then", "x-api-key: [redacted], then"),
+        ('{"api_key": "abcd"}', '{"api_key": "[redacted]"}'),
+        ("got token Bearer eyJhbGciOi.x.y here", "got token Bearer [redacted] here"),
+        ("key sk-proj-0123456789abcdef rejected", "key [redacted] rejected"),
+        (
+            "http://user:hunter2@10.0.0.1:8080/v1 down",
+            "http://user:[redacted]@10.0.0.1:8080/v1 down",
+        ),
+        ("slot unavailable (HTTP 503)", "slot unavailable (HTTP 503)"),
+    ],
+)
+def test_credentials_are_redacted_from_every_backend_error(text, kept):
+    error = BackendError(text, backend="vllm", url="http://127.0.0.1:8000")
+    assert str(error) == f"vllm at http://127.0.0.1:8000: {kept}"
