@@ -65,6 +65,10 @@ def top(mode: str) -> list[tuple[int, float]]:
     return options
 
 
+class Events(list):
+    """A reply sent as a server-sent event stream (`data: {...}` lines), not one JSON."""
+
+
 # -- flavours: (path, request body) -> reply -------------------------------------------------
 def llamacpp(mode: str, path: str, body: dict):
     if path == "/props":
@@ -79,10 +83,13 @@ def llamacpp(mode: str, path: str, body: dict):
     if path == "/detokenize":
         return {"content": "".join(piece(i) for i in body.get("tokens", []))}
     if path == "/completion":
-        if body.get("return_tokens"):  # sampling: n_cmpl completions of one prompt
+        if "n_cmpl" in body:  # sampling: n_cmpl completions of one prompt
             return [_llama_sample(mode, i, body["n_predict"]) for i in range(body["n_cmpl"])]
         prompts = body["prompt"] if isinstance(body["prompt"][0], list) else [body["prompt"]]
-        return [_llama_result(mode, i, body.get("n_predict", 1)) for i in range(len(prompts))]
+        results = [_llama_result(mode, i, body.get("n_predict", 1)) for i in range(len(prompts))]
+        if body.get("stream"):  # a chain that stops at '.' or ',': one final event per prompt
+            return Events({**result, "stop": True} for result in results)
+        return results
     return None
 
 
@@ -179,7 +186,10 @@ def hostile_server(flavour: str, mode: str = "ok"):
                                                    "/detokenize"):  # fmt: skip
                 echoed = "; ".join(f"{k}: {v}" for k, v in [*self.headers.items(), PLANTED])
                 status, payload = 500, {"error": {"message": f"bad request, headers: {echoed}"}}
-            data = json.dumps(payload if payload is not None else {"error": "no such path"})
+            if isinstance(payload, Events):
+                data = "".join(f"data: {json.dumps(event)}\n\n" for event in payload)
+            else:
+                data = json.dumps(payload if payload is not None else {"error": "no such path"})
             self._send(status, data.encode())
 
         def _send(self, status: int, data: bytes) -> None:

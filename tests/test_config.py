@@ -116,7 +116,6 @@ def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where
         ("OPENAI_TIMEOUT", "1e999"),
         ("OPENAI_TIMEOUT", "soon"),
         ("LLOOM_KV_CACHE_MB", "-1"),
-        ("LLAMA_PIPELINE_REQUESTS", "-2"),
     ],
 )
 def test_an_unusable_environment_value_names_the_variable(variable, value):
