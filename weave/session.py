@@ -101,6 +101,15 @@ class Offer:
 
 
 @dataclass(frozen=True)
+class LoneChain:
+    """Lone suggestions accepted by themselves one after another: from `start` to `end`."""
+
+    start: str  # the node the first was accepted at: one undo goes back there
+    end: str
+    texts: tuple[str, ...]  # what each appended, in order
+
+
+@dataclass(frozen=True)
 class Draw:
     """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
 
@@ -143,6 +152,7 @@ class Workspace:
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
         self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
+        self.lone: LoneChain | None = None  # the last run of lone suggestions taken
 
     # -- where this tab is ----------------------------------------------------------------
     @property
@@ -254,9 +264,23 @@ class Workspace:
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(node_id))
 
+    def lone_chain(self) -> LoneChain | None:
+        """The lone suggestions accepted by themselves that led to the cursor, if any."""
+        lone = self.lone
+        return lone if lone is not None and self.loom and lone.end == self.cursor else None
+
+    def undo_target(self) -> str | None:
+        """Where undo goes: the parent, or where a chain of lone accepts began."""
+        chain = self.lone_chain()
+        return chain.start if chain is not None else self.loom.undo_target()
+
     def undo(self) -> None:
-        """To the parent: the story before its last piece."""
-        cursor = self.cursor
+        """To the parent: the story before its last piece; after lone suggestions accepted
+        by themselves, to where the first was accepted (one step undoes them all)."""
+        cursor, chain = self.cursor, self.lone_chain()
+        if chain is not None:
+            self._navigate(lambda loom: loom.go(chain.start))
+            return
         self._navigate(lambda loom: loom.at(cursor).undo())
 
     def redo(self) -> None:
@@ -476,9 +500,13 @@ class Workspace:
         suggestions = offer.result.suggestions
         if len(suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
             return False
-        taken = self.auto_accepted + 1
-        self.accept(offer.piece(suggestions[0]), None, prefix_space=prefix_space)
+        taken, chain, start = self.auto_accepted + 1, self.lone_chain(), self.cursor
+        piece = offer.piece(suggestions[0])
+        self.accept(piece, None, prefix_space=prefix_space)
         self.auto_accepted = taken
+        if self.cursor != start:
+            first, texts = (chain.start, chain.texts) if chain else (start, ())
+            self.lone = LoneChain(first, self.cursor, (*texts, piece.text))
         return True
 
 
