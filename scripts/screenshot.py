@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 STORY = "textarea[aria-label='Story']"
 TREE = "[data-testid='stGraphVizChart'] svg"
+ROW = "[data-testid='stMarkdownContainer'] div[style^='white-space: pre-wrap']"
+ACCEPT = "→"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -90,8 +92,8 @@ def launch_browser(playwright):
 
 
 def wait_for_suggestions(page, timeout_ms: int = 120_000) -> None:
-    """Until the first ➡️ button and the graph are on the page."""
-    page.get_by_role("button", name="➡️").first.wait_for(timeout=timeout_ms)
+    """Until the first → (accept) button and the graph are on the page."""
+    page.get_by_role("button", name=ACCEPT, exact=True).first.wait_for(timeout=timeout_ms)
     page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=timeout_ms)
 
 
@@ -116,19 +118,25 @@ def click(page, name: str, nth: int = 0) -> None:
     wait_idle(page)
 
 
+def row_text(page, nth: int) -> str:
+    """Suggestion row `nth`'s text as a writer reads it (its faint marks as what they mark)."""
+    shown = page.locator(ROW).nth(nth).inner_text()
+    return shown.replace("·", " ").replace("␣", " ").replace("↵", "\n")
+
+
 def undo_until(page, text: str) -> None:
-    """Undo until the story reads `text` (an accept may have taken a lone suggestion too)."""
+    """Undo until the story reads `text` (one undo takes back lone suggestions taken too)."""
     while story_text(page) != text:
-        click(page, "↩️ Undo")
+        click(page, "↩ Undo")
 
 
 def weave_branches(page) -> None:
     """Accept the best suggestion, go back, accept the second; there keep one and bookmark."""
     start = story_text(page)
-    click(page, "➡️")
+    click(page, ACCEPT)
     undo_until(page, start)
-    click(page, "➡️", 1)
-    click(page, "📌", 1)
+    click(page, ACCEPT, 1)
+    click(page, "📌 Keep", 1)
     click(page, "🔖 Bookmark")
 
 
