@@ -33,7 +33,7 @@ from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
 SCORES = ["joint", "lloom"]
-ACCEPT = "→"  # the accept arrow: a glyph every font has (DejaVu too), unlike an emoji
+ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 STORY_END = 600  # characters; a longer story's end is shown above the suggestions
 STORY_TAIL = 300  # characters of it shown there
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
@@ -125,8 +125,11 @@ def story_page(
     st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
-    draw = sample_ui(settings, ws, backend)
-    alternatives_ui(ws, backend)
+    sampling, alternatives = st.columns(2)
+    with sampling:
+        draw = sample_ui(settings, ws, backend)
+    with alternatives:
+        alternatives_ui(ws, backend)
     offer = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
     lone_ui(ws)
@@ -134,6 +137,7 @@ def story_page(
         hint = present.few_suggestions_hint(len(offer.result.suggestions), offer.params)
         if hint:
             st.caption(f"💡 {md(hint)}")
+    graphs_ui(ws, offer)
     story_end_ui(ws)
     if draw is not None:
         samples_ui(ws, draw, prefix_space)
@@ -143,6 +147,11 @@ def story_page(
         suggestions_ui(ws, offer, prefix_space, shading)
     elif not ws.text:
         st.info("The story is empty here: write something, or go forward (↪ Redo).")
+    return offer
+
+
+def graphs_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+    """The story tree and this search's token tree, full width, one tab each."""
     tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search's token tree"])
     with tree_tab:
         loom_ui(ws)
@@ -151,7 +160,6 @@ def story_page(
             graph_ui(ws, offer)
         else:
             st.caption("No search at this node yet.")
-    return offer
 
 
 def settings_or_stop() -> Settings:
@@ -416,7 +424,7 @@ def moves_ui(ws: session.Workspace) -> None:
     """Suggest again; undo/redo (parent, checked-out child); siblings ("2 of 5"); bookmark."""
     loom = ws.loom
     again, undo, redo, back, where, forth, mark = st.columns(
-        [2.2, 1.2, 1.2, 1.4, 1.3, 1.2, 1.5], vertical_alignment="center"
+        [2.0, 1.1, 1.1, 1.4, 1.6, 1.1, 1.5], vertical_alignment="center"
     )
     again.button("🔁 Suggest again", on_click=ws.retry, key="again", disabled=not ws.text)
     undo.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
@@ -494,7 +502,7 @@ def sample_ui(
     settings: Settings, ws: session.Workspace, backend: Backend | None
 ) -> session.Draw | None:
     """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
-    with st.expander("🎲 Sample: draw continuations (temperature, min-p)"):
+    with st.expander("🎲 Sample continuations (temperature, min-p)"):
         columns = st.columns(len(SAMPLE_SLIDERS))
         for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
             field, label, low, high, step, help_text = spec
@@ -540,7 +548,7 @@ def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) ->
 def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
     """The story's last tokens shaded by their probability; pick one, then one of the
     model's alternatives there, and the loom branches at that token."""
-    with st.expander("🔍 Alternatives at any token: branch where the model hesitated"):
+    with st.expander("🔍 Alternatives at any token"):
         key = ("alternatives", ws.story_id, ws.cursor)
         if st.button("Show the story's tokens", key="alt_show",
                      disabled=backend is None or not ws.text,
@@ -556,7 +564,7 @@ def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
                     "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
             return
         if isinstance(rows, str):
-            st.error(f"**The model did not answer.** {md(rows)}", icon="🔌")
+            st.error(f"**No alternatives here.** {md(rows)}", icon="🔌")
             return
         alternatives_picker(ws, rows)
 
@@ -598,9 +606,8 @@ def token_label(row, i: int) -> str:
 def branch_at(ws: session.Workspace, rows: list, row, choice) -> None:
     try:
         ws.edit(branch_text(ws.text, rows, row, choice))
-    except ValueError as e:  # the story changed since the tokens were shown
-        st.session_state.alternatives = None
-        ws.error = str(e)
+    except ValueError as e:  # the tokens do not spell this story's end
+        st.session_state.alternatives = (("alternatives", ws.story_id, ws.cursor), str(e))
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -627,7 +634,7 @@ def story_end_ui(ws: session.Workspace) -> None:
 def suggestions_ui(
     ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
 ) -> None:
-    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, →.
+    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -697,7 +704,7 @@ def text_box(row: Row, label: str) -> None:
 
 
 def take_buttons(row: Row, keep, go) -> None:
-    """📌 keep as a branch (disabled once kept), → accept."""
+    """📌 keep as a branch (disabled once kept), ➜ accept."""
     kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
     keep.button("📌 Keep", key=f"{row.key}_keep", width="stretch", on_click=keep_row,
                 args=(row,), disabled=kept,

@@ -5,8 +5,8 @@
 Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
 drives headless Chromium (Playwright) through a few branches of the first starting story
 on the real model (accept, go back, accept another, keep a third, bookmark), and saves
-the 1280×800 window with the story tree in view. `running_app`, `launch_browser` and the
-page helpers are shared with tests/test_browser.py.
+the 1280×800 window scrolled to the story tree, the suggestions below it. `running_app`,
+`launch_browser` and the page helpers are shared with tests/test_browser.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ CHROMIUM = "/usr/bin/chromium"
 STORY = "textarea[aria-label='Story']"
 TREE = "[data-testid='stGraphVizChart'] svg"
 ROW = "[data-testid='stMarkdownContainer'] div[style^='white-space: pre-wrap']"
-ACCEPT = "→"
+ACCEPT = "➜"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -152,7 +152,8 @@ def main() -> None:
         page.goto(url)
         start_first_story(page)
         weave_branches(page)
-        page.locator(TREE).first.scroll_into_view_if_needed()
+        tabs = page.get_by_role("tab", name="🌳 Story tree")  # the tree, then the suggestions
+        tabs.evaluate("tab => tab.scrollIntoView({block: 'start'})")
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))

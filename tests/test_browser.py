@@ -22,6 +22,7 @@ from scripts.screenshot import (
     start_first_story,
     story_text,
     undo_until,
+    wait_for_suggestions,
     wait_idle,
 )
 from weave.config import load_settings
@@ -90,7 +91,11 @@ def tree_text(page) -> str:
 
 def test_accepting_a_suggestion_grows_the_story_by_exactly_its_text(page):
     page.get_by_text(FIRST, exact=True).click()  # pick it among the starting stories
-    start_first_story(page)
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("Weaving").first.wait_for()  # the first read: the start page is gone
+    assert page.get_by_role("button", name="Start").count() == 0
+    assert page.get_by_text("Start from").count() == 0
+    wait_for_suggestions(page)
     assert story_text(page) == FIRST
     shown = row_text(page, 0)
     assert shown.strip()

@@ -8,6 +8,9 @@ A write that fails (a locked or full disk) stays pending: the page shows the mov
 once, says it is not saved (`save_error`), and the move is saved at the next change or
 rerun, with the node ids it was shown with.
 
+Lone suggestions accepted by themselves one after another are remembered as one
+`LoneChain`, so that the page can name them and one undo takes them all back.
+
 Suggestions belong to the node they were made for: a search's result is kept per
 (node, parameters), in memory and in the store beside that node, and a node shows only
 its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
