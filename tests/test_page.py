@@ -972,3 +972,15 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
     assert story(at).startswith("Once" + choice.text)  # up to that token, then the choice
     loom = workspace(at).loom
     assert loom.text(start) == text and start in loom.nodes  # the old path kept, a branch
+
+
+def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
+    spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
+    monkeypatch.setattr(session, "backend_factory", lambda settings: spaces)
+    at = started()
+    at.slider(key="cfg_max_depth").set_value(1).run()  # one token: " " alone is a suggestion
+    blank = next(row for row in shaded(at) if "a" not in re.sub(r"<[^>]+>", "", row))
+    assert "␣" in blank  # not an empty row
+    index = shaded(at).index(blank)
+    accept(at, index)
+    assert workspace(at).loom.path()[2].text == " "
