@@ -190,3 +190,17 @@ def test_graph_labels_are_readable_at_1280_by_800(browser, server, opening_words
         assert smallest_label_px(page) >= 11  # the search's token tree
     finally:
         context.close()
+
+
+def test_a_click_on_a_story_tree_node_goes_there(page):
+    start_first_story(page)
+    click(page, ACCEPT)
+    grown = story_text(page)
+    undo_until(page, FIRST)
+    links = page.locator(TREE).first.locator("a[*|href*='node=']")  # each node's link
+    assert links.count() == 3  # (start), the story, the branch taken
+    with page.expect_navigation():  # the link reloads the page at that node
+        links.last.locator("text").first.click()
+    page.locator(STORY).wait_for()
+    wait_idle(page)
+    assert story_text(page) == grown
