@@ -3,8 +3,9 @@
 `streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
 loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
 (`weave.session.Workspace`); the search is `weave.search.expand`, the graphs are
-`weave.render` (a search's token tree) and `weave.loom_graph` (the story tree). The URL
-names the story and the node. The model is loaded once per process (`shared_backend`)
+`weave.render` (a search's token tree) and `weave.story_graph` (the story tree, each node a
+link); what the page says about suggestions is `weave.present`'s. The URL names the
+story and the node. The model is loaded once per process (`shared_backend`)
 and shared by every session. No algorithm lives here.
 """
 
@@ -19,19 +20,24 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from backends import Backend, BackendError, choose_backend, openblas
-from weave import session
+from weave import present, session
 from weave.config import ConfigError, Settings, load_settings
 from weave.loom import Loom
-from weave.loom_graph import opening, render_loom
 from weave.loom_store import LoomStore, StoryInfo
 from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
-from weave.render import render_tree, suggestion_html
-from weave.search import Progress, SearchParams, SearchResult, SearchStats
-from weave.story import display_text
+from weave.render import render_tree
+from weave.search import Progress, SearchParams, SearchStats
+from weave.story import branch_text, display_text
+from weave.story_graph import StoryNode, opening, render_story_tree
 from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
 SCORES = ["joint", "lloom"]
+ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
+STORY_END = 600  # characters; a longer story's end is shown above the suggestions
+STORY_TAIL = 300  # characters of it shown there
+ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
+ALTERNATIVES_K = 8  # alternatives per token
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
@@ -100,13 +106,15 @@ def main() -> None:
     ws.refresh()  # the other tabs' nodes, this tab's cursor
     sync_url(ws)  # before any search, so a refresh during a long one finds the node
     storage_ui(ws, problem)
+    start_page = st.empty()  # on the story page an empty slot: the start page is gone at once
     offer = None
     if ws.started:
         offer = story_page(settings, ws, backend)
     else:
-        start_ui(settings, ws)
-        library_ui(ws)
-        error_ui(ws)
+        with start_page.container():
+            start_error_ui()
+            start_ui(settings, ws)
+            library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
 
 
@@ -114,29 +122,44 @@ def story_page(
     settings: Settings, ws: session.Workspace, backend: Backend | None
 ) -> session.Offer | None:
     """The story, its moves, this node's suggestions and the graphs; returns what it showed."""
+    st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
-    draw = sample_ui(settings, ws, backend)
+    sampling, alternatives = st.columns(2)
+    with sampling:
+        draw = sample_ui(settings, ws, backend)
+    with alternatives:
+        alternatives_ui(ws, backend)
     offer = search_ui(ws, backend, params, prefix_space)
     error_ui(ws)
-    left, right = st.columns([6, 5], gap="medium")
-    with left:
-        if draw is not None:
-            samples_ui(ws, draw, prefix_space)
-        if offer is not None:
-            if offer.params != params:
-                st.caption("⚠️ These suggestions were made here with other settings.")
-            suggestions_ui(ws, offer, prefix_space, shading)
-        elif not ws.text:
-            st.info("The story is empty here: write something, or go forward (↪️ Redo).")
-    with right:
-        tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search"])
-        with tree_tab:
-            loom_ui(ws)
-        with search_tab:
-            if offer is not None:
-                graph_ui(ws, offer)
+    lone_ui(ws)
+    if offer is not None:
+        hint = present.few_suggestions_hint(len(offer.result.suggestions), offer.params)
+        if hint:
+            st.caption(f"💡 {md(hint)}")
+    graphs_ui(ws, offer)
+    story_end_ui(ws)
+    if draw is not None:
+        samples_ui(ws, draw, prefix_space)
+    if offer is not None:
+        if offer.params != params:
+            st.caption("⚠️ These suggestions were made here with other settings.")
+        suggestions_ui(ws, offer, prefix_space, shading)
+    elif not ws.text:
+        st.info("The story is empty here: write something, or go forward (↪ Redo).")
     return offer
+
+
+def graphs_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+    """The story tree and this search's token tree, full width, one tab each."""
+    tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search's token tree"])
+    with tree_tab:
+        loom_ui(ws)
+    with search_tab:
+        if offer is not None:
+            graph_ui(ws, offer)
+        else:
+            st.caption("No search at this node yet.")
 
 
 def settings_or_stop() -> Settings:
@@ -217,6 +240,16 @@ def retry_backend() -> None:
 
 
 # -- start ----------------------------------------------------------------------------------
+def start_error_ui() -> None:
+    """The model's trouble, first on the start page, in words for a page without a story."""
+    reason = st.session_state.get("backend_error")
+    if reason:
+        st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
+                 "saved stories; to write with the model, fix the backend, then try again.",
+                 icon="🔌")  # fmt: skip
+        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
+
+
 def start_ui(settings: Settings, ws: session.Workspace) -> None:
     st.title("🧶 LLooM")
     st.caption("Weave a story with a language model, a few tokens at a time.")
@@ -250,7 +283,8 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
     edited.caption(f"{entry.nodes} nodes · edited {when(entry.updated)}")
     if st.session_state.get("confirm_delete") != entry.id:
-        delete.button("🗑️", key=f"delete_{entry.id}", help="Delete (recoverable until purged)",
+        delete.button("🗑️ Delete", key=f"delete_{entry.id}",
+                      help="Delete (recoverable until purged)",
                       on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
         return
     st.warning(f"Delete “{md(entry.title)}”? It stays recoverable until you purge it.")
@@ -390,18 +424,19 @@ def moves_ui(ws: session.Workspace) -> None:
     """Suggest again; undo/redo (parent, checked-out child); siblings ("2 of 5"); bookmark."""
     loom = ws.loom
     again, undo, redo, back, where, forth, mark = st.columns(
-        [2.2, 1.2, 1.2, 0.7, 1.4, 0.7, 1.5], vertical_alignment="center"
+        [2.0, 1.1, 1.1, 1.4, 1.6, 1.1, 1.5], vertical_alignment="center"
     )
     again.button("🔁 Suggest again", on_click=ws.retry, key="again", disabled=not ws.text)
-    undo.button("↩️ Undo", on_click=ws.undo, disabled=loom.undo_target() is None, key="undo",
-                help="Back to the parent: the story before its last piece")  # fmt: skip
-    redo.button("↪️ Redo", on_click=ws.redo, disabled=loom.redo_target() is None, key="redo",
+    undo.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
+                help="Back to the parent: the story before its last piece (before all the "
+                "lone suggestions accepted by themselves)")  # fmt: skip
+    redo.button("↪ Redo", on_click=ws.redo, disabled=loom.redo_target() is None, key="redo",
                 help="Forward to the branch you were on")  # fmt: skip
-    back.button("◀️", on_click=ws.sibling, args=(-1,), key="sibling_prev",
+    back.button("◀ Previous", on_click=ws.sibling, args=(-1,), key="sibling_prev",
                 disabled=loom.sibling_target(-1) is None, help="The previous branch")  # fmt: skip
     i, n = loom.sibling_position()
     where.caption(f"branch {i} of {n}", help="Branches that grow from the same place")
-    forth.button("▶️", on_click=ws.sibling, args=(1,), key="sibling_next",
+    forth.button("Next ▶", on_click=ws.sibling, args=(1,), key="sibling_next",
                  disabled=loom.sibling_target(1) is None, help="The next branch")  # fmt: skip
     marked = ws.cursor in loom.bookmarks
     mark.button("🔖 Unmark" if marked else "🔖 Bookmark", key="bookmark",
@@ -427,13 +462,13 @@ def search_ui(
             if offer is None:
                 status.update(label="No suggestions: see below", state="error")
             else:
-                status.update(label=summary(offer.result), state="complete")
+                status.update(label=present.search_status(offer.result), state="complete")
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
         return offer or ws.earlier_offer()
     offer = ws.offer(params, model=model)
     if offer is not None:
-        st.caption(f"✔️ {summary(offer.result)}")
+        st.caption(f"✔️ {md(present.search_status(offer.result))}")
         return offer
     return ws.earlier_offer()
 
@@ -449,13 +484,6 @@ def live(p: Progress) -> str:
         return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
     latest = f" · latest: “{md(shorten(p.latest, 60))}”" if p.latest else ""
     return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
-
-
-def summary(result: SearchResult) -> str:
-    s = result.stats
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    n = len(result.suggestions)
-    return f"{n} suggestion{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
 
 
 def error_ui(ws: session.Workspace) -> None:
@@ -476,7 +504,7 @@ def sample_ui(
     settings: Settings, ws: session.Workspace, backend: Backend | None
 ) -> session.Draw | None:
     """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
-    with st.expander("🎲 Sample: draw continuations (temperature, min-p)"):
+    with st.expander("🎲 Sample continuations (temperature, min-p)"):
         columns = st.columns(len(SAMPLE_SLIDERS))
         for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
             field, label, low, high, step, help_text = spec
@@ -518,11 +546,97 @@ def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) ->
         take_buttons(row, keep, go)
 
 
+# -- alternatives at any token --------------------------------------------------------------
+def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
+    """The story's last tokens shaded by their probability; pick one, then one of the
+    model's alternatives there, and the loom branches at that token."""
+    with st.expander("🔍 Alternatives at any token"):
+        key = ("alternatives", ws.story_id, ws.cursor)
+        if st.button("Show the story's tokens", key="alt_show",
+                     disabled=backend is None or not ws.text,
+                     help=f"The last {ALTERNATIVE_TOKENS} tokens, each with the model's "
+                     f"top {ALTERNATIVES_K} there"):  # fmt: skip
+            st.session_state.alternatives = (key, token_alternatives(ws, backend))
+        shown = st.session_state.get("alternatives")
+        if shown is None or shown[0] != key:
+            return
+        rows = shown[1]
+        if rows is None:
+            st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
+                    "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
+            return
+        if isinstance(rows, str):
+            st.error(f"**No alternatives here.** {md(rows)}", icon="🔌")
+            return
+        alternatives_picker(ws, rows)
+
+
+def token_alternatives(ws: session.Workspace, backend: Backend) -> list | str | None:
+    """`Backend.alternatives` for the story's last tokens; None: the backend cannot; a
+    string: why it failed."""
+    try:
+        ids = list(ws.path_ids(backend, ws.cursor))
+        return backend.alternatives(ids, ALTERNATIVES_K,
+                                    start=max(1, len(ids) - ALTERNATIVE_TOKENS))  # fmt: skip
+    except BackendError as e:
+        return str(e)
+
+
+def alternatives_picker(ws: session.Workspace, rows: list) -> None:
+    st.markdown(present.story_tokens_html(rows), unsafe_allow_html=True)
+    st.caption("Shaded by the probability the model gave each token (hover for it and the "
+               "likeliest alternatives).")  # fmt: skip
+    token, choice, go = st.columns([3, 3, 2], vertical_alignment="bottom")
+    at = token.selectbox("Token", range(len(rows)), index=len(rows) - 1, key="alt_token",
+                         format_func=lambda i: token_label(rows[i], i))  # fmt: skip
+    row = rows[at]
+    pick = choice.selectbox(
+        "Alternative",
+        range(len(row.top)),
+        key=f"alt_choice_{at}",
+        format_func=lambda i: present.alternative_label(row.top[i]),
+    )
+    go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
+              args=(ws, rows, row, row.top[pick]),
+              help="A new branch: the story up to this token, then the alternative")  # fmt: skip
+
+
+def token_label(row, i: int) -> str:
+    return f"{i + 1}. {present.editable_text(row.text) or '∅'}"
+
+
+def branch_at(ws: session.Workspace, rows: list, row, choice) -> None:
+    try:
+        ws.edit(branch_text(ws.text, rows, row, choice))
+    except ValueError as e:  # the tokens do not spell this story's end
+        st.session_state.alternatives = (("alternatives", ws.story_id, ws.cursor), str(e))
+
+
 # -- suggestions ----------------------------------------------------------------------------
+def lone_ui(ws: session.Workspace) -> None:
+    """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
+    chain = ws.lone_chain()
+    message = present.auto_accept_message(chain.texts) if chain else None
+    if message:
+        st.info(f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} "
+                "back.", icon="🤖")  # fmt: skip
+
+
+def story_end_ui(ws: session.Workspace) -> None:
+    """The end of a long story, which the story box (showing its beginning) hides."""
+    text = ws.text
+    if len(text) <= STORY_END:
+        return
+    tail = text[-STORY_TAIL:]
+    tail = tail[tail.find(" ") + 1 :] if " " in tail[:40] else tail  # from a whole word
+    st.caption("The story so far ends (the whole text is in the story box above):")
+    st.markdown(f"> …{md(tail)}".replace("  \n", "  \n> "))
+
+
 def suggestions_ui(
     ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
 ) -> None:
-    """Ranked suggestions: a probability bar, the text (editable, Enter), 📌 keep, ➡️ accept.
+    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -531,14 +645,13 @@ def suggestions_ui(
     if not suggestions:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
-    total = sum(s.probability for s in suggestions) or 1.0
-    best = max(s.probability for s in suggestions) / total
-    st.caption("Bars: each suggestion's share of the listed suggestions' probability. "
-               "📌 keeps one as a branch without moving; ➡️ takes it.")  # fmt: skip
+    shares = present.bar_shares(suggestions, offer.params.score)
+    st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one, 📌 keeps one as a "
+               f"branch without moving, {ACCEPT} takes it.")  # fmt: skip
     space = "p" if prefix_space else "n"
-    for i, suggestion in enumerate(suggestions):
+    for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
         row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-        suggestion_row(row, suggestion, suggestion.probability / total, best, shading)
+        suggestion_row(row, suggestion, share, max(shares), shading)
 
 
 @dataclass(frozen=True)
@@ -551,34 +664,54 @@ class Row:
     prefix_space: bool
 
     def shown(self) -> str | None:
-        return st.session_state.get(self.key)
+        """The text as the writer left it in the row (None: unedited)."""
+        box = st.session_state.get(self.key)
+        return None if box is None else present.typed_text(box)
 
 
 def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
                    shading: bool) -> None:  # fmt: skip
-    bar, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall", vertical_alignment="bottom")
+    bar, text, edit, keep, go = st.columns([1.2, 7, 1.1, 1.2, 0.6], gap="xsmall",
+                                           vertical_alignment="center")  # fmt: skip
     bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
+    editing = st.session_state.get(f"{row.key}_editing", False)
     with text:
-        if shading:
-            st.markdown(suggestion_html(suggestion, strip_space=row.prefix_space),
-                        unsafe_allow_html=True)  # fmt: skip
-        text_box(row, "Suggestion")
+        if editing:
+            shown = present.shown_text(suggestion, prefix_space=row.prefix_space)
+            st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
+                          label_visibility="collapsed",
+                          help="↵ is a new line, ␣ a space at the start")  # fmt: skip
+        else:
+            html = present.suggestion_html(suggestion, prefix_space=row.prefix_space,
+                                           shading=shading)  # fmt: skip
+            st.markdown(html, unsafe_allow_html=True)
+    edit.button("✕ Close" if editing else "✏️ Edit", key=f"{row.key}_edit", width="stretch",
+                on_click=toggle_edit, args=(row,),
+                help="Back to the shaded text" if editing else "Edit, then take it")  # fmt: skip
     take_buttons(row, keep, go)
+
+
+def toggle_edit(row: Row) -> None:
+    flag = f"{row.key}_editing"
+    st.session_state[flag] = not st.session_state.get(flag, False)
+    if not st.session_state[flag]:
+        st.session_state.pop(row.key, None)
 
 
 def text_box(row: Row, label: str) -> None:
     """The offered text, editable (prefix space: shown without its leading space)."""
     shown = display_text(row.piece) if row.prefix_space else row.piece.text
-    st.text_input(label, value=shown, key=row.key, label_visibility="collapsed")
+    st.text_input(label, value=present.editable_text(shown), key=row.key,
+                  label_visibility="collapsed")  # fmt: skip
 
 
 def take_buttons(row: Row, keep, go) -> None:
-    """📌 keep as a branch (disabled once kept), ➡️ accept."""
+    """📌 keep as a branch (disabled once kept), ➜ accept."""
     kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
-    keep.button("📌", key=f"{row.key}_keep", width="stretch", on_click=keep_row, args=(row,),
-                help="Kept as a branch" if kept else "Keep as a branch; stay here",
-                disabled=kept)  # fmt: skip
-    go.button("➡️", key=f"{row.key}_go", help="Accept into the story", width="stretch",
+    keep.button("📌 Keep", key=f"{row.key}_keep", width="stretch", on_click=keep_row,
+                args=(row,), disabled=kept,
+                help="Kept as a branch" if kept else "Keep as a branch; stay here")  # fmt: skip
+    go.button(ACCEPT, key=f"{row.key}_go", help="Accept into the story", width="stretch",
               on_click=accept_row, args=(row,))  # fmt: skip
 
 
@@ -593,9 +726,16 @@ def keep_row(row: Row) -> None:
 
 # -- the graphs -----------------------------------------------------------------------------
 def loom_ui(ws: session.Workspace) -> None:
-    """The story tree (current path highlighted) and a picker to go to any node."""
+    """The story tree (current path highlighted, a click on a node goes there) and a
+    picker to go to any node, the folded ones too."""
     loom = ws.loom
-    st.graphviz_chart(render_loom(loom), width="stretch")
+    on_path = {node.id for node in loom.path()}
+    nodes = [StoryNode(n.id, n.parent, n.text, on_path=n.id in on_path,
+                       bookmarked=n.id in loom.bookmarks) for n in loom.nodes.values()]  # fmt: skip
+    story_id = ws.story_id
+    graph = render_story_tree(nodes, cursor=ws.cursor,
+                              url=lambda node_id: f"?story={story_id}&node={node_id}")  # fmt: skip
+    st.graphviz_chart(graph)
     ids = list(loom.nodes)
     st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
                  format_func=lambda node_id: node_label(loom, node_id),
@@ -616,7 +756,7 @@ def pick_node(ws: session.Workspace, key: str) -> None:
 
 def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
     graph = page_graph(ws, offer)
-    st.graphviz_chart(graph, width="stretch")
+    st.graphviz_chart(graph)
     dot_button, png_button = st.columns(2)
     dot_button.download_button("DOT", graph.source, "lloom.dot", "text/vnd.graphviz",
                                key="graph_dot", on_click="ignore")  # fmt: skip
@@ -725,6 +865,9 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
 def stats_ui(title: str, s: SearchStats) -> None:
     """The cost of the search (or the sampling) whose results this node shows."""
     st.subheader(title)
+    note = present.cache_note(s)
+    if note:
+        st.caption(md(note))
     st.markdown(
         f"- forward calls: **{s.forward_calls}**\n- model tokens: **{s.model_tokens}**\n"
         f"- prefill tokens: **{s.prefill_tokens}**\n- seconds: **{s.seconds:.2f}**"

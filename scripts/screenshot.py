@@ -5,8 +5,8 @@
 Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
 drives headless Chromium (Playwright) through a few branches of the first starting story
 on the real model (accept, go back, accept another, keep a third, bookmark), and saves
-the 1280×800 window with the story tree in view. `running_app`, `launch_browser` and the
-page helpers are shared with tests/test_browser.py.
+the 1280×800 window scrolled to the story tree, the suggestions below it. `running_app`,
+`launch_browser` and the page helpers are shared with tests/test_browser.py.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 STORY = "textarea[aria-label='Story']"
 TREE = "[data-testid='stGraphVizChart'] svg"
+ROW = "[data-testid='stMarkdownContainer'] div[style^='white-space: pre-wrap']"
+ACCEPT = "➜"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -90,8 +92,8 @@ def launch_browser(playwright):
 
 
 def wait_for_suggestions(page, timeout_ms: int = 120_000) -> None:
-    """Until the first ➡️ button and the graph are on the page."""
-    page.get_by_role("button", name="➡️").first.wait_for(timeout=timeout_ms)
+    """Until the first → (accept) button and the graph are on the page."""
+    page.get_by_role("button", name=ACCEPT, exact=True).first.wait_for(timeout=timeout_ms)
     page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=timeout_ms)
 
 
@@ -116,19 +118,25 @@ def click(page, name: str, nth: int = 0) -> None:
     wait_idle(page)
 
 
+def row_text(page, nth: int) -> str:
+    """Suggestion row `nth`'s text as a writer reads it (its faint marks as what they mark)."""
+    shown = page.locator(ROW).nth(nth).inner_text()
+    return shown.replace("·", " ").replace("␣", " ").replace("↵", "\n")
+
+
 def undo_until(page, text: str) -> None:
-    """Undo until the story reads `text` (an accept may have taken a lone suggestion too)."""
+    """Undo until the story reads `text` (one undo takes back lone suggestions taken too)."""
     while story_text(page) != text:
-        click(page, "↩️ Undo")
+        click(page, "↩ Undo")
 
 
 def weave_branches(page) -> None:
     """Accept the best suggestion, go back, accept the second; there keep one and bookmark."""
     start = story_text(page)
-    click(page, "➡️")
+    click(page, ACCEPT)
     undo_until(page, start)
-    click(page, "➡️", 1)
-    click(page, "📌", 1)
+    click(page, ACCEPT, 1)
+    click(page, "📌 Keep", 1)
     click(page, "🔖 Bookmark")
 
 
@@ -144,7 +152,8 @@ def main() -> None:
         page.goto(url)
         start_first_story(page)
         weave_branches(page)
-        page.locator(TREE).first.scroll_into_view_if_needed()
+        tabs = page.get_by_role("tab", name="🌳 Story tree")  # the tree, then the suggestions
+        tabs.evaluate("tab => tab.scrollIntoView({block: 'start'})")
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))

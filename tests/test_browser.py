@@ -12,16 +12,20 @@ import shutil
 import pytest
 
 from scripts.screenshot import (
+    ACCEPT,
     STORY,
     TREE,
     click,
     launch_browser,
+    row_text,
     running_app,
     start_first_story,
     story_text,
     undo_until,
+    wait_for_suggestions,
     wait_idle,
 )
+from weave.config import load_settings
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [
@@ -29,7 +33,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here"),
 ]
 FIRST = "Once upon a time,"
-SUGGESTION = "input[aria-label='Suggestion']"
 
 
 @pytest.fixture(scope="module")
@@ -77,17 +80,26 @@ def branch(page) -> str:
 
 
 def opening(text: str) -> str:
-    """The start of a node's label in the story tree."""
-    return " ".join(text.split())[:18]
+    """The start of a node's label in the story tree (its first line)."""
+    return " ".join(text.split())[:10]
+
+
+def tree_text(page) -> str:
+    """The story tree's labels, their lines joined."""
+    return " ".join(page.locator(TREE).first.text_content().split())
 
 
 def test_accepting_a_suggestion_grows_the_story_by_exactly_its_text(page):
     page.get_by_text(FIRST, exact=True).click()  # pick it among the starting stories
-    start_first_story(page)
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("Weaving").first.wait_for()  # the first read: the start page is gone
+    assert page.get_by_role("button", name="Start").count() == 0
+    assert page.get_by_text("Start from").count() == 0
+    wait_for_suggestions(page)
     assert story_text(page) == FIRST
-    shown = page.locator(SUGGESTION).first.input_value()
+    shown = row_text(page, 0)
     assert shown.strip()
-    page.get_by_role("button", name="➡️").first.click()
+    page.get_by_role("button", name=ACCEPT, exact=True).first.click()
     page.wait_for_function(
         "([selector, before]) => document.querySelector(selector).value !== before",
         arg=[STORY, FIRST],
@@ -99,8 +111,8 @@ def test_accepting_a_suggestion_grows_the_story_by_exactly_its_text(page):
 
 def test_the_search_graph_downloads_as_dot(page, tmp_path):
     start_first_story(page)
-    first = page.locator(SUGGESTION).first.input_value()
-    page.get_by_role("tab", name="🔎 This search").click()
+    first = row_text(page, 0)
+    page.get_by_role("tab", name="🔎 This search's token tree").click()
     with page.expect_download() as download:
         page.get_by_role("button", name="DOT", exact=True).click()
     path = tmp_path / "graph.dot"
@@ -113,19 +125,19 @@ def test_the_search_graph_downloads_as_dot(page, tmp_path):
 
 def test_branch_go_back_other_branch_switch_and_reload(page):
     start_first_story(page)
-    first, second = (page.locator(SUGGESTION).nth(i).input_value() for i in (0, 1))
-    click(page, "➡️")
+    first, second = (row_text(page, i) for i in (0, 1))
+    click(page, ACCEPT)
     one = grows_from(page, FIRST)
     undo_until(page, FIRST)
-    click(page, "➡️", 1)
+    click(page, ACCEPT, 1)
     two = grows_from(page, FIRST)
     assert two != one and second in two
     undo_until(page, FIRST)
-    click(page, "↪️ Redo")  # forward: the branch this tab was on last
+    click(page, "↪ Redo")  # forward: the branch this tab was on last
     assert branch(page) == "branch 2 of 2"
-    click(page, "◀️")  # the first branch, kept
+    click(page, "◀ Previous")  # the first branch, kept
     assert branch(page) == "branch 1 of 2" and first in story_text(page)
-    tree = page.locator(TREE).first.text_content()
+    tree = tree_text(page)
     assert opening(first) in tree and opening(second) in tree
     page.wait_for_url("**/?story=*&node=*")
     url, shown = page.url, story_text(page)
@@ -142,12 +154,53 @@ def test_two_tabs_add_to_one_story_and_see_each_others_branches(page, context):
     other = context.new_page()
     other.set_default_timeout(90_000)
     other.goto(page.url)
-    other.locator(SUGGESTION).first.wait_for()
-    mine = page.locator(SUGGESTION).nth(0).input_value()
-    theirs = other.locator(SUGGESTION).nth(3).input_value()
-    click(page, "📌", 0)  # each tab keeps a branch at the same node
-    click(other, "📌", 3)
-    assert opening(mine) in other.locator(TREE).first.text_content()  # the other's, too
+    other.get_by_role("button", name=ACCEPT, exact=True).first.wait_for()
+    mine, theirs = row_text(page, 0), row_text(other, 3)
+    click(page, "📌 Keep", 0)  # each tab keeps a branch at the same node
+    click(other, "📌 Keep", 3)
+    assert opening(mine) in tree_text(other)  # the other's, too
     click(page, "🔖 Bookmark")  # any rerun: this tab now sees the other's node
-    assert opening(theirs) in page.locator(TREE).first.text_content()
+    assert opening(theirs) in tree_text(page)
     assert story_text(page) == story_text(other) == FIRST  # nobody moved the other
+
+
+LABEL_PX = """svg => Array.from(svg.querySelectorAll('text'))
+    .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a)"""
+
+
+def smallest_label_px(page) -> float:
+    """The smallest graph label on screen, in CSS pixels, in the graph now visible."""
+    graph = page.locator(f"{TREE}:visible").first
+    graph.wait_for()
+    return min(graph.evaluate(LABEL_PX))
+
+
+@pytest.mark.parametrize("opening_words", load_settings().starting_stories)
+def test_graph_labels_are_readable_at_1280_by_800(browser, server, opening_words):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(90_000)
+        page.goto(server)
+        page.get_by_text(opening_words, exact=True).click()
+        start_first_story(page)
+        wait_idle(page)
+        assert smallest_label_px(page) >= 11  # the story tree, its tab shown first
+        page.get_by_role("tab", name="🔎 This search's token tree").click()
+        assert smallest_label_px(page) >= 11  # the search's token tree
+    finally:
+        context.close()
+
+
+def test_a_click_on_a_story_tree_node_goes_there(page):
+    start_first_story(page)
+    click(page, ACCEPT)
+    grown = story_text(page)
+    undo_until(page, FIRST)
+    links = page.locator(TREE).first.locator("a[*|href*='node=']")  # each node's link
+    assert links.count() == 3  # (start), the story, the branch taken
+    with page.expect_navigation():  # the link reloads the page at that node
+        links.last.locator("text").first.click()
+    page.locator(STORY).wait_for()
+    wait_idle(page)
+    assert story_text(page) == grown

@@ -9,8 +9,10 @@ shared backend. The four page bugs of issue 10 each have a regression test here.
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
 import socket
 import sqlite3
 from pathlib import Path
@@ -22,11 +24,12 @@ from streamlit.testing.v1 import AppTest
 from backends import BackendError
 from tests.fake_backend import FakeBackend
 from tests.hostile_servers import hostile_server
-from weave import session
+from weave import present, session
 from weave.loom_store import LoomStore
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
+ROW_HTML = '<div style="white-space: pre-wrap'
 
 
 class StoryFake(FakeBackend):
@@ -102,20 +105,39 @@ def story(at: AppTest) -> str:
     return at.text_area(key="story_text").value
 
 
-def boxes(at: AppTest):
-    return [box for box in at.text_input if box.key.startswith("sg_")]
+def rows(at: AppTest) -> list[str]:
+    """The suggestion rows' widget keys, in rank order (each row has a → button)."""
+    return [b.key[: -len("_go")] for b in at.button
+            if b.key and b.key.startswith("sg_") and b.key.endswith("_go")]  # fmt: skip
+
+
+def shaded(at: AppTest) -> list[str]:
+    """The rows' text as HTML (one block per row, shaded or not)."""
+    return [m.value for m in at.markdown if m.value.startswith(ROW_HTML)]
 
 
 def suggestions(at: AppTest) -> list[str]:
-    return [box.value for box in boxes(at)]
+    """The rows' texts as a writer reads them (faint marks read as the spaces they mark)."""
+    return [read_row(html) for html in shaded(at)]
+
+
+def read_row(row_html: str) -> str:
+    text = html.unescape(re.sub(r"<[^>]+>", "", row_html))
+    return present.typed_text(text.replace("·", " "))
+
+
+def edit_box(at: AppTest, index: int):
+    """Open row `index` for editing; its text box."""
+    at.button(key=f"{rows(at)[index]}_edit").click().run()
+    return at.text_input(key=rows(at)[index])
 
 
 def accept(at: AppTest, index: int) -> AppTest:
-    return at.button(key=f"{boxes(at)[index].key}_go").click().run()
+    return at.button(key=f"{rows(at)[index]}_go").click().run()
 
 
 def keep(at: AppTest, index: int) -> AppTest:
-    return at.button(key=f"{boxes(at)[index].key}_keep").click().run()
+    return at.button(key=f"{rows(at)[index]}_keep").click().run()
 
 
 def backend_error(at: AppTest) -> str:
@@ -145,6 +167,12 @@ def sidebar_stats(at: AppTest) -> str:
 def story_tree(at: AppTest) -> str:
     """The story tree's DOT source (the first graph on the page)."""
     return at.get("graphviz_chart")[0].proto.spec
+
+
+def drawn_node(tree: str, node_id: str) -> str:
+    """The DOT line drawing the node `node_id` ('' when it is not drawn by itself)."""
+    found = re.search(rf'^\ts\d+ \[.* id="?{node_id}"? .*$', tree, re.MULTILINE)
+    return found.group(0) if found else ""
 
 
 def undo_to(at: AppTest, node_id: str) -> AppTest:
@@ -211,7 +239,7 @@ def test_accept_adds_a_child_holding_exactly_the_suggestion(fake):
 def test_an_edited_suggestion_is_accepted_as_edited(fake):
     at = started()
     had_space = offer(at).result.suggestions[1].text.startswith(" ")
-    boxes(at)[1].set_value("my own words").run()
+    edit_box(at, 1).set_value("my own words").run()
     accept(at, 1)
     assert not at.exception
     space = " " if had_space else ""
@@ -281,9 +309,14 @@ def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, m
     assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * session.AUTO_ACCEPTS
     assert story(at) == FIRST + "a" * 12 * session.AUTO_ACCEPTS
     assert len(suggestions(at)) == 1  # then the writer decides
-    at.button(key="undo").click().run()
-    assert len(workspace(at).loom.path()) == len(path) - 1  # undo stays undone
+    said = " ".join(i.value for i in at.info)
+    assert f"Accepted {session.AUTO_ACCEPTS} lone suggestions" in said and "“aaaa" in said
+    at.button(key="undo").click().run()  # one step takes the whole chain back
+    assert story(at) == FIRST and workspace(at).cursor == path[1].id
+    assert not at.info  # the message went with them, and undo stays undone:
     assert len(workspace(at).loom.nodes) == len(path)
+    at.button(key="redo").click().run()
+    assert workspace(at).cursor == path[2].id and not at.info  # redo: one piece forward
 
 
 def test_config_change_searches_with_the_new_parameters(fake):
@@ -469,7 +502,7 @@ def test_branch_go_back_other_branch_switch_and_reload(fake):
     assert workspace(again).cursor == one and story(again) == grown
     assert branch(again) == "branch 1 of 2"
     tree = story_tree(again)
-    assert f"n{one}" in tree and f"n{two}" in tree
+    assert drawn_node(tree, one)  # the cursor's node; the other branch is one run
     assert first.split()[0][:6] in tree and second.split()[0][:6] in tree
 
 
@@ -481,7 +514,7 @@ def test_keep_adds_a_branch_without_moving(fake):
     assert workspace(at).cursor == start and story(at) == text
     [kept] = workspace(at).loom.children(start)
     assert kept.text == offer(at).result.suggestions[2].text
-    assert at.button(key=f"{boxes(at)[2].key}_keep").disabled  # kept once
+    assert at.button(key=f"{rows(at)[2]}_keep").disabled  # kept once
     go_to(at, kept.id)
     assert story(at) == FIRST + kept.text and suggestions(at)  # searched there
 
@@ -492,8 +525,10 @@ def test_the_story_tree_highlights_the_path_and_a_picked_node_is_gone_to(fake):
     loom = workspace(at).loom
     tree = story_tree(at)
     assert "(start)" in tree and "Once upon a time," in tree
-    for node in loom.path()[1:]:
-        assert f"n{node.parent} -> n{node.id} [color=" in tree  # highlighted edge
+    for node in (loom.path()[0], loom.node()):  # the root, the cursor (runs between merge)
+        drawn = drawn_node(tree, node.id)
+        assert 'color="#d6336c"' in drawn  # highlighted
+        assert f'URL="?story={at.query_params["story"]}&amp;node={node.id}"' in drawn
     go_to(at, loom.path()[1].id)
     assert story(at) == FIRST and not at.exception
     assert at.query_params["node"] == loom.path()[1].id
@@ -505,7 +540,7 @@ def test_bookmarks_are_listed_jumped_to_and_removed(fake):
     marked, text = workspace(at).cursor, story(at)
     at.button(key="bookmark").click().run()
     assert at.button(key="bookmark").label == "🔖 Unmark"
-    assert "🔖" in story_tree(at)
+    assert "★" in story_tree(at)
     at.button(key="undo").click().run()
     at.button(key=f"mark_{marked}").click().run()
     assert workspace(at).cursor == marked and story(at) == text
@@ -527,7 +562,7 @@ def test_two_tabs_add_to_one_tree_and_see_each_other(fake, data_dir):
     accept(two, 1)
     theirs = workspace(two).loom.path()[2].id
     one.run()
-    assert len(workspace(one).loom.children(start)) == 2 and f"n{theirs}" in story_tree(one)
+    assert len(workspace(one).loom.children(start)) == 2 and drawn_node(story_tree(one), theirs)
     stored = LoomStore(data_dir).load(sid)
     assert len(stored.children(start)) == 2
 
@@ -563,8 +598,8 @@ def test_a_double_accept_takes_one_suggestion(fake):
     at = started()  # bug (4): two ➡️ clicks before the page redrew appended both
     start = workspace(at).cursor
     first, second = offer(at).result.suggestions[:2]
-    at.button(key=f"{boxes(at)[0].key}_go").click()
-    at.button(key=f"{boxes(at)[1].key}_go").click()
+    at.button(key=f"{rows(at)[0]}_go").click()
+    at.button(key=f"{rows(at)[1]}_go").click()
     at.run()
     assert not at.exception
     path = workspace(at).loom.path()
@@ -889,3 +924,140 @@ def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_d
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert '[models."SmolLM2-135M-Instruct"]' in captions
+
+
+# -- a page a writer enjoys (issue 14) --------------------------------------------------------
+def bars(at: AppTest) -> list[str]:
+    return [p.text for p in at.get("progress")]
+
+
+def test_one_row_per_suggestion_editable_in_place(fake):
+    at = started()
+    ranked = offer(at).result.suggestions
+    assert len(shaded(at)) == len(rows(at)) == len(bars(at)) == len(ranked) >= 5
+    assert all("background-color" in row for row in shaded(at))  # shaded by probability
+    assert not [box for box in at.text_input if box.key.startswith("sg_")]  # no second copy
+    box = edit_box(at, 2)  # ✏️ Edit: the row's text becomes a box, in its place
+    assert box.value == present.editable_text(ranked[2].text.removeprefix(" "))
+    assert len(shaded(at)) == len(ranked) - 1 and len(rows(at)) == len(ranked)
+    at.button(key=f"{rows(at)[2]}_edit").click().run()  # ✕ Close: shaded again
+    assert len(shaded(at)) == len(ranked) and "sg_" not in str([b.key for b in at.text_input])
+
+
+def lookalike_table(context: tuple[str, ...]) -> dict[str, float]:
+    """After the story's ',': ' a.', 'a.' and 'b.', two alike but for their leading space."""
+    if context[-1] == ",":
+        return {" ": 0.3, "a": 0.3, "b": 0.3}
+    return {"a": 0.95} if context[-1] == " " else {".": 0.95}
+
+
+def test_suggestions_alike_but_for_a_leading_space_are_one_row(data_dir, monkeypatch):
+    lookalike = StoryFake(table=lookalike_table)
+    monkeypatch.setattr(session, "backend_factory", lambda settings: lookalike)
+    at = started()
+    assert sorted(suggestions(at)) == ["a.", "b."]  # " a." and "a." pooled, as v0.3 did
+    pooled = next(s for s in offer(at).result.suggestions if s.text.endswith("a."))
+    assert pooled.probability == pytest.approx(0.3 * 0.95 * 0.95 + 0.3 * 0.95)  # both beams
+    at.checkbox(key="cfg_prefix_space").uncheck().run()  # pooled all the same
+    assert sorted(suggestions(at)) == ["a.", "b."]
+
+
+@pytest.mark.parametrize("score", ["joint", "lloom"])
+def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
+    at = started()
+    at.radio(key="cfg_score").set_value(score).run()
+    ranked = offer(at).result.suggestions
+    shares = present.bar_shares(ranked, score)
+    assert bars(at) == [f"{share:.1%}" for share in shares]
+    assert shares == sorted(shares, reverse=True)  # the bars fall in rank order
+    assert any(present.bar_caption(score) in c.value for c in at.caption)
+
+
+def test_few_suggestions_bring_the_hint_with_the_numbers(fake):
+    at = started()
+    at.slider(key="cfg_cutoff").set_value(0.9).run()
+    assert len(rows(at)) < 5
+    hint = " ".join(c.value for c in at.caption if c.value.startswith("💡"))
+    assert "at cutoff 0.9" in hint and "lower the cutoff" in hint
+
+
+def test_the_end_of_a_long_story_is_in_sight_above_the_suggestions(fake):
+    ending = "and at the very end the fox ran home."
+    at = started("x" * 2000 + " " + ending)
+    said = " ".join(m.value for m in at.markdown)
+    assert ending in said and "x" * 400 not in said  # the end, not the whole text
+    assert any("story box above" in c.value for c in at.caption)
+
+
+def labelled(label: str) -> bool:
+    """A button label with a word in it (an emoji or arrow may decorate it)."""
+    return re.search(r"[A-Za-z]{2,}", label) is not None
+
+
+def test_every_button_has_words_but_the_accept_arrows(fake):
+    at = started()
+    keep(at, 1)
+    at.button(key="bookmark").click().run()
+    unlabelled = {b.label for b in at.button if not labelled(b.label)}
+    assert unlabelled == {"➜"}  # a glyph DejaVu has, with a tooltip
+    assert all(b.help for b in at.button if b.label == "➜")
+    assert any("LLooM" in h.value for h in at.subheader)  # the title, on the story page too
+    at.button(key="close").click().run()
+    assert at.button and all(labelled(b.label) for b in at.button)  # the start page's too
+
+
+def test_the_start_page_says_first_that_the_model_cannot_be_used(data_dir, monkeypatch):
+    def broken(settings):
+        raise BackendError("connection refused", backend="fake", url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(session, "backend_factory", broken)
+    at = app()
+    assert not at.exception
+    [error] = [e for e in at.error if e.icon == "🔌"]
+    assert "cannot be used" in error.value and "saved stories" in error.value
+    assert "Your story is kept" not in error.value  # there is no story yet
+    elements = list(at.main)
+    assert elements.index(error) < elements.index(at.radio(key="start_choice"))
+
+
+@pytest.mark.slow
+def test_a_search_answered_from_the_cache_says_so(data_dir):
+    at = started()  # the real embedded model: its fragment tree keeps every answer
+    at.button(key="again").click().run()  # the same search: nothing to compute
+    assert not at.exception
+    assert at.status[0].label.endswith("from cache, 0.0 s")  # not "0 tokens/s"
+    assert offer(at).result.stats.forward_calls == 0
+    sidebar = " ".join(c.value for c in at.sidebar.caption)
+    assert "No forward calls: every answer came from the cache" in sidebar
+
+
+@pytest.mark.slow
+def test_alternatives_at_a_token_branch_the_story_there(data_dir):
+    at = started()  # the real embedded model gives the story's own tokens' log-probs
+    start, text = workspace(at).cursor, story(at)
+    at.button(key="alt_show").click().run()
+    assert not at.exception
+    tokens = " ".join(m.value for m in at.markdown if "title=" in m.value)
+    assert "upon" in tokens and "background-color" in tokens  # shaded, with tooltips
+    rows_shown = at.session_state["alternatives"][1]
+    index = next(i for i, row in enumerate(rows_shown) if row.text == " upon")
+    at.selectbox(key="alt_token").set_value(index).run()
+    pick, choice = next((j, c) for j, c in enumerate(rows_shown[index].top) if c.text != " upon")
+    at.selectbox(key=f"alt_choice_{index}").set_value(pick).run()
+    at.button(key="alt_branch").click().run()
+    assert not at.exception
+    assert story(at).startswith("Once" + choice.text)  # up to that token, then the choice
+    loom = workspace(at).loom
+    assert loom.text(start) == text and start in loom.nodes  # the old path kept, a branch
+
+
+def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
+    spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
+    monkeypatch.setattr(session, "backend_factory", lambda settings: spaces)
+    at = started()
+    at.slider(key="cfg_max_depth").set_value(1).run()  # one token: " " alone is a suggestion
+    blank = next(row for row in shaded(at) if "a" not in re.sub(r"<[^>]+>", "", row))
+    assert "␣" in blank  # not an empty row
+    index = shaded(at).index(blank)
+    accept(at, index)
+    assert workspace(at).loom.path()[2].text == " "

@@ -18,7 +18,7 @@ from tests.fake_backend import VOCAB, FakeBackend
 from weave.present import visible
 from weave.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
 from weave.search import SearchParams, expand
-from weave.story_graph import StoryNode, render_story_tree
+from weave.story_graph import START, StoryNode, opening, render_story_tree
 from weave.tree import TreeNode
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
@@ -326,6 +326,17 @@ def test_bookmarks_stand_alone_and_are_marked():
     labels = drawn(graph)
     assert labels["a"] == "★ Once upon" and labels["b"] == "a time,"
     assert re.search(r"id=a [^\]]*peripheries=2", graph.source)
+
+
+def test_story_labels_are_opening_words_escaped_and_a_spaces_node_is_visible():
+    text = 'He said "no" \\ <b>&amp;</b>\nand then a great deal more than that'
+    nodes = [StoryNode("r", None, ""), StoryNode("a", "r", text, on_path=True)]
+    source = render_story_tree(nodes, cursor="a").source
+    assert 'label="He said \\"no\\" \\n\\\\ <b>&amp;amp;<…"' in source
+    assert 'tooltip="He said \\"no\\" \\\\ <b>&amp;amp;</b>↵and then' in source
+    assert opening(nodes[1]) == 'He said "no" \\ <b>&amp;…'
+    assert opening(nodes[0]) == START
+    assert opening(StoryNode("s", "r", "  ")) == "␣␣"  # a node of spaces is still visible
 
 
 @needs_dot

@@ -26,9 +26,8 @@ from itertools import count
 
 import graphviz
 
-from weave import present
 from weave.present import shorten, visible
-from weave.tree import Suggestion, TreeNode
+from weave.tree import TreeNode
 
 LINE = 12  # characters per line of a node label
 ROOT_LABEL = 24  # the story's tail in the root node (two lines)
@@ -208,11 +207,6 @@ def wrapped_label(text: str, width: int, lines: int) -> str:
     if rest:
         rows[-1] = shorten(rows[-1].rstrip() + " " + rest, width)
     return graphviz.nohtml("\\n".join(label(row) for row in rows))
-
-
-def suggestion_html(suggestion: Suggestion, *, strip_space: bool = True) -> str:
-    """The page's present call, kept until it calls `weave.present.suggestion_html`."""
-    return present.suggestion_html(suggestion, prefix_space=strip_space)
 
 
 def _tail_label(text: str, limit: int) -> str:

@@ -8,6 +8,9 @@ A write that fails (a locked or full disk) stays pending: the page shows the mov
 once, says it is not saved (`save_error`), and the move is saved at the next change or
 rerun, with the node ids it was shown with.
 
+Lone suggestions accepted by themselves one after another are remembered as one
+`LoneChain`, so that the page can name them and one undo takes them all back.
+
 Suggestions belong to the node they were made for: a search's result is kept per
 (node, parameters), in memory and in the store beside that node, and a node shows only
 its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
@@ -103,6 +106,15 @@ class Offer:
 
 
 @dataclass(frozen=True)
+class LoneChain:
+    """Lone suggestions accepted by themselves one after another: from `start` to `end`."""
+
+    start: str  # the node the first was accepted at: one undo goes back there
+    end: str
+    texts: tuple[str, ...]  # what each appended, in order
+
+
+@dataclass(frozen=True)
 class Draw:
     """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
 
@@ -146,6 +158,7 @@ class Workspace:
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
         self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
+        self.lone: LoneChain | None = None  # the last run of lone suggestions taken
 
     # -- where this tab is ----------------------------------------------------------------
     @property
@@ -257,9 +270,23 @@ class Workspace:
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(node_id))
 
+    def lone_chain(self) -> LoneChain | None:
+        """The lone suggestions accepted by themselves that led to the cursor, if any."""
+        lone = self.lone
+        return lone if lone is not None and self.loom and lone.end == self.cursor else None
+
+    def undo_target(self) -> str | None:
+        """Where undo goes: the parent, or where a chain of lone accepts began."""
+        chain = self.lone_chain()
+        return chain.start if chain is not None else self.loom.undo_target()
+
     def undo(self) -> None:
-        """To the parent: the story before its last piece."""
-        cursor = self.cursor
+        """To the parent: the story before its last piece; after lone suggestions accepted
+        by themselves, to where the first was accepted (one step undoes them all)."""
+        cursor, chain = self.cursor, self.lone_chain()
+        if chain is not None:
+            self._navigate(lambda loom: loom.go(chain.start))
+            return
         self._navigate(lambda loom: loom.at(cursor).undo())
 
     def redo(self) -> None:
@@ -481,9 +508,13 @@ class Workspace:
         suggestions = offer.result.suggestions
         if len(suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
             return False
-        taken = self.auto_accepted + 1
-        self.accept(offer.piece(suggestions[0]), None, prefix_space=prefix_space)
+        taken, chain, start = self.auto_accepted + 1, self.lone_chain(), self.cursor
+        piece = offer.piece(suggestions[0])
+        self.accept(piece, None, prefix_space=prefix_space)
         self.auto_accepted = taken
+        if self.cursor != start:
+            first, texts = (chain.start, chain.texts) if chain else (start, ())
+            self.lone = LoneChain(first, self.cursor, (*texts, piece.text))
         return True
 
 

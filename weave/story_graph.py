@@ -14,7 +14,8 @@ as the token graph (`weave.render.Fit`):
   the current path's first, then the branches most recently grown.
 Every drawn node carries its node's id as the SVG element id (`id`) and, when the page
 passes `url`, a link (`URL`, opened in the page's own tab) for click-to-jump. Labels are
-escaped by `weave.render`'s functions. This module moves no cursor and knows no page.
+escaped by `weave.render`'s functions; `opening` also names nodes in the page's node
+picker. This module moves no cursor and knows no page.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from weave.render import BEST_COLOR, Fit, label, wrapped_label
 
 STORY_FIT = Fit(columns=6, children=4, nodes=30)
 START = "(start)"
+OPENING_CHARS = 24
 BOOKMARK = "★ "
 MORE_LISTED = 12
 
@@ -104,6 +106,15 @@ def render_story_tree(
         if hidden:
             _draw_more(graph, parent_name, next(names), hidden, tree)
     return graph
+
+
+def opening(node, limit: int = OPENING_CHARS) -> str:
+    """A node's opening words on one line ("(start)" for the root): any node with a
+    `parent` id and its own `text` (a `StoryNode`, a `weave.loom.Node`)."""
+    if node.parent is None:
+        return START
+    words = " ".join(node.text.split()) or "␣" * min(len(node.text), 3) or "∅"
+    return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
 class _Tree:
