@@ -9,6 +9,8 @@ so a page can show how far a long story has been read). Accepting a suggestion a
 ids whose KV the tree already holds, so it costs no prefill. All MLX work runs on one
 worker thread of the backend's own: that serialises the model between the page
 sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
+On CPU every forward's attention is `backends.attention`'s (BLAS matmuls, numpy's
+vectorised softmax, the story's KV read once for all rows).
 
 Owns: loading (the embedded model is converted by `backends.embedded`), tokens and
 their bytes, forwards and the cache. Does not own: the search.
@@ -28,9 +30,9 @@ import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
+from backends.attention import RowsCache, install
 from backends.base import Backend, BackendError, Candidate, Usage
 from backends.kv_tree import FragmentTree, Match, shared_prefix
-from backends.shared_attention import SharedPrefixCache, install
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ class MLXBackend(Backend):
         display_name: str | None = None,
         kv_cache_bytes: int = 1 << 30,
         prefill_chunk: int = 256,
+        rows_attention: bool = True,
     ):
+        """`rows_attention=False` keeps mlx-lm's own attention (for comparisons)."""
         super().__init__()
         self.model_path = Path(model_path)
         self._display_name = display_name or self.model_path.name
@@ -80,7 +84,7 @@ class MLXBackend(Backend):
         self._context_length = _context_length(self.model_path)
         self._pieces_count = len(self._pieces)
         self._kv_shape = _kv_shape(self.model)
-        self._shared_attention = install(self.model)
+        self._rows_attention = rows_attention and install(self.model)
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -225,14 +229,14 @@ class MLXBackend(Backend):
         """Per-layer caches holding each row's joined fragments, left-padded, and where in
         them the new tokens land.
 
-        Fragments that every row holds (the story) stay one shared copy, read by
-        `backends.shared_attention`; the rest is joined per row in a `BatchKVCache`, with
+        With `backends.attention` installed, fragments that every row holds (the story)
+        stay one shared copy; the rest is joined per row in a `BatchKVCache`, with
         `new` spare slots at the end so the forward writes in place instead of growing
         (and so copying) the arrays.
         """
         width = max(reuses)
         shared = 0
-        if self._shared_attention and len(matches) > 1 and min(reuses) == width:
+        if self._rows_attention and min(reuses) == width:
             shared = shared_prefix(matches, width)
         keys, values = [], []
         for match, reuse in zip(matches, reuses, strict=True):
@@ -243,13 +247,15 @@ class MLXBackend(Backend):
         values = mx.stack(values, axis=1)
         prefix = self.tree.gather(matches[0], shared) if shared else None
         offsets = mx.array([r - shared for r in reuses])
+        padding = [width - r for r in reuses]
         caches = []
         for layer in range(keys.shape[0]):
-            cache = BatchKVCache([width - r for r in reuses])
+            cache = BatchKVCache(padding)
             state = (keys[layer], values[layer], offsets, cache.left_padding, width - shared)
             cache.state = state
-            if prefix is not None:
-                cache = SharedPrefixCache(prefix[0][layer], prefix[1][layer], cache)
+            if self._rows_attention:
+                shared_kv = (prefix[0][layer], prefix[1][layer]) if prefix is not None else None
+                cache = RowsCache(cache, padding, shared_kv)
             caches.append(cache)
         return caches, width - shared
 

@@ -40,6 +40,26 @@ def test_fragment_tree_equals_a_plain_forward_along_a_whole_search(fresh_mlx_bac
         assert_same(cached, plain_top(backend, context, 5))
 
 
+def test_rows_attention_equals_a_plain_forward_at_every_position_and_batch_shape(
+    embedded_model_path,
+):
+    """The BLAS/numpy attention against mlx-lm's own, run plain (no cache): chunks read at
+    several positions, beams sharing the story, and rows of different lengths (padded)."""
+    backend = MLXBackend(embedded_model_path, prefill_chunk=64)
+    ids = backend.tokenize(STORY * 12)
+    for end in (40, 94, 230):  # 40 from scratch, then chunks after 40 and 94 cached tokens
+        [answer] = backend.top_logprobs([ids[:end]], 5)
+        assert_same(answer, plain_top(backend, ids[:end], 5), tolerance=1e-4)
+    beams = [ids[:230] + [c.token_id] for c in answer]
+    uneven = [ids[:40] + [260], ids[:94] + [2306]]
+    for contexts in (beams, uneven):
+        before = backend.stats.snapshot()
+        answers = backend.top_logprobs(contexts, 5)
+        assert (backend.stats.snapshot() - before).forward_calls == 1
+        for ctx, got in zip(contexts, answers, strict=True):
+            assert_same(got, plain_top(backend, ctx, 5), tolerance=1e-4)
+
+
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
     batched, single = (MLXBackend(embedded_model_path) for _ in range(2))
     story = batched.tokenize("Once upon a time,")
