@@ -245,7 +245,7 @@ class MLXBackend(Backend):
             values.append(self._pad(kv[1] if kv else None, width - reuse, new))
         keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width - shared + new, head_dim)
         values = mx.stack(values, axis=1)
-        prefix = self.tree.gather(matches[0], shared) if shared else None
+        prefix = self.tree.gather(self.tree.join(matches[0], shared), shared) if shared else None
         offsets = mx.array([r - shared for r in reuses])
         padding = [width - r for r in reuses]
         caches = []

@@ -58,6 +58,8 @@ def test_rows_attention_equals_a_plain_forward_at_every_position_and_batch_shape
         assert (backend.stats.snapshot() - before).forward_calls == 1
         for ctx, got in zip(contexts, answers, strict=True):
             assert_same(got, plain_top(backend, ctx, 5), tolerance=1e-4)
+        if contexts is beams:  # the story's chunks, shared by the beams, joined into one
+            assert len(backend.tree.match(ids[:230]).steps) == 1
 
 
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
