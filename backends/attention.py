@@ -11,10 +11,11 @@ MLX wrote (a numpy view of an evaluated MLX array shares its memory), its `exp` 
 each row's total is done on the small output instead of the large weights.
 
 A search's depth runs many beams that all continue one story: `RowsCache` holds the
-story's KV once for all rows (`prefix`), each row's own tokens in a left-padded
-`BatchKVCache`; their scores are softmaxed together, which is exactly attention over the
-joined keys. The masks (each row's left padding, causality among the new tokens) are
-applied here from the cache's own bookkeeping, so the model's mask is not built.
+story's KV once for all its rows (a `SharedPrefix`; a batch joining several writers'
+searches has one per story), each row's own tokens in a left-padded `BatchKVCache`;
+their scores are softmaxed together, which is exactly attention over the joined keys.
+The masks (each row's left padding, causality among the new tokens) are applied here
+from the cache's own bookkeeping, so the model's mask is not built.
 
 `install(model)` routes the model module's attention through here for `RowsCache`; any
 other cache (and a plain forward without one) passes straight through to mlx-lm. This
@@ -24,6 +25,7 @@ module knows nothing of trees.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import mlx.core as mx
 import numpy as np
@@ -32,24 +34,36 @@ from mlx_lm.models.cache import BatchKVCache
 PATCHED = "_lloom_rows_attention"
 
 
+@dataclass(frozen=True)
+class SharedPrefix:
+    """KV (kv_heads, P, head_dim) that rows [start, end) of a batch all begin with."""
+
+    start: int
+    end: int
+    keys: mx.array
+    values: mx.array
+
+
 class RowsCache:
-    """One layer's cache: an optional prefix (kv_heads, P, head_dim) shared by all rows,
-    then each row's own tokens in `rows`, left-padded by `padding[i]`. Positions (for
-    RoPE) count the prefix."""
+    """One layer's cache: prefixes each shared by a run of rows (a batch may hold rows of
+    several stories), then each row's own tokens in `rows`, left-padded by `padding[i]`.
+    `prefix_lengths[i]` is row i's prefix length (0 for none): positions count it."""
 
     def __init__(
         self,
         rows: BatchKVCache,
         padding: list[int],
-        prefix: tuple[mx.array, mx.array] | None = None,
+        prefixes: list[SharedPrefix],
+        prefix_lengths: mx.array,
     ):
         self.rows = rows
         self.padding = padding
-        self.prefix = prefix
+        self.prefixes = prefixes
+        self.prefix_lengths = prefix_lengths
 
     @property
     def offset(self) -> mx.array:
-        return self.rows.offset + (self.prefix[0].shape[1] if self.prefix else 0)
+        return self.rows.offset + self.prefix_lengths
 
     @property
     def keys(self) -> mx.array:
@@ -92,30 +106,44 @@ def install(model) -> bool:
 
 
 def attention(queries, keys, values, cache: RowsCache, scale: float) -> mx.array:
-    """Softmax attention of queries (B, Hq, T, D) over the shared prefix and then each
-    row's own keys (B, Hkv, S, D), the last T of which are the queries' own tokens."""
+    """Softmax attention of queries (B, Hq, T, D) over each row's shared prefix and then
+    its own keys (B, Hkv, S, D), the last T of which are the queries' own tokens."""
     batch, q_heads, steps, dim = queries.shape
     kv_heads = keys.shape[1]
     rows = (q_heads // kv_heads) * steps  # query rows per kv head: grouped heads x steps
     q = (queries * scale).reshape(batch, kv_heads, rows, dim)
     own = q @ keys.swapaxes(-1, -2)  # (B, Hkv, rows, S)
-    parts = [own]
-    if cache.prefix is not None:
-        prefix_keys, prefix_values = cache.prefix
-        flat = q.transpose(1, 0, 2, 3).reshape(kv_heads, batch * rows, dim)
-        parts.append(flat @ prefix_keys.swapaxes(-1, -2))  # (Hkv, B*rows, P)
-    mx.eval(*parts)
-    views = [_shared_view(part) for part in parts]
-    _mask(views[0].reshape(batch, kv_heads, -1, steps, keys.shape[2]), cache.padding)
-    if len(views) > 1:  # the prefix's scores seen as (B, Hkv, rows, P)
-        views[1] = views[1].reshape(kv_heads, batch, rows, -1).transpose(1, 0, 2, 3)
-    totals = _exp_in_place(views)
+    shared = []
+    for prefix in cache.prefixes:  # the run's queries against its one copy: (Hkv, n*rows, P)
+        flat = q[prefix.start : prefix.end].transpose(1, 0, 2, 3).reshape(kv_heads, -1, dim)
+        shared.append(flat @ prefix.keys.swapaxes(-1, -2))
+    mx.eval(own, *shared)
+    own_view = _shared_view(own)
+    _mask(own_view.reshape(batch, kv_heads, -1, steps, keys.shape[2]), cache.padding)
+    parts = [(slice(0, batch), own_view)]
+    for prefix, scores in zip(cache.prefixes, shared, strict=True):
+        view = _shared_view(scores).reshape(kv_heads, prefix.end - prefix.start, rows, -1)
+        parts.append((slice(prefix.start, prefix.end), view.transpose(1, 0, 2, 3)))
+    totals = _exp_in_place(parts)  # (B, Hkv, rows, 1)
     out = own @ values  # (B, Hkv, rows, D); `own` now holds the weights
-    if cache.prefix is not None:
-        shared = parts[1] @ prefix_values  # (Hkv, B*rows, D)
-        out = out + shared.reshape(kv_heads, batch, rows, dim).transpose(1, 0, 2, 3)
+    if cache.prefixes:
+        out = out + _prefix_outputs(cache.prefixes, shared, batch, kv_heads, rows, dim)
     out = out / mx.array(totals)
     return out.reshape(batch, q_heads, steps, dim).astype(queries.dtype)
+
+
+def _prefix_outputs(prefixes, weights, batch, kv_heads, rows, dim) -> mx.array:
+    """Each run's weights times its prefix's values, zeros for rows without a prefix."""
+    pieces, done = [], 0
+    for prefix, w in zip(prefixes, weights, strict=True):
+        if prefix.start > done:
+            pieces.append(mx.zeros((prefix.start - done, kv_heads, rows, dim), w.dtype))
+        out = (w @ prefix.values).reshape(kv_heads, prefix.end - prefix.start, rows, dim)
+        pieces.append(out.transpose(1, 0, 2, 3))
+        done = prefix.end
+    if done < batch:
+        pieces.append(mx.zeros((batch - done, kv_heads, rows, dim), pieces[0].dtype))
+    return pieces[0] if len(pieces) == 1 else mx.concatenate(pieces, axis=0)
 
 
 def _shared_view(scores: mx.array) -> np.ndarray:
@@ -137,14 +165,16 @@ def _mask(scores: np.ndarray, padding: list[int]) -> None:
         scores[..., -steps:] += future
 
 
-def _exp_in_place(parts: list[np.ndarray]) -> np.ndarray:
-    """exp(score - row max) over the joined parts, in place; returns the row totals."""
-    top = parts[0].max(axis=-1, keepdims=True)
-    for part in parts[1:]:
-        np.maximum(top, part.max(axis=-1, keepdims=True), out=top)
+def _exp_in_place(parts: list[tuple[slice, np.ndarray]]) -> np.ndarray:
+    """exp(score - row max) over every part a row has, in place; returns the row totals.
+    parts: (the batch rows it covers, scores (rows, Hkv, query rows, keys))."""
+    (_, own), rest = parts[0], parts[1:]
+    top = own.max(axis=-1, keepdims=True)
+    for rows, part in rest:
+        np.maximum(top[rows], part.max(axis=-1, keepdims=True), out=top[rows])
     totals = np.zeros_like(top)
-    for part in parts:
-        np.subtract(part, top, out=part)
+    for rows, part in parts:
+        np.subtract(part, top[rows], out=part)
         np.exp(part, out=part)
-        totals += part.sum(axis=-1, keepdims=True)
+        totals[rows] += part.sum(axis=-1, keepdims=True)
     return totals

@@ -7,8 +7,9 @@ one token to a cached prefix: they run as one batched forward over a left-padded
 or edited story) are prefilled in chunks (`read_ahead` runs them one worker call each,
 so a page can show how far a long story has been read). Accepting a suggestion appends
 ids whose KV the tree already holds, so it costs no prefill. All MLX work runs on one
-worker thread of the backend's own: that serialises the model between the page
-sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
+worker thread of the backend's own, so MLX arrays stay on the thread (and stream) that
+made them; the depths that page sessions ask at about the same time are joined into one
+forward there (`backends.mlx_batching`).
 On CPU every forward's attention is `backends.attention`'s (BLAS matmuls, numpy's
 vectorised softmax, the story's KV read once for all rows).
 
@@ -30,9 +31,10 @@ import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.attention import RowsCache, install
-from backends.base import Backend, BackendError, Candidate, Usage
+from backends.attention import RowsCache, SharedPrefix, install
+from backends.base import Backend, BackendError, Candidate
 from backends.kv_tree import FragmentTree, Match, shared_prefix
+from backends.mlx_batching import Batcher, Forward, usage_of
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,11 @@ class MLXBackend(Backend):
         kv_cache_bytes: int = 1 << 30,
         prefill_chunk: int = 256,
         rows_attention: bool = True,
+        batch_window: float = 0.02,
     ):
-        """`rows_attention=False` keeps mlx-lm's own attention (for comparisons)."""
+        """`rows_attention=False` keeps mlx-lm's own attention (for comparisons);
+        `batch_window`: seconds a forward may wait for the other sessions of the last
+        batch to ask again, so that their rows join it (`backends.mlx_batching`)."""
         super().__init__()
         self.model_path = Path(model_path)
         self._display_name = display_name or self.model_path.name
@@ -78,7 +83,8 @@ class MLXBackend(Backend):
             ) from e
         self.prefill_chunk = prefill_chunk
         self.tree = FragmentTree(kv_cache_bytes)
-        self._usage = Usage()  # what the call in progress spent (worker thread only)
+        self._forwards: list[Forward] = []  # what the call in progress ran (worker thread)
+        self._batcher = Batcher(self._worker.submit, self._call, batch_window)
         self._pieces = token_pieces(self.tokenizer)
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
@@ -108,7 +114,7 @@ class MLXBackend(Backend):
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
-        answers, usage = self._worker.submit(self._call, {tuple(c) for c in contexts}, k).result()
+        answers, usage = self._batcher.ask({tuple(c) for c in contexts}, k).result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
 
@@ -122,8 +128,8 @@ class MLXBackend(Backend):
             return
         while done < len(ids):
             done = min(done + self.prefill_chunk, len(ids))
-            _, usage = self._worker.submit(self._call, {ids[:done]}, k).result()
-            self.stats.add(**usage.__dict__)
+            _, forwards = self._worker.submit(self._call, {ids[:done]}, k).result()
+            self.stats.add(**usage_of(forwards).__dict__)
             report(done, len(ids))
 
     def close(self) -> None:
@@ -131,11 +137,11 @@ class MLXBackend(Backend):
             self._worker.submit(self.tree.clear).result()
             self._worker.stop()
 
-    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, Usage]:
-        self._usage = Usage()
+    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, list[Forward]]:
+        self._forwards = []
         answers = self._answer(contexts, k)
         self.tree.evict()
-        return answers, self._usage
+        return answers, self._forwards
 
     # -- planning --------------------------------------------------------------------
     def _answer(self, contexts: set[tuple[int, ...]], k: int) -> dict:
@@ -180,9 +186,7 @@ class MLXBackend(Backend):
             [top], keys, values = self._forward([ids[:end]], [match], [start], k)
             last = end == len(ids)
             self.tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
-            self._usage += Usage(
-                forward_calls=1, model_tokens=end - start, prefill_tokens=end - start
-            )
+            self._forwards.append(Forward((ids,), end - start, prefill=True))
             start = end
         return top
 
@@ -193,7 +197,7 @@ class MLXBackend(Backend):
         )
         for row, top, row_keys, row_values in zip(rows, tops, keys, values, strict=True):
             self.tree.insert(list(row.ids), row.reuse, row_keys, row_values, top)
-        self._usage += Usage(forward_calls=1, model_tokens=len(rows))
+        self._forwards.append(Forward(tuple(row.ids for row in rows), 1, prefill=False))
         return {row.ids: top for row, top in zip(rows, tops, strict=True)}
 
     def _forward(self, contexts, matches, reuses, k):
@@ -229,35 +233,62 @@ class MLXBackend(Backend):
         """Per-layer caches holding each row's joined fragments, left-padded, and where in
         them the new tokens land.
 
-        With `backends.attention` installed, fragments that every row holds (the story)
-        stay one shared copy; the rest is joined per row in a `BatchKVCache`, with
-        `new` spare slots at the end so the forward writes in place instead of growing
-        (and so copying) the arrays.
+        With `backends.attention` installed, fragments that a run of rows all hold (their
+        story: rows come sorted by ids, so a story's rows are adjacent) stay one shared
+        copy per run; the rest is joined per row in a `BatchKVCache`, with `new` spare
+        slots at the end so the forward writes in place instead of growing (and so
+        copying) the arrays.
         """
-        width = max(reuses)
-        shared = 0
-        if self._rows_attention and min(reuses) == width:
-            shared = shared_prefix(matches, width)
+        prefixes, shares = (
+            self._shared_prefixes(matches, reuses)
+            if self._rows_attention
+            else ([], [0] * len(matches))
+        )
+        own = [reuse - share for reuse, share in zip(reuses, shares, strict=True)]
+        width = max(own)
+        padding = [width - n for n in own]
         keys, values = [], []
-        for match, reuse in zip(matches, reuses, strict=True):
-            kv = self.tree.gather(match, reuse, start=shared)
-            keys.append(self._pad(kv[0] if kv else None, width - reuse, new))
-            values.append(self._pad(kv[1] if kv else None, width - reuse, new))
-        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width - shared + new, head_dim)
+        for match, reuse, share, pad in zip(matches, reuses, shares, padding, strict=True):
+            kv = self.tree.gather(match, reuse, start=share)
+            keys.append(self._pad(kv[0] if kv else None, pad, new))
+            values.append(self._pad(kv[1] if kv else None, pad, new))
+        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width + new, head_dim)
         values = mx.stack(values, axis=1)
-        prefix = self.tree.gather(self.tree.join(matches[0], shared), shared) if shared else None
-        offsets = mx.array([r - shared for r in reuses])
-        padding = [width - r for r in reuses]
+        offsets, lengths = mx.array(own), mx.array(shares)
         caches = []
         for layer in range(keys.shape[0]):
             cache = BatchKVCache(padding)
-            state = (keys[layer], values[layer], offsets, cache.left_padding, width - shared)
-            cache.state = state
+            cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
             if self._rows_attention:
-                shared_kv = (prefix[0][layer], prefix[1][layer]) if prefix is not None else None
-                cache = RowsCache(cache, padding, shared_kv)
+                shared = [
+                    SharedPrefix(start, end, k[layer], v[layer]) for start, end, (k, v) in prefixes
+                ]
+                cache = RowsCache(cache, padding, shared, lengths)
             caches.append(cache)
-        return caches, width - shared
+        return caches, width
+
+    def _shared_prefixes(self, matches: list[Match], reuses: list[int]):
+        """Runs of adjacent rows that begin in the same node: each run's common prefix
+        (start, end, joined KV), and every row's shared length."""
+        prefixes, shares, start = [], [0] * len(matches), 0
+        while start < len(matches):
+            first = matches[start].steps[0][0] if matches[start].steps else None
+            end = start + 1
+            while (
+                end < len(matches)
+                and first is not None
+                and matches[end].steps
+                and (matches[end].steps[0][0] is first)
+            ):
+                end += 1
+            run = matches[start:end]
+            length = shared_prefix(run, min(reuses[start:end])) if first is not None else 0
+            if length:
+                kv = self.tree.gather(self.tree.join(run[0], length), length)
+                prefixes.append((start, end, kv))
+                shares[start:end] = [length] * (end - start)
+            start = end
+        return prefixes, shares
 
     def _pad(self, kv: mx.array | None, left: int, spare: int) -> mx.array:
         """(layers, kv_heads, n, head_dim) -> left zeros, the fragments, spare zeros."""

@@ -202,3 +202,35 @@ def test_text_the_tokenizer_refuses_is_a_backend_error(mlx_backend):
 
     with pytest.raises(BackendError, match="cannot tokenize"):
         mlx_backend.tokenize("lone \ud800 surrogate")
+
+
+def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path):
+    """Four sessions on one backend, two stories sharing a prefix, one other, and a long
+    story read ahead meanwhile: joined batches, the same suggestions as alone."""
+    stories = [STORY, STORY + " She walked on", "Once upon a time,", "In the age before man,"]
+    params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=10)
+    alone_backend = MLXBackend(embedded_model_path)
+    alone = {}
+    for story in stories:
+        result = expand(alone_backend, alone_backend.tokenize(story), params)
+        alone[story] = [(s.token_ids, s.text) for s in result.suggestions]
+    backend = MLXBackend(embedded_model_path, prefill_chunk=32)
+    long = backend.tokenize(STORY * 6)
+    together, errors = {}, []
+
+    def search(story):
+        try:
+            result = expand(backend, backend.tokenize(story), params)
+            together[story] = [(s.token_ids, s.text) for s in result.suggestions]
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(s,)) for s in stories]
+    reader = threading.Thread(target=backend.read_ahead, args=(long, 5, lambda *_: None))
+    for t in [reader, *threads]:
+        t.start()
+    for t in [reader, *threads]:
+        t.join()
+    assert not errors
+    assert together == alone
+    assert_same(backend.top_logprobs([long], 5)[0], plain_top(backend, long, 5))
