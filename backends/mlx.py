@@ -24,6 +24,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from mlx_lm.models.cache import BatchKVCache
 from backends.attention import RowsCache, SharedPrefix, install
 from backends.base import Backend, BackendError, Candidate
 from backends.kv_tree import FragmentTree, Match, shared_prefix
-from backends.mlx_batching import Batcher, Forward, usage_of
+from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class MLXBackend(Backend):
         self.tree = FragmentTree(kv_cache_bytes)
         self._forwards: list[Forward] = []  # what the call in progress ran (worker thread)
         self._batcher = Batcher(self._worker.submit, self._call, batch_window)
+        self._callers = threading.local()  # each calling thread's `cancellable` check
         self._pieces = token_pieces(self.tokenizer)
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
@@ -114,7 +116,8 @@ class MLXBackend(Backend):
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
-        answers, usage = self._batcher.ask({tuple(c) for c in contexts}, k).result()
+        request = self._batcher.ask({tuple(c) for c in contexts}, k, self._wanted())
+        answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
 
@@ -126,11 +129,39 @@ class MLXBackend(Backend):
         done = self._worker.submit(lambda: self.tree.match(list(ids)).length).result()
         if len(ids) - done <= self.prefill_chunk:
             return
+        wanted = self._wanted()
         while done < len(ids):
+            if not wanted():
+                raise Cancelled(f"reading stopped after {done} of {len(ids)} tokens")
             done = min(done + self.prefill_chunk, len(ids))
             _, forwards = self._worker.submit(self._call, {ids[:done]}, k).result()
             self.stats.add(**usage_of(forwards).__dict__)
             report(done, len(ids))
+
+    @contextmanager
+    def cancellable(self, wanted: Callable[[], bool]):
+        """Within this block, this thread's reads and searches stop with `Cancelled`
+        between chunks and between depths once wanted() is False (the page session that
+        asked is gone or has asked for something else), leaving the model to the others.
+        wanted() is also called on the worker thread: it must be cheap and thread-safe."""
+        previous = getattr(self._callers, "wanted", None)
+        self._callers.wanted = wanted
+        try:
+            yield
+        finally:
+            self._callers.wanted = previous
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes of KV the fragment tree holds now (at most `cache_cap_bytes` between calls)."""
+        return self.tree.nbytes
+
+    @property
+    def cache_cap_bytes(self) -> int:
+        return self.tree.max_bytes
+
+    def _wanted(self) -> Callable[[], bool]:
+        return getattr(self._callers, "wanted", None) or always
 
     def close(self) -> None:
         if not self._worker.stopped:

@@ -8,7 +8,9 @@ waits up to `window` seconds only for sessions that were in the last batch and h
 asked again yet (a search between two depths): a session alone never waits.
 
 Each request gets its own answers (the top k it asked for) and what was spent on its
-contexts. Owns the queue and the waiting; the forwards are the backend's.
+contexts; a request whose caller no longer wants it (`wanted()` is False when its batch
+is taken) fails with `Cancelled` instead of running. Owns the queue and the waiting; the
+forwards are the backend's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ from dataclasses import dataclass, field
 from backends.base import Usage
 
 Context = tuple[int, ...]
+
+
+class Cancelled(Exception):
+    """The caller no longer wants this answer: its page session is gone or has asked for
+    something else. Not a failure: nothing to show the writer."""
+
+
+def always() -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class Request:
     contexts: frozenset[Context]
     k: int
     requester: int  # the asking thread: one search runs its depths on one thread
+    wanted: Callable[[], bool] = always
     future: Future = field(default_factory=Future)
 
 
@@ -64,9 +76,10 @@ class Batcher:
         self._arrived = threading.Condition()
         self._last_batch: set[int] = set()
 
-    def ask(self, contexts: set[Context], k: int) -> Future:
-        """Queue a request; its future gives ({context: top k}, Usage)."""
-        request = Request(frozenset(contexts), k, threading.get_ident())
+    def ask(self, contexts: set[Context], k: int, wanted: Callable[[], bool] = always) -> Future:
+        """Queue a request; its future gives ({context: top k}, Usage), or `Cancelled` if
+        wanted() is False when its turn comes (called on the worker thread)."""
+        request = Request(frozenset(contexts), k, threading.get_ident(), wanted)
         with self._arrived:
             self._pending.append(request)
             self._arrived.notify_all()
@@ -74,9 +87,14 @@ class Batcher:
         return request.future
 
     def _serve(self) -> None:
-        batch = self._take()
+        batch = []
+        for request in self._take():  # empty: an earlier job served it with others
+            if request.wanted():
+                batch.append(request)
+            else:
+                request.future.set_exception(Cancelled("no longer wanted"))
         if not batch:
-            return  # an earlier job served this request with others
+            return
         contexts = set().union(*(r.contexts for r in batch))
         try:
             answers, forwards = self._run(contexts, max(r.k for r in batch))

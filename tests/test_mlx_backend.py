@@ -127,7 +127,7 @@ def test_memory_is_capped_and_results_stay_right(embedded_model_path):
     backend = MLXBackend(embedded_model_path, kv_cache_bytes=2 << 20)  # ~45 tokens' KV
     ids = backend.tokenize(STORY)
     result = expand(backend, ids, SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10))
-    assert backend.tree.nbytes <= 2 << 20
+    assert 0 < backend.cache_bytes <= backend.cache_cap_bytes == 2 << 20
     context = ids + list(result.suggestions[0].token_ids[:-1])
     assert_same(backend.top_logprobs([context], 5)[0], plain_top(backend, context, 5))
 
@@ -234,3 +234,31 @@ def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path)
     assert not errors
     assert together == alone
     assert_same(backend.top_logprobs([long], 5)[0], plain_top(backend, long, 5))
+
+
+def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
+    embedded_model_path,
+):
+    from backends.mlx_batching import Cancelled
+
+    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    ids = backend.tokenize(STORY * 3)
+    reports = []
+    with backend.cancellable(lambda: len(reports) < 2), pytest.raises(Cancelled):
+        backend.read_ahead(ids, 5, lambda read, tokens: reports.append(read))
+    assert reports == [16, 32]
+    assert backend.stats.snapshot().prefill_tokens == 32  # nothing read after the second
+
+    asked = []  # wanted() runs once per depth's request: the third is not wanted
+
+    def wanted():
+        asked.append(True)
+        return len(asked) <= 2
+
+    story = backend.tokenize("Once upon a time,")
+    params = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=10)
+    before = backend.stats.snapshot()
+    with backend.cancellable(wanted), pytest.raises(Cancelled):
+        expand(backend, story, params)
+    assert (backend.stats.snapshot() - before).forward_calls == 2
+    assert len(expand(backend, story, params).suggestions) > 1  # outside: runs as ever
