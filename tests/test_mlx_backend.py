@@ -262,3 +262,23 @@ def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
         expand(backend, story, params)
     assert (backend.stats.snapshot() - before).forward_calls == 2
     assert len(expand(backend, story, params).suggestions) > 1  # outside: runs as ever
+
+
+@pytest.mark.slow
+def test_a_ten_thousand_token_story_stays_within_the_cap(embedded_model_path):
+    """The cap holds while a 10,000-token story is read and searched, with another
+    story's fragments in the tree to make room from."""
+    probe = MLXBackend(embedded_model_path)
+    probe.top_logprobs([probe.tokenize(STORY)], 1)
+    per_token = probe.cache_bytes // len(probe.tokenize(STORY))
+    cap = per_token * 10_100  # the story and a hundred tokens more
+    backend = MLXBackend(embedded_model_path, kv_cache_bytes=cap, prefill_chunk=512)
+    params = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10)
+    expand(backend, backend.tokenize(STORY * 20), params)  # ~400 tokens to make room from
+    story = backend.tokenize(STORY * 600)[:10_000]
+    held = []
+    backend.read_ahead(story, 5, lambda read, tokens: held.append(backend.cache_bytes))
+    assert held and max(held) <= cap
+    result = expand(backend, story, params)
+    assert len(result.suggestions) > 1
+    assert backend.cache_bytes <= cap
