@@ -225,14 +225,16 @@ def _first_read(backend: MLXBackend, ids: list[int]) -> float:
 
 
 def _search_by_length(backend: MLXBackend, ids: list[int], params) -> tuple[float, float]:
-    """One search after a short and a long story, each story's KV cached; a different
-    length each repeat so that no search is answered by the last one's cache."""
-    backend.tree.clear()
-    backend.top_logprobs([ids[: max(SEARCH_AFTER)]], 1)
+    """One search after a short and a long story ending in the same 100 tokens, each
+    read but for its last token; a different ending each repeat, so that no search is
+    answered by the last one's cache."""
     seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
     for repeat in range(REPEATS):
+        end = max(SEARCH_AFTER) - 7 * repeat
         for n in SEARCH_AFTER:
-            seconds[n].append(run(backend, ids[: n - repeat - 1], params)[1])
+            story = ids[end - n : end]
+            backend.top_logprobs([story[:-1]], 1)
+            seconds[n].append(run(backend, story, params)[1])
     return tuple(statistics.median(seconds[n]) for n in SEARCH_AFTER)
 
 
