@@ -101,6 +101,30 @@ class FragmentTree:
         return mx.concatenate(keys, axis=TOKEN_AXIS), mx.concatenate(values, axis=TOKEN_AXIS)
 
     # -- writing ---------------------------------------------------------------------
+    def join(self, match: Match, length: int) -> Match:
+        """Merge runs of whole nodes within the match's first `length` tokens that nothing
+        else branches from into one node each; return the match over the merged nodes.
+
+        A story read in chunks is a chain of fragments that every depth of a search would
+        otherwise concatenate again (a copy of the story's KV per depth); joined once, its
+        KV is one array read in place. The old nodes are left as they were, detached, so
+        matches made before stay valid. The merged node keeps the run's last `top` only.
+        """
+        steps, offset, run = [], 0, []
+        for node, used in match.steps:
+            whole = used == len(node.tokens) and offset + used <= length
+            offset += used
+            if whole:
+                run.append(node)
+                if len(node.children) == 1 and offset < length:
+                    continue
+            steps.extend(self._merge(run))
+            run = []
+            if not whole:
+                steps.append((node, used))
+        steps.extend(self._merge(run))
+        return Match(tuple(steps), match.length)
+
     def insert(
         self,
         ids: list[int],
@@ -169,6 +193,25 @@ class FragmentTree:
         head.children[node.tokens[0]] = node
         self.nbytes += head.nbytes + node.nbytes
         return head
+
+    def _merge(self, run: list[Fragment]) -> list[tuple[Fragment, int]]:
+        """One node in place of a chain of whole nodes (each the only child of the last)."""
+        if len(run) < 2:
+            return [(node, len(node.tokens)) for node in run]
+        first, last = run[0], run[-1]
+        merged = Fragment(
+            tokens=[t for node in run for t in node.tokens],
+            keys=mx.concatenate([node.keys for node in run], axis=TOKEN_AXIS),
+            values=mx.concatenate([node.values for node in run], axis=TOKEN_AXIS),
+            parent=first.parent,
+            children=dict(last.children),
+            top=last.top,
+            last_used=max(node.last_used for node in run),
+        )
+        first.parent.children[merged.tokens[0]] = merged
+        for child in merged.children.values():
+            child.parent = merged
+        return [(merged, len(merged.tokens))]
 
     def _leaves(self):
         stack = list(self.root.children.values())

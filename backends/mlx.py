@@ -7,8 +7,11 @@ one token to a cached prefix: they run as one batched forward over a left-padded
 or edited story) are prefilled in chunks (`read_ahead` runs them one worker call each,
 so a page can show how far a long story has been read). Accepting a suggestion appends
 ids whose KV the tree already holds, so it costs no prefill. All MLX work runs on one
-worker thread of the backend's own: that serialises the model between the page
-sessions sharing it, and MLX arrays stay on the thread (and stream) that made them.
+worker thread of the backend's own, so MLX arrays stay on the thread (and stream) that
+made them; the depths that page sessions ask at about the same time are joined into one
+forward there (`backends.mlx_batching`).
+On CPU every forward's attention is `backends.attention`'s (BLAS matmuls, numpy's
+vectorised softmax, the story's KV read once for all rows).
 
 Sampling (`sample`, for ramify) feeds n rows over the context's cached KV, shared as a
 search's depth shares it, one batched forward per drawn token, and files every sample's
@@ -27,6 +30,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +38,7 @@ import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
+from backends.attention import RowsCache, SharedPrefix, install
 from backends.base import (
     Backend,
     BackendError,
@@ -44,7 +49,7 @@ from backends.base import (
 )
 from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
-from backends.shared_attention import SharedPrefixCache, install
+from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,12 @@ class MLXBackend(Backend):
         display_name: str | None = None,
         kv_cache_bytes: int = 1 << 30,
         prefill_chunk: int = 256,
+        rows_attention: bool = True,
+        batch_window: float = 0.02,
     ):
+        """`rows_attention=False` keeps mlx-lm's own attention (for comparisons);
+        `batch_window`: seconds a forward may wait for the other sessions of the last
+        batch to ask again, so that their rows join it (`backends.mlx_batching`)."""
         super().__init__()
         self.model_path = Path(model_path)
         self._display_name = display_name or self.model_path.name
@@ -88,13 +98,15 @@ class MLXBackend(Backend):
             ) from e
         self.prefill_chunk = prefill_chunk
         self.tree = FragmentTree(kv_cache_bytes)
-        self._usage = Usage()  # what the call in progress spent (worker thread only)
+        self._forwards: list[Forward] = []  # what the call in progress ran (worker thread)
+        self._batcher = Batcher(self._worker.submit, self._call, batch_window)
+        self._callers = threading.local()  # each calling thread's `cancellable` check
         self._pieces = token_pieces(self.tokenizer)
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
         self._pieces_count = len(self._pieces)
         self._kv_shape = _kv_shape(self.model)
-        self._shared_attention = install(self.model)
+        self._rows_attention = rows_attention and install(self.model)
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -121,7 +133,8 @@ class MLXBackend(Backend):
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
-        answers, usage = self._worker.submit(self._call, {tuple(c) for c in contexts}, k).result()
+        request = self._batcher.ask({tuple(c) for c in contexts}, k, self._wanted())
+        answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
 
@@ -133,10 +146,13 @@ class MLXBackend(Backend):
         done = self._worker.submit(lambda: self.tree.match(list(ids)).length).result()
         if len(ids) - done <= self.prefill_chunk:
             return
+        wanted = self._wanted()
         while done < len(ids):
+            if not wanted():
+                raise Cancelled(f"reading stopped after {done} of {len(ids)} tokens")
             done = min(done + self.prefill_chunk, len(ids))
-            _, usage = self._worker.submit(self._call, {ids[:done]}, k).result()
-            self.stats.add(**usage.__dict__)
+            _, forwards = self._worker.submit(self._call, {ids[:done]}, k).result()
+            self.stats.add(**usage_of(forwards).__dict__)
             report(done, len(ids))
 
     def alternatives(
@@ -149,16 +165,41 @@ class MLXBackend(Backend):
         self.stats.add(**usage.__dict__)
         return rows
 
+    @contextmanager
+    def cancellable(self, wanted: Callable[[], bool]):
+        """Within this block, this thread's reads and searches stop with `Cancelled`
+        between chunks and between depths once wanted() is False (the page session that
+        asked is gone or has asked for something else), leaving the model to the others.
+        wanted() is also called on the worker thread: it must be cheap and thread-safe."""
+        previous = getattr(self._callers, "wanted", None)
+        self._callers.wanted = wanted
+        try:
+            yield
+        finally:
+            self._callers.wanted = previous
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes of KV the fragment tree holds now (at most `cache_cap_bytes` between calls)."""
+        return self.tree.nbytes
+
+    @property
+    def cache_cap_bytes(self) -> int:
+        return self.tree.max_bytes
+
+    def _wanted(self) -> Callable[[], bool]:
+        return getattr(self._callers, "wanted", None) or always
+
     def close(self) -> None:
         if not self._worker.stopped:
             self._worker.submit(self.tree.clear).result()
             self._worker.stop()
 
-    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, Usage]:
-        self._usage = Usage()
+    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, list[Forward]]:
+        self._forwards = []
         answers = self._answer(contexts, k)
         self.tree.evict()
-        return answers, self._usage
+        return answers, self._forwards
 
     # -- planning --------------------------------------------------------------------
     def _answer(self, contexts: set[tuple[int, ...]], k: int) -> dict:
@@ -203,9 +244,7 @@ class MLXBackend(Backend):
             [top], keys, values = self._forward([ids[:end]], [match], [start], k)
             last = end == len(ids)
             self.tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
-            self._usage += Usage(
-                forward_calls=1, model_tokens=end - start, prefill_tokens=end - start
-            )
+            self._forwards.append(Forward((ids,), end - start, prefill=True))
             start = end
         return top
 
@@ -216,7 +255,7 @@ class MLXBackend(Backend):
         )
         for row, top, row_keys, row_values in zip(rows, tops, keys, values, strict=True):
             self.tree.insert(list(row.ids), row.reuse, row_keys, row_values, top)
-        self._usage += Usage(forward_calls=1, model_tokens=len(rows))
+        self._forwards.append(Forward(tuple(row.ids for row in rows), 1, prefill=False))
         return {row.ids: top for row, top in zip(rows, tops, strict=True)}
 
     def _forward(self, contexts, matches, reuses, k):
@@ -252,33 +291,62 @@ class MLXBackend(Backend):
         """Per-layer caches holding each row's joined fragments, left-padded, and where in
         them the new tokens land.
 
-        Fragments that every row holds (the story) stay one shared copy, read by
-        `backends.shared_attention`; the rest is joined per row in a `BatchKVCache`, with
-        `new` spare slots at the end so the forward writes in place instead of growing
-        (and so copying) the arrays.
+        With `backends.attention` installed, fragments that a run of rows all hold (their
+        story: rows come sorted by ids, so a story's rows are adjacent) stay one shared
+        copy per run; the rest is joined per row in a `BatchKVCache`, with `new` spare
+        slots at the end so the forward writes in place instead of growing (and so
+        copying) the arrays.
         """
-        width = max(reuses)
-        shared = 0
-        if self._shared_attention and len(matches) > 1 and min(reuses) == width:
-            shared = shared_prefix(matches, width)
+        prefixes, shares = (
+            self._shared_prefixes(matches, reuses)
+            if self._rows_attention
+            else ([], [0] * len(matches))
+        )
+        own = [reuse - share for reuse, share in zip(reuses, shares, strict=True)]
+        width = max(own)
+        padding = [width - n for n in own]
         keys, values = [], []
-        for match, reuse in zip(matches, reuses, strict=True):
-            kv = self.tree.gather(match, reuse, start=shared)
-            keys.append(self._pad(kv[0] if kv else None, width - reuse, new))
-            values.append(self._pad(kv[1] if kv else None, width - reuse, new))
-        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width - shared + new, head_dim)
+        for match, reuse, share, pad in zip(matches, reuses, shares, padding, strict=True):
+            kv = self.tree.gather(match, reuse, start=share)
+            keys.append(self._pad(kv[0] if kv else None, pad, new))
+            values.append(self._pad(kv[1] if kv else None, pad, new))
+        keys = mx.stack(keys, axis=1)  # (layers, B, kv_heads, width + new, head_dim)
         values = mx.stack(values, axis=1)
-        prefix = self.tree.gather(matches[0], shared) if shared else None
-        offsets = mx.array([r - shared for r in reuses])
+        offsets, lengths = mx.array(own), mx.array(shares)
         caches = []
         for layer in range(keys.shape[0]):
-            cache = BatchKVCache([width - r for r in reuses])
-            state = (keys[layer], values[layer], offsets, cache.left_padding, width - shared)
-            cache.state = state
-            if prefix is not None:
-                cache = SharedPrefixCache(prefix[0][layer], prefix[1][layer], cache)
+            cache = BatchKVCache(padding)
+            cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
+            if self._rows_attention:
+                shared = [
+                    SharedPrefix(start, end, k[layer], v[layer]) for start, end, (k, v) in prefixes
+                ]
+                cache = RowsCache(cache, padding, shared, lengths)
             caches.append(cache)
-        return caches, width - shared
+        return caches, width
+
+    def _shared_prefixes(self, matches: list[Match], reuses: list[int]):
+        """Runs of adjacent rows that begin in the same node: each run's common prefix
+        (start, end, joined KV), and every row's shared length."""
+        prefixes, shares, start = [], [0] * len(matches), 0
+        while start < len(matches):
+            first = matches[start].steps[0][0] if matches[start].steps else None
+            end = start + 1
+            while (
+                end < len(matches)
+                and first is not None
+                and matches[end].steps
+                and (matches[end].steps[0][0] is first)
+            ):
+                end += 1
+            run = matches[start:end]
+            length = shared_prefix(run, min(reuses[start:end])) if first is not None else 0
+            if length:
+                kv = self.tree.gather(self.tree.join(run[0], length), length)
+                prefixes.append((start, end, kv))
+                shares[start:end] = [length] * (end - start)
+            start = end
+        return prefixes, shares
 
     def _pad(self, kv: mx.array | None, left: int, spare: int) -> mx.array:
         """(layers, kv_heads, n, head_dim) -> left zeros, the fragments, spare zeros."""
@@ -312,10 +380,11 @@ class MLXBackend(Backend):
     def _draw(self, ids, n, temperature, min_p, max_tokens, seed) -> tuple[list[_Drawing], Usage]:
         """Feed the context's last token to n rows over its cached prefix, then each row's
         draw, one batched forward per step, until every row has ended."""
-        self._usage = Usage()
+        self._forwards = []
         prefix = ids[:-1]
         if self.tree.match(list(prefix)).length < len(prefix):
             self._prefill(prefix, 1)
+        usage = usage_of(self._forwards)
         match = self.tree.match(list(prefix))
         cache, start = self._batch_cache([match] * n, [len(prefix)] * n, max_tokens)
         rows = [_Drawing() for _ in range(n)]
@@ -324,7 +393,7 @@ class MLXBackend(Backend):
         for _ in range(max_tokens):
             key, step_key = mx.random.split(key)
             tokens, logprobs = self._draw_step(inputs, cache, temperature, min_p, step_key)
-            self._usage += Usage(forward_calls=1, model_tokens=n)
+            usage += Usage(forward_calls=1, model_tokens=n)
             for row, token, logprob in zip(rows, tokens, logprobs, strict=True):
                 row.take(token, logprob, token in self.special_token_ids, max_tokens)
             if all(row.fed is not None for row in rows):
@@ -332,7 +401,7 @@ class MLXBackend(Backend):
             inputs = mx.array([[t] for t in tokens])
         self._file_draws(ids, rows, cache, start)
         self.tree.evict()
-        return rows, self._usage
+        return rows, usage
 
     def _draw_step(self, inputs, cache, temperature, min_p, key) -> tuple[list[int], list[float]]:
         """One forward of every row's last token; each row's drawn token and its raw log-prob."""

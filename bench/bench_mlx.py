@@ -6,28 +6,46 @@ For each starting story, the same search (same parameters, so the same tree) run
   no-cache  every beam's whole context run from scratch, one by one (no KV reuse);
 then an accept-and-search-again round on the tree backend. Prints tokens evaluated,
 forward calls, wall time and the ratios, plus KV bytes held by fragments against one
-full cache copy per beam (how a cache-per-beam design would hold them). Last, a long
-story (bench/long_story.txt, ~1,300 tokens): the shared-prefix attention against copying
-the story into every row of the batch.
+full cache copy per beam (how a cache-per-beam design would hold them).
 
-    .venv/bin/python bench/bench_mlx.py
+Then long stories (bench/long_story.txt, ~1,300 tokens, repeated to 4,352), on our
+attention (`backends.attention`: BLAS matmuls, numpy's softmax, the story read once for
+all rows) against mlx-lm's own, side by side, medians of a few repeats: the cost of one
+chunk by position and its ratio to position 0; the first read of a 2,304-token story
+(the issue's figure); one search after 100 vs 2,000 story tokens (story cached); four
+searches on four stories at once vs the slowest alone. PyTorch's figures on the same
+weights and ids where an interpreter with torch and transformers exists (the vLLM test
+environment); otherwise it says they were skipped.
+
+    .venv/bin/python bench/bench_mlx.py          (everything)
+    .venv/bin/python bench/bench_mlx.py long     (the long-story figures only)
 """
 
 from __future__ import annotations
 
+import json
+import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 LONG_STORY = Path(__file__).with_name("long_story.txt")  # ~1,300 tokens of plain prose
+POSITIONS = (0, 512, 1024, 2048, 4096)
+FIRST_READ = 2304
+SEARCH_AFTER = (100, 2000)
+REPEATS = 3
 
 # The backends package loads OpenBLAS, which must come before mlx.
 # isort: off
 from backends import create_backend  # noqa: E402
 from backends.base import Backend, Candidate  # noqa: E402
+from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx import MLXBackend  # noqa: E402
+from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import SearchParams, expand  # noqa: E402
 from weave.story import Story  # noqa: E402
@@ -88,6 +106,12 @@ def run(backend: Backend, ids: list[int], params: SearchParams):
 
 def main() -> None:
     settings = load_settings()
+    if sys.argv[1:] != ["long"]:
+        _patterns(settings)
+    _long_stories(settings)
+
+
+def _patterns(settings) -> None:
     tree = create_backend(settings)
     params = settings.search_for(tree.model_name)
     print(f"model {tree.model_name}; {params}")
@@ -120,7 +144,6 @@ def main() -> None:
         print(f"{'':<22}same suggestions on every pattern: {same}")
         _accept_round(tree, text, rows["tree"][0], params)
         _memory(tree, ids, rows["tree"][0])
-    _long_story(tree, params)
     t, u, n = totals["tree"], totals["unbatched"], totals["no-cache"]
     print(
         f"\nratios over all stories: tree is {u[2] / t[2]:.1f}x faster than unbatched "
@@ -129,21 +152,140 @@ def main() -> None:
     )
 
 
-def _long_story(backend: MLXBackend, params: SearchParams) -> None:
+def _long_stories(settings) -> None:
+    """Long-story figures, our attention against mlx-lm's, side by side in one run."""
+    path = ensure_embedded_model(settings.cache_dir)
+    chunk = settings.mlx.prefill_chunk
+    backends = {
+        "ours": create_backend(settings),
+        "mlx-lm": MLXBackend(path, prefill_chunk=chunk, rows_attention=False),
+    }
     text = LONG_STORY.read_text()
-    ids = backend.tokenize(text)
-    backend.top_logprobs([ids], 1)  # prefill once, outside the timings
-    seconds = {}
-    for shared in (True, False):
-        backend._shared_attention = shared
+    story = backends["ours"].tokenize(text)
+    ids = (story * (2 + POSITIONS[-1] // len(story)))[: POSITIONS[-1] + chunk]
+    params = settings.search_for(backends["ours"].model_name)
+    print(f"\nlong stories: {chunk}-token chunks, medians of {REPEATS} runs", flush=True)
+    costs = {name: _chunk_costs(b, ids, chunk) for name, b in backends.items()}
+    torch = _torch_figures(path, ids, chunk)
+    if torch is not None:
+        costs["torch"] = torch[0]
+    print(f"{'chunk at':<16}" + "".join(f"{p:>8}" for p in POSITIONS) + "   ratio 2,048/0")
+    for name, cost in costs.items():
+        cells = "".join(f"{cost[p]:>8.2f}" for p in POSITIONS)
+        ratios = f"{cost[2048] / cost[0]:.2f}x ({cost[4096] / cost[0]:.2f}x at 4,096)"
+        print(f"{name:<16}{cells}   {ratios}", flush=True)
+    if torch is None:
+        print("torch: skipped (no interpreter with torch and transformers; the vLLM env has one)")
+    else:
+        print(f"first read of {FIRST_READ:,} tokens, torch: {torch[1]:.2f} s")
+    for name, b in backends.items():
+        seconds = _first_read(b, ids[:FIRST_READ])
+        print(f"first read of {FIRST_READ:,} tokens, {name}: {seconds:.2f} s", flush=True)
+    for name, b in backends.items():
+        short, long = _search_by_length(b, ids, params)
+        print(
+            f"one search after {SEARCH_AFTER[0]} vs {SEARCH_AFTER[1]:,} story tokens, {name}: "
+            f"{short:.2f} s vs {long:.2f} s ({long / short:.2f}x)",
+            flush=True,
+        )
+    _sessions(backends["ours"], ids, params)
+
+
+def _chunk_costs(backend: MLXBackend, ids: list[int], chunk: int) -> dict[int, float]:
+    """Seconds to read `chunk` new tokens after each position, the position's KV cached."""
+    backend.tree.clear()
+    backend.top_logprobs([ids[: POSITIONS[-1]]], 1)
+    seconds: dict[int, list[float]] = {p: [] for p in POSITIONS}
+    for repeat in range(REPEATS):
+        for p in POSITIONS:
+            context = ids[:p] + _fresh_tail(backend, ids, p, chunk, repeat)
+            started = time.perf_counter()
+            backend.top_logprobs([context], 1)
+            seconds[p].append(time.perf_counter() - started)
+    return {p: statistics.median(v) for p, v in seconds.items()}
+
+
+def _fresh_tail(backend: MLXBackend, ids: list[int], at: int, chunk: int, seed: int) -> list[int]:
+    """`chunk` tokens of the story, reversed, that the tree does not hold after ids[:at]."""
+    for shift in range(seed * 31, len(ids)):
+        tail = ids[shift : shift + chunk][::-1]
+        if backend.tree.match(ids[:at] + tail).length == at:
+            return tail
+    raise RuntimeError("no fresh tail")
+
+
+def _first_read(backend: MLXBackend, ids: list[int]) -> float:
+    seconds = []
+    for _ in range(REPEATS):
         backend.tree.clear()
+        started = time.perf_counter()
         backend.top_logprobs([ids], 1)
-        _, seconds[shared] = run(backend, ids, params)
-    backend._shared_attention = True
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def _search_by_length(backend: MLXBackend, ids: list[int], params) -> tuple[float, float]:
+    """One search after a short and a long story ending in the same 100 tokens, each
+    read but for its last token; a different ending each repeat, so that no search is
+    answered by the last one's cache."""
+    seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
+    for repeat in range(REPEATS):
+        end = max(SEARCH_AFTER) - 7 * repeat
+        for n in SEARCH_AFTER:
+            story = ids[end - n : end]
+            backend.top_logprobs([story[:-1]], 1)
+            seconds[n].append(run(backend, story, params)[1])
+    return tuple(statistics.median(seconds[n]) for n in SEARCH_AFTER)
+
+
+def _sessions(backend: MLXBackend, ids: list[int], params) -> None:
+    """Four writers on four stories: each search alone, then all four at once."""
+    stories = [ids[start : start + 400] for start in (0, 700, 1400, 2100)]
+    backend.tree.clear()
+    for story in stories:
+        backend.top_logprobs([story], 1)
+    alone, together = [], []
+    for repeat in range(REPEATS):
+        cut = 2 * repeat + 1  # fresh contexts: not answered from the last run's cache
+        alone.append(max(run(backend, s[:-cut], params)[1] for s in stories))
+        threads = [
+            threading.Thread(target=run, args=(backend, s[: -cut - 1], params)) for s in stories
+        ]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        together.append(time.perf_counter() - started)
+    slowest, once = statistics.median(alone), statistics.median(together)
     print(
-        f"\nlong story ({len(ids)} tokens): shared prefix {seconds[True]:.2f} s, "
-        f"copied per row {seconds[False]:.2f} s ({seconds[False] / seconds[True]:.1f}x)"
+        f"four searches at once {once:.2f} s vs the slowest alone {slowest:.2f} s "
+        f"({once / slowest:.2f}x)",
+        flush=True,
     )
+
+
+def _torch_figures(model: Path, ids: list[int], chunk: int):
+    """(chunk cost by position, first read) from PyTorch on the same weights, or None."""
+    python = vllm_python()
+    if python is None:
+        return None
+    job = {
+        "model": str(model),
+        "ids": ids,
+        "chunk": chunk,
+        "positions": POSITIONS,
+        "first_read": FIRST_READ,
+        "repeats": REPEATS,
+    }
+    script = Path(__file__).with_name("torch_reference.py")
+    done = subprocess.run(
+        [str(python), str(script)], input=json.dumps(job), capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"torch reference failed: {done.stderr.strip()[-300:]}")
+    figures = json.loads(done.stdout)
+    return {int(p): s for p, s in figures["chunk"].items()}, figures["first_read"]
 
 
 def _accept_round(backend: Backend, text: str, result, params: SearchParams) -> None:

@@ -40,6 +40,28 @@ def test_fragment_tree_equals_a_plain_forward_along_a_whole_search(fresh_mlx_bac
         assert_same(cached, plain_top(backend, context, 5))
 
 
+def test_rows_attention_equals_a_plain_forward_at_every_position_and_batch_shape(
+    embedded_model_path,
+):
+    """The BLAS/numpy attention against mlx-lm's own, run plain (no cache): chunks read at
+    several positions, beams sharing the story, and rows of different lengths (padded)."""
+    backend = MLXBackend(embedded_model_path, prefill_chunk=64)
+    ids = backend.tokenize(STORY * 12)
+    for end in (40, 94, 230):  # 40 from scratch, then chunks after 40 and 94 cached tokens
+        [answer] = backend.top_logprobs([ids[:end]], 5)
+        assert_same(answer, plain_top(backend, ids[:end], 5), tolerance=1e-4)
+    beams = [ids[:230] + [c.token_id] for c in answer]
+    uneven = [ids[:40] + [260], ids[:94] + [2306]]
+    for contexts in (beams, uneven):
+        before = backend.stats.snapshot()
+        answers = backend.top_logprobs(contexts, 5)
+        assert (backend.stats.snapshot() - before).forward_calls == 1
+        for ctx, got in zip(contexts, answers, strict=True):
+            assert_same(got, plain_top(backend, ctx, 5), tolerance=1e-4)
+        if contexts is beams:  # the story's chunks, shared by the beams, joined into one
+            assert len(backend.tree.match(ids[:230]).steps) == 1
+
+
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
     batched, single = (MLXBackend(embedded_model_path) for _ in range(2))
     story = batched.tokenize("Once upon a time,")
@@ -105,7 +127,7 @@ def test_memory_is_capped_and_results_stay_right(embedded_model_path):
     backend = MLXBackend(embedded_model_path, kv_cache_bytes=2 << 20)  # ~45 tokens' KV
     ids = backend.tokenize(STORY)
     result = expand(backend, ids, SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10))
-    assert backend.tree.nbytes <= 2 << 20
+    assert 0 < backend.cache_bytes <= backend.cache_cap_bytes == 2 << 20
     context = ids + list(result.suggestions[0].token_ids[:-1])
     assert_same(backend.top_logprobs([context], 5)[0], plain_top(backend, context, 5))
 
@@ -187,3 +209,83 @@ def test_control_token_names_in_a_story_are_text(mlx_backend):
     ids = mlx_backend.tokenize(text)
     assert not set(ids) & mlx_backend.special_token_ids
     assert mlx_backend.detokenize(ids) == text
+
+
+def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path):
+    """Four sessions on one backend, two stories sharing a prefix, one other, and a long
+    story read ahead meanwhile: joined batches, the same suggestions as alone."""
+    stories = [STORY, STORY + " She walked on", "Once upon a time,", "In the age before man,"]
+    params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=10)
+    alone_backend = MLXBackend(embedded_model_path)
+    alone = {}
+    for story in stories:
+        result = expand(alone_backend, alone_backend.tokenize(story), params)
+        alone[story] = [(s.token_ids, s.text) for s in result.suggestions]
+    backend = MLXBackend(embedded_model_path, prefill_chunk=32)
+    long = backend.tokenize(STORY * 6)
+    together, errors = {}, []
+
+    def search(story):
+        try:
+            result = expand(backend, backend.tokenize(story), params)
+            together[story] = [(s.token_ids, s.text) for s in result.suggestions]
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(s,)) for s in stories]
+    reader = threading.Thread(target=backend.read_ahead, args=(long, 5, lambda *_: None))
+    for t in [reader, *threads]:
+        t.start()
+    for t in [reader, *threads]:
+        t.join()
+    assert not errors
+    assert together == alone
+    assert_same(backend.top_logprobs([long], 5)[0], plain_top(backend, long, 5))
+
+
+def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
+    embedded_model_path,
+):
+    from backends.mlx_batching import Cancelled
+
+    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    ids = backend.tokenize(STORY * 3)
+    reports = []
+    with backend.cancellable(lambda: len(reports) < 2), pytest.raises(Cancelled):
+        backend.read_ahead(ids, 5, lambda read, tokens: reports.append(read))
+    assert reports == [16, 32]
+    assert backend.stats.snapshot().prefill_tokens == 32  # nothing read after the second
+
+    asked = []  # wanted() runs once per depth's request: the third is not wanted
+
+    def wanted():
+        asked.append(True)
+        return len(asked) <= 2
+
+    story = backend.tokenize("Once upon a time,")
+    params = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=10)
+    before = backend.stats.snapshot()
+    with backend.cancellable(wanted), pytest.raises(Cancelled):
+        expand(backend, story, params)
+    assert (backend.stats.snapshot() - before).forward_calls == 2
+    assert len(expand(backend, story, params).suggestions) > 1  # outside: runs as ever
+
+
+@pytest.mark.slow
+def test_a_ten_thousand_token_story_stays_within_the_cap(embedded_model_path):
+    """The cap holds while a 10,000-token story is read and searched, with another
+    story's fragments in the tree to make room from."""
+    probe = MLXBackend(embedded_model_path)
+    probe.top_logprobs([probe.tokenize(STORY)], 1)
+    per_token = probe.cache_bytes // len(probe.tokenize(STORY))
+    cap = per_token * 10_100  # the story and a hundred tokens more
+    backend = MLXBackend(embedded_model_path, kv_cache_bytes=cap, prefill_chunk=512)
+    params = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10)
+    expand(backend, backend.tokenize(STORY * 20), params)  # ~400 tokens to make room from
+    story = backend.tokenize(STORY * 600)[:10_000]
+    held = []
+    backend.read_ahead(story, 5, lambda read, tokens: held.append(backend.cache_bytes))
+    assert held and max(held) <= cap
+    result = expand(backend, story, params)
+    assert len(result.suggestions) > 1
+    assert backend.cache_bytes <= cap

@@ -1,0 +1,124 @@
+"""Requests from different page sessions served together: one forward for all of them.
+
+Every session's search asks the MLX backend for a depth at a time. Served one after
+another, four writers wait for four forwards per depth; joined, their rows (each story
+with its own shared prefix, see `backends.attention`) run as one forward. `Batcher.ask`
+queues a request and a job on the MLX worker; the job takes every request pending, and
+waits up to `window` seconds only for sessions that were in the last batch and have not
+asked again yet (a search between two depths): a session alone never waits.
+
+Each request gets its own answers (the top k it asked for) and what was spent on its
+contexts; a request whose caller no longer wants it (`wanted()` is False when its batch
+is taken) fails with `Cancelled` instead of running. Owns the queue and the waiting; the
+forwards are the backend's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from backends.base import Usage
+
+Context = tuple[int, ...]
+
+
+class Cancelled(Exception):
+    """The caller no longer wants this answer: its page session is gone or has asked for
+    something else. Not a failure: nothing to show the writer."""
+
+
+def always() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One forward the backend ran: its contexts and the tokens it ran for each."""
+
+    contexts: tuple[Context, ...]
+    tokens: int
+    prefill: bool
+
+
+@dataclass(eq=False)
+class Request:
+    contexts: frozenset[Context]
+    k: int
+    requester: int  # the asking thread: one search runs its depths on one thread
+    wanted: Callable[[], bool] = always
+    future: Future = field(default_factory=Future)
+
+
+def usage_of(forwards: list[Forward], contexts: frozenset[Context] | None = None) -> Usage:
+    """What the forwards spent on `contexts` (on everything, for None)."""
+    total = Usage()
+    for forward in forwards:
+        mine = sum(1 for c in forward.contexts if contexts is None or c in contexts)
+        if mine:
+            tokens = forward.tokens * mine
+            total += Usage(1, tokens, tokens if forward.prefill else 0)
+    return total
+
+
+class Batcher:
+    """Joins pending requests into one `run(contexts, k) -> (answers, forwards)` call on
+    the worker thread (`submit` runs a job there)."""
+
+    def __init__(self, submit: Callable, run: Callable, window: float):
+        self._submit = submit
+        self._run = run
+        self.window = window
+        self._pending: list[Request] = []
+        self._arrived = threading.Condition()
+        self._last_batch: set[int] = set()
+
+    def ask(self, contexts: set[Context], k: int, wanted: Callable[[], bool] = always) -> Future:
+        """Queue a request; its future gives ({context: top k}, Usage), or `Cancelled` if
+        wanted() is False when its turn comes (called on the worker thread)."""
+        request = Request(frozenset(contexts), k, threading.get_ident(), wanted)
+        with self._arrived:
+            self._pending.append(request)
+            self._arrived.notify_all()
+        self._submit(self._serve)
+        return request.future
+
+    def _serve(self) -> None:
+        batch = []
+        for request in self._take():  # empty: an earlier job served it with others
+            if request.wanted():
+                batch.append(request)
+            else:
+                request.future.set_exception(Cancelled("no longer wanted"))
+        if not batch:
+            return
+        contexts = set().union(*(r.contexts for r in batch))
+        try:
+            answers, forwards = self._run(contexts, max(r.k for r in batch))
+        except BaseException as e:  # every caller in the batch gets the failure
+            for request in batch:
+                request.future.set_exception(e)
+            return
+        for request in batch:
+            mine = {c: answers[c][: request.k] for c in request.contexts}
+            request.future.set_result((mine, usage_of(forwards, request.contexts)))
+
+    def _take(self) -> list[Request]:
+        """Every pending request, after waiting (at most `window`) for the sessions of the
+        last batch that have not asked again."""
+        with self._arrived:
+            if not self._pending:
+                return []
+            deadline = time.monotonic() + self.window
+            while True:
+                missing = self._last_batch - {r.requester for r in self._pending}
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    break
+                self._arrived.wait(left)
+            batch, self._pending = self._pending, []
+            self._last_batch = {r.requester for r in batch}
+            return batch

@@ -1,0 +1,54 @@
+"""PyTorch's figures for the MLX bench, on the same converted weights and the same ids.
+
+Run by `bench/bench_mlx.py` with an interpreter that has torch and transformers (the
+vLLM test environment has both); reads {"model", "ids", "chunk", "positions",
+"first_read", "repeats"} as JSON on stdin and prints {"chunk": {position: seconds},
+"first_read": seconds} (medians). Imports nothing from the project: it runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache
+
+
+def read(model, ids: list[int], chunk: int, cache: DynamicCache) -> float:
+    """Feed ids[cache length:] in chunks; return the seconds it took."""
+    started = time.perf_counter()
+    for start in range(cache.get_seq_length(), len(ids), chunk):
+        model(torch.tensor([ids[start : start + chunk]]), past_key_values=cache, use_cache=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    job = json.load(sys.stdin)
+    model = AutoModelForCausalLM.from_pretrained(job["model"], torch_dtype=torch.float32).eval()
+    ids, chunk = job["ids"], job["chunk"]
+    positions = sorted(job["positions"], reverse=True)  # a cache only ever shrinks by crop
+    costs: dict[int, list[float]] = {p: [] for p in positions}
+    first: list[float] = []
+    with torch.inference_mode():
+        for _ in range(job["repeats"]):
+            first.append(read(model, ids[: job["first_read"]], chunk, DynamicCache()))
+            cache = DynamicCache()
+            read(model, ids[: positions[0]], chunk, cache)
+            for p in positions:
+                cache.crop(p)
+                costs[p].append(read(model, ids[: p + chunk], chunk, cache))
+    print(
+        json.dumps(
+            {
+                "chunk": {p: statistics.median(v) for p, v in costs.items()},
+                "first_read": statistics.median(first),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
