@@ -230,7 +230,7 @@ def _search_by_length(backend: MLXBackend, ids: list[int], params) -> tuple[floa
     answered by the last one's cache."""
     seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
     for repeat in range(REPEATS):
-        end = max(SEARCH_AFTER) - 7 * repeat
+        end = max(SEARCH_AFTER) + 7 * repeat
         for n in SEARCH_AFTER:
             story = ids[end - n : end]
             backend.top_logprobs([story[:-1]], 1)

@@ -29,16 +29,14 @@ def main() -> None:
     job = json.load(sys.stdin)
     model = AutoModelForCausalLM.from_pretrained(job["model"], torch_dtype=torch.float32).eval()
     ids, chunk = job["ids"], job["chunk"]
-    positions = sorted(job["positions"], reverse=True)  # a cache only ever shrinks by crop
-    costs: dict[int, list[float]] = {p: [] for p in positions}
+    costs: dict[int, list[float]] = {p: [] for p in job["positions"]}
     first: list[float] = []
     with torch.inference_mode():
         for _ in range(job["repeats"]):
             first.append(read(model, ids[: job["first_read"]], chunk, DynamicCache()))
-            cache = DynamicCache()
-            read(model, ids[: positions[0]], chunk, cache)
-            for p in positions:
-                cache.crop(p)
+            for p in costs:
+                cache = DynamicCache()
+                read(model, ids[:p], chunk, cache)  # the position's KV, not timed
                 costs[p].append(read(model, ids[: p + chunk], chunk, cache))
     print(
         json.dumps(
