@@ -15,11 +15,15 @@ import json
 import math
 import shutil
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from backends import Backend, BackendError, choose_backend, openblas
+from backends.mlx_batching import Cancelled
 from weave import present, session
 from weave.config import ConfigError, Settings, load_settings
 from weave.loom import Loom
@@ -457,12 +461,15 @@ def search_ui(
     """
     model = backend.model_name if backend else None
     if backend is not None and ws.needs_search(params, model=model):
-        with st.status(first_label(ws), expanded=False) as status:
-            offer = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
-            if offer is None:
-                status.update(label="No suggestions: see below", state="error")
-            else:
-                status.update(label=present.search_status(offer.result), state="complete")
+        try:
+            with st.status(first_label(ws), expanded=False) as status, while_open(backend):
+                offer = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
+                if offer is None:
+                    status.update(label="No suggestions: see below", state="error")
+                else:
+                    status.update(label=present.search_status(offer.result), state="complete")
+        except Cancelled:  # the tab is gone: no one to show anything to
+            st.stop()
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
         return offer or ws.earlier_offer()
@@ -471,6 +478,17 @@ def search_ui(
         st.caption(f"✔️ {md(present.search_status(offer.result))}")
         return offer
     return ws.earlier_offer()
+
+
+def while_open(backend: Backend):
+    """Within it, a long read or search for a tab that has since closed stops between
+    chunks and depths (on MLX, the one backend with `cancellable`), leaving the model to
+    the other writers; the script ends quietly."""
+    hook, ctx = getattr(backend, "cancellable", None), get_script_run_ctx()
+    if hook is None or ctx is None or not Runtime.exists():
+        return nullcontext()
+    runtime, session_id = Runtime.instance(), ctx.session_id
+    return hook(lambda: runtime.is_active_session(session_id))
 
 
 def first_label(ws: session.Workspace) -> str:
@@ -789,6 +807,9 @@ def sidebar_ui(
         backend_info_ui(settings, backend)
         if offer is not None:
             stats_ui("This node's search", offer.result.stats)
+        if hasattr(backend, "cache_bytes"):
+            st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
+                       f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
         draw = ws.draw()
         if draw is not None:
             stats_ui("This node's samples", draw.result.stats)

@@ -77,6 +77,7 @@ def _mlx(settings: Settings, env: Mapping[str, str]) -> Backend:
         display_name=name,
         kv_cache_bytes=settings.mlx.kv_cache_mb << 20,
         prefill_chunk=settings.mlx.prefill_chunk,
+        batch_window=settings.mlx.batch_window_ms / 1000,
     )
 
 

@@ -82,6 +82,7 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         ("[mlx]\nkv_cache_mb = 1.5\n", "[mlx] kv_cache_mb", "expected a whole number, got 1.5"),
         ("[mlx]\nprefill_chunk = 0\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
         ("[mlx]\nprefill_chunk = -4\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
+        ("[mlx]\nbatch_window_ms = -1\n", "[mlx] batch_window_ms", "a finite number, 0 or more"),
         ('[models."m"]\ncutoff = "abc"\n', "[models.'m'] cutoff", "expected a number, got 'abc'"),
         ("[models.m]\ncutoff = 3.0\n", "[models.'m']", "cutoff must be in 0..1"),
         ("[search]\nauto_stop = 1\n", "[search] auto_stop", "expected true or false, got 1"),

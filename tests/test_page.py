@@ -392,6 +392,8 @@ def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefil
     assert not at.exception and not backend_error(at)
     first = offer(at).result
     assert first.stats.backend == "mlx" and first.stats.model == "SmolLM2-135M-Instruct"
+    held = [c.value for c in at.sidebar.caption if c.value.startswith("KV fragment tree:")]
+    assert held and "MiB held, at most 1,024 MiB" in held[0]  # the tree's bytes, capped
     assert len(first.suggestions) >= 5 and all(s.text.strip() for s in first.suggestions)
     assert suggestions(at)[0] == first.suggestions[0].text.removeprefix(" ")
     at.slider(key="cfg_max_depth").set_value(4).run()

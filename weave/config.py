@@ -37,6 +37,7 @@ class MLXSettings:
     cache_dir: str = "~/.cache/lloom"
     kv_cache_mb: int = 1024
     prefill_chunk: int = 256
+    batch_window_ms: float = 20.0
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,10 @@ ENVIRONMENT = {
 LIMITS = {
     ("mlx", "kv_cache_mb"): (lambda v: v >= 0, "a whole number of MiB, 0 or more"),
     ("mlx", "prefill_chunk"): (lambda v: v > 0, "a whole number of tokens above 0"),
+    ("mlx", "batch_window_ms"): (
+        lambda v: math.isfinite(v) and v >= 0,
+        "milliseconds: a finite number, 0 or more",
+    ),
     **{
         (section, "timeout"): (
             lambda v: math.isfinite(v) and v > 0,
