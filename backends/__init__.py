@@ -5,8 +5,8 @@ imported only when chosen, so a missing optional package matters only then. The 
 key is read from the environment in exactly one function (`_openai_key`) and handed
 straight to the backend: it is never stored in settings, logged or shown.
 
-Importing this package first loads OpenBLAS (`backends.openblas`), so that it precedes
-mlx in every process that uses a backend.
+The modules that import mlx load OpenBLAS first (`backends.openblas`); importing this
+package or the interface (`backends.base`) loads neither, so the engine stays light.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backends import openblas  # noqa: F401  (first: it must precede any import of mlx)
 from backends.base import Backend, BackendError, Candidate
 
 if TYPE_CHECKING:  # weave.config imports the search, which imports backends.base

@@ -27,6 +27,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
 import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import BatchKVCache

@@ -21,6 +21,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
 import mlx.core as mx
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import count
 
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
 import mlx.core as mx
 
 from backends.base import Candidate

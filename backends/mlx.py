@@ -34,6 +34,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
 import mlx.core as mx
 from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache

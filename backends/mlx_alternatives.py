@@ -13,6 +13,9 @@ this runs on (`MLXBackend.alternatives`).
 
 from __future__ import annotations
 
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from backends import openblas  # noqa: F401  (before any test module imports mlx)
 from weave.config import load_settings
 
 
