@@ -27,7 +27,8 @@ TOKEN_AXIS = 2
 
 @dataclass(eq=False)
 class Fragment:
-    """One trie node: a run of tokens and their KV; `top` is what may follow the last one."""
+    """One trie node: a run of tokens and their KV; `top` is what may follow the last one,
+    `inner[n]` what may follow its first n (kept when nodes are merged)."""
 
     tokens: list[int]
     keys: mx.array | None = None  # (layers, kv_heads, len(tokens), head_dim)
@@ -35,6 +36,7 @@ class Fragment:
     parent: Fragment | None = None
     children: dict[int, Fragment] = field(default_factory=dict)
     top: list[Candidate] | None = None
+    inner: dict[int, list[Candidate]] = field(default_factory=dict)
     last_used: int = 0
 
     @property
@@ -53,11 +55,11 @@ class Match:
 
     @property
     def top(self) -> list[Candidate] | None:
-        """Cached candidates, when the match ends exactly at the end of a node."""
+        """Cached candidates after the matched tokens, when the tree holds them."""
         if not self.steps:
             return None
         node, used = self.steps[-1]
-        return node.top if used == len(node.tokens) else None
+        return node.top if used == len(node.tokens) else node.inner.get(used)
 
 
 class FragmentTree:
@@ -111,7 +113,8 @@ class FragmentTree:
         A story read in chunks is a chain of fragments that every depth of a search would
         otherwise concatenate again (a copy of the story's KV per depth); joined once, its
         KV is one array read in place. The old nodes are left as they were, detached, so
-        matches made before stay valid. The merged node keeps the run's last `top` only.
+        matches made before stay valid. The merged node keeps every node's candidates
+        (`inner`), so searching again at any of them needs no forward.
         """
         steps, offset, run = [], 0, []
         for node, used in match.steps:
@@ -185,8 +188,11 @@ class FragmentTree:
             keys=mx.contiguous(node.keys[:, :, :used]),
             values=mx.contiguous(node.values[:, :, :used]),
             parent=node.parent,
+            top=node.inner.get(used),
+            inner={n: top for n, top in node.inner.items() if n < used},
             last_used=node.last_used,
         )
+        node.inner = {n - used: top for n, top in node.inner.items() if n > used}
         self.nbytes -= node.nbytes
         node.tokens = node.tokens[used:]
         node.keys = mx.contiguous(node.keys[:, :, used:])
@@ -209,6 +215,7 @@ class FragmentTree:
             parent=first.parent,
             children=dict(last.children),
             top=last.top,
+            inner=_inner_tops(run),
             last_used=max(node.last_used for node in run),
         )
         first.parent.children[merged.tokens[0]] = merged
@@ -245,3 +252,15 @@ def _common_prefix(tokens: list[int], ids: list[int], start: int) -> int:
     while n < limit and tokens[n] == ids[start + n]:
         n += 1
     return n
+
+
+def _inner_tops(run: list[Fragment]) -> dict[int, list[Candidate]]:
+    """The candidates held inside and at the end of each node of a run but the last, by
+    their position in the run's joined tokens."""
+    tops, offset = {}, 0
+    for node in run:
+        tops.update({offset + n: top for n, top in node.inner.items()})
+        offset += len(node.tokens)
+        if node is not run[-1] and node.top is not None:
+            tops[offset] = node.top
+    return tops

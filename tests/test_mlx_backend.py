@@ -294,3 +294,19 @@ def test_a_ten_thousand_token_story_stays_within_the_cap(embedded_model_path):
     result = expand(backend, story, params)
     assert len(result.suggestions) > 1
     assert backend.cache_bytes <= cap
+
+
+def test_a_search_repeated_after_its_story_was_joined_needs_no_forward(embedded_model_path):
+    """Joining a story's chunks (and a beam's chain) into one fragment keeps the candidates
+    every merged node held: the same search again, or one at a chunk's end, is all cached."""
+    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    story = backend.tokenize(STORY * 2)
+    backend.read_ahead(story, 5, lambda *_: None)  # chunk by chunk, candidates at each end
+    params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=10)
+    first = expand(backend, story, params)
+    assert len(backend.tree.match(story).steps) == 1  # the chunks were joined
+    again = expand(backend, story, params)
+    assert again.stats.forward_calls == 0 and again.suggestions == first.suggestions
+    before = backend.stats.snapshot()
+    assert_same(backend.top_logprobs([story[:32]], 5)[0], plain_top(backend, story[:32], 5))
+    assert (backend.stats.snapshot() - before).forward_calls == 0  # a chunk's end, inside
