@@ -164,13 +164,8 @@ class VLLMBackend(GreedyPathBackend):
         k = max(1, min(k, self.max_logprobs or k))
         body = {"model": self._model, "prompt": list(ids), "max_tokens": 1, "temperature": 0,
                 "prompt_logprobs": k}  # fmt: skip
-        try:
-            reply = self.client.post("/v1/completions", body)
-        except BackendError as e:
-            limit = LIMIT.search(str(e))
-            if not limit or int(limit.group(1)) >= k:
-                raise
-            self._learn_limit(int(limit.group(1)))
+        reply = self._ask(body, k)
+        if reply is None:
             return self.alternatives(ids, k, start=start)
         self._count(reply)
         choices = reply.get("choices") if isinstance(reply, dict) else None
@@ -265,17 +260,24 @@ class VLLMBackend(GreedyPathBackend):
         }
         if stops and length > 1:
             body["stop"] = list(stops)
+        reply = self._ask(body, k)
+        if reply is None:
+            return self._complete(contexts, k, length, stops)
+        self._count(reply)
+        chains = self._parse(reply, len(contexts), k)
+        return self._spell(contexts, chains)
+
+    def _ask(self, body: dict, k: int):
+        """POST a completions request asking k log-probs; None when the server allows fewer
+        (the limit is learnt: ask again, and fewer are asked)."""
         try:
-            reply = self.client.post("/v1/completions", body)
+            return self.client.post("/v1/completions", body)
         except BackendError as e:
             limit = LIMIT.search(str(e))
             if not limit or int(limit.group(1)) >= k:
                 raise
             self._learn_limit(int(limit.group(1)))
-            return self._complete(contexts, k, length, stops)
-        self._count(reply)
-        chains = self._parse(reply, len(contexts), k)
-        return self._spell(contexts, chains)
+            return None
 
     def _learn_limit(self, limit: int) -> None:
         log.warning(
