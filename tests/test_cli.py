@@ -156,4 +156,7 @@ def test_loom_errors_are_one_clear_line(tmp_path):
     junk.write_text("[1, 2]")
     done = loom(tmp_path, "import", str(junk))
     assert done.returncode == 2 and "not a LLooM file" in done.stderr
+    endless = loom(tmp_path, "import", "/dev/zero")  # read up to the cap, not forever
+    assert endless.returncode == 2 and endless.stderr.count("\n") == 1
+    assert "/dev/zero is longer than 256 MiB" in endless.stderr
     assert json.loads(loom(tmp_path, "list", "--json").stdout) == []

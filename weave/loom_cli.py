@@ -19,7 +19,7 @@ from pathlib import Path
 
 from weave.config import load_settings
 from weave.loom import Loom
-from weave.loom_store import LoomStore
+from weave.loom_store import InvalidInput, LoomStore
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -56,7 +56,20 @@ def run(args: argparse.Namespace) -> str:
         return _outline(loom)
     if args.loom_command == "export":
         return store.export_json(args.story_id)
-    return store.import_json(args.file.read_bytes())
+    return store.import_json(_read_export(args.file))
+
+
+MAX_IMPORT_BYTES = 256 << 20  # a loom of a million nodes fits; a device like /dev/zero does not
+
+
+def _read_export(path: Path) -> bytes:
+    """The file's bytes, read no further than the cap (a device may never end)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        cap = MAX_IMPORT_BYTES >> 20
+        raise InvalidInput(f"{path} is longer than {cap} MiB: not a LLooM export")
+    return data
 
 
 def _shown(story_id: str, title: str, loom: Loom) -> dict:
