@@ -83,7 +83,7 @@ def main() -> None:
 def tokens_row(story: str, name: str, backend, params) -> None:
     result = expand(backend, backend.tokenize(story), params)
     spent = backend.tokens if isinstance(backend, LLooMv03) else result.stats.model_tokens
-    least = len(result.context_ids) + _nodes(result.tree) if name == "ours" else None
+    least = len(result.context_ids) + result.tree.descendants() if name == "ours" else None
     least_text = f"{least:>7}{spent / least:>6.2f}x" if least else ""
     print(
         f"{story[:22]:<24}{name:<16}{len(result.suggestions):>5}"
@@ -109,10 +109,6 @@ def wall_times(url: str, rtt: float, stories, params) -> None:
         print(f"{story[:22]:<24}{cells}  ({medians['v0.3, 1 thread'] / medians['ours']:.1f}x)")
     print(f"all stories: ours {totals['ours']:.2f} s, v0.3 {totals['v0.3, 1 thread']:.2f} s: "
           f"{totals['v0.3, 1 thread'] / totals['ours']:.1f}x faster")  # fmt: skip
-
-
-def _nodes(node) -> int:
-    return sum(1 + _nodes(child) for child in node.children)
 
 
 if __name__ == "__main__":

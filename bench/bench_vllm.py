@@ -100,7 +100,7 @@ def tokens_row(server: str, label: str, story: str, name: str, backend, params) 
     before = computed_tokens(server)
     result = expand(backend, backend.tokenize(story), params)
     spent = computed_tokens(server) - before
-    least = len(result.context_ids) + _nodes(result.tree)
+    least = len(result.context_ids) + result.tree.descendants()
     ratio = f"{least:>7}{spent / least:>6.2f}x" if name == "ours" else ""
     print(f"{label:<16}{name:<17}{len(result.suggestions):>5}{result.stats.forward_calls:>12}"
           f"{spent:>8.0f}{ratio}")  # fmt: skip
@@ -122,10 +122,6 @@ def wall_times(url: str, rtt: float, stories, params) -> None:
             f"{medians[name] / medians['ours']:.1f}x vs {name}" for name in list(CLIENTS)[1:]
         )
         print(f"{label:<16}{cells}  (ours {ratios})")
-
-
-def _nodes(node) -> int:
-    return sum(1 + _nodes(child) for child in node.children)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def test_a_full_expansion_and_its_round_trips(llama):
     result = expand(llama, ids, SearchParams(cutoff=0.1))
     assert 10 <= len(result.suggestions) <= 25
     assert result.suggestions[0].text.startswith(" ")
-    nodes = sum(1 for _ in _walk(result.tree)) - 1
+    nodes = result.tree.descendants()
     assert result.stats.forward_calls < nodes / 3  # far fewer round trips than tree nodes
 
 
@@ -67,21 +67,11 @@ def test_a_search_evaluates_little_more_than_its_tree(tmp_path):
         for story in STORIES:
             ids = backend.tokenize(story)
             result = expand(backend, ids, SearchParams(cutoff=0.1))
-            assert result.stats.model_tokens <= 1.65 * (len(ids) + _nodes(result.tree))
+            assert result.stats.model_tokens <= 1.65 * (len(ids) + result.tree.descendants())
             spent += result.stats.model_tokens
-            least += len(ids) + _nodes(result.tree)
+            least += len(ids) + result.tree.descendants()
         backend.close()
     assert spent <= 1.55 * least, (spent, least)
-
-
-def _nodes(node) -> int:
-    return sum(1 for _ in _walk(node)) - 1
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def test_chains_equal_depth_by_depth(llama):

@@ -135,15 +135,9 @@ def test_a_long_story_costs_the_server_little_more_than_its_tree(vllm, vllm_url)
     before = computed_tokens(vllm_url)
     result = expand(vllm, ids, SearchParams(cutoff=0.1))
     spent = computed_tokens(vllm_url) - before
-    nodes = sum(1 for _ in _walk(result.tree)) - 1
+    nodes = result.tree.descendants()
     assert len(result.suggestions) >= 10
     assert spent <= 2 * (len(ids) + nodes), (spent, len(ids) + nodes)
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):

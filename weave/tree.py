@@ -66,6 +66,11 @@ class TreeNode:
             return [self] if self.parent is not None else []
         return [leaf for child in self.children for leaf in child.leaves()]
 
+    def descendants(self) -> int:
+        """How many nodes lie below this one. Below a search's root, every one is a token
+        a server must evaluate once: with the story, the least a search can cost it."""
+        return sum(1 + child.descendants() for child in self.children)
+
     def to_dict(self) -> dict:
         """JSON form: piece text, id, log-prob, children (the root has no token)."""
         out: dict = {
