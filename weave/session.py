@@ -86,6 +86,12 @@ class Piece:
         return accepted_text(self, shown, prefix_space=prefix_space)
 
 
+def _tag(node_id: str, params, stats: SearchStats) -> str:
+    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
+    another run never show its texts."""
+    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
+
+
 @dataclass(frozen=True)
 class Offer:
     """A search's suggestions for one node: what the page shows there, and nowhere else."""
@@ -97,8 +103,7 @@ class Offer:
     @property
     def tag(self) -> str:
         """Names this search's widgets, so that another search's never show its texts."""
-        s = self.result.stats
-        return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+        return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, suggestion: Suggestion) -> Piece:
         return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
@@ -124,8 +129,7 @@ class Draw:
 
     @property
     def tag(self) -> str:
-        s = self.result.stats
-        return f"{abs(hash((self.node_id, self.params, s.seconds, s.model_tokens))):x}"
+        return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, sample: Sample) -> Piece:
         """A sample to take: its text is the detokenization of exactly its ids."""
