@@ -53,6 +53,7 @@ from backends.base import (
 from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
 from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
+from backends.mlx_head import last_logits
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,7 @@ class MLXBackend(Backend):
         cache, width = self._batch_cache(matches, reuses, new)  # new tokens land at [width, +new)
         k = min(k, self._pieces_count)
         try:
-            logits = self.model(inputs, cache=cache)[:, -1, :].astype(mx.float32)  # (B, vocab)
+            logits = last_logits(self.model, inputs, cache).astype(mx.float32)  # (B, vocab)
             logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
             part = mx.argpartition(-logprobs, kth=k - 1, axis=-1)[:, :k]  # (B, k), unordered
             values_k = mx.take_along_axis(logprobs, part, axis=-1)

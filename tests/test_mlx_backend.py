@@ -9,6 +9,7 @@ import mlx.core as mx
 import pytest
 
 from backends.mlx import MLXBackend
+from backends.mlx_head import PLAIN_HEADS, last_logits
 from weave.search import SearchParams, expand
 from weave.story import Story
 
@@ -61,6 +62,18 @@ def test_rows_attention_equals_a_plain_forward_at_every_position_and_batch_shape
             assert_same(got, plain_top(backend, ctx, 5), tolerance=1e-4)
         if contexts is beams:  # the story's chunks, shared by the beams, joined into one
             assert len(backend.tree.match(ids[:230]).steps) == 1
+
+
+def test_the_head_runs_on_each_rows_last_position_only_and_gives_the_same_logits(mlx_backend):
+    """The embedded model takes the short path (its head on one position per row), and
+    that path's logits are the plain forward's last row."""
+    model = mlx_backend.model
+    assert type(model).__module__ in PLAIN_HEADS
+    inputs = mx.array([mlx_backend.tokenize(STORY)[:12], mlx_backend.tokenize(STORY)[4:16]])
+    short = last_logits(model, inputs, None)
+    whole = model(inputs)[:, -1, :]
+    assert short.shape == whole.shape
+    assert mx.max(mx.abs(short - whole)).item() <= 1e-4
 
 
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
