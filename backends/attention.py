@@ -14,6 +14,8 @@ A search's depth runs many beams that all continue one story: `RowsCache` holds 
 story's KV once for all its rows (a `SharedPrefix`; a batch joining several writers'
 searches has one per story), each row's own tokens in a left-padded `BatchKVCache`;
 their scores are softmaxed together, which is exactly attention over the joined keys.
+A prefix may come in segments (the fragments a story was read in), each read where it
+lies: a long story read chunk by chunk is never copied into one array to be read again.
 The masks (each row's left padding, causality among the new tokens) are applied here
 from the cache's own bookkeeping, so the model's mask is not built.
 
@@ -39,12 +41,13 @@ PATCHED = "_lloom_rows_attention"
 
 @dataclass(frozen=True)
 class SharedPrefix:
-    """KV (kv_heads, P, head_dim) that rows [start, end) of a batch all begin with."""
+    """KV that rows [start, end) of a batch all begin with, in segments of
+    (kv_heads, P_i, head_dim) each, in order."""
 
     start: int
     end: int
-    keys: mx.array
-    values: mx.array
+    keys: list[mx.array]
+    values: list[mx.array]
 
 
 class RowsCache:
@@ -116,17 +119,18 @@ def attention(queries, keys, values, cache: RowsCache, scale: float) -> mx.array
     rows = (q_heads // kv_heads) * steps  # query rows per kv head: grouped heads x steps
     q = (queries * scale).reshape(batch, kv_heads, rows, dim)
     own = q @ keys.swapaxes(-1, -2)  # (B, Hkv, rows, S)
-    shared = []
-    for prefix in cache.prefixes:  # the run's queries against its one copy: (Hkv, n*rows, P)
+    shared = []  # per prefix, per segment: the run's queries against it, (Hkv, n*rows, P_i)
+    for prefix in cache.prefixes:
         flat = q[prefix.start : prefix.end].transpose(1, 0, 2, 3).reshape(kv_heads, -1, dim)
-        shared.append(flat @ prefix.keys.swapaxes(-1, -2))
-    mx.eval(own, *shared)
+        shared.append([flat @ segment.swapaxes(-1, -2) for segment in prefix.keys])
+    mx.eval(own, *(scores for segments in shared for scores in segments))
     own_view = _shared_view(own)
     _mask(own_view.reshape(batch, kv_heads, -1, steps, keys.shape[2]), cache.padding)
     parts = [(slice(0, batch), own_view)]
-    for prefix, scores in zip(cache.prefixes, shared, strict=True):
-        view = _shared_view(scores).reshape(kv_heads, prefix.end - prefix.start, rows, -1)
-        parts.append((slice(prefix.start, prefix.end), view.transpose(1, 0, 2, 3)))
+    for prefix, segments in zip(cache.prefixes, shared, strict=True):
+        for scores in segments:
+            view = _shared_view(scores).reshape(kv_heads, prefix.end - prefix.start, rows, -1)
+            parts.append((slice(prefix.start, prefix.end), view.transpose(1, 0, 2, 3)))
     totals = _exp_in_place(parts)  # (B, Hkv, rows, 1)
     out = own @ values  # (B, Hkv, rows, D); `own` now holds the weights
     if cache.prefixes:
@@ -136,12 +140,16 @@ def attention(queries, keys, values, cache: RowsCache, scale: float) -> mx.array
 
 
 def _prefix_outputs(prefixes, weights, batch, kv_heads, rows, dim) -> mx.array:
-    """Each run's weights times its prefix's values, zeros for rows without a prefix."""
+    """Each run's weights times its prefix's values (summed over its segments), zeros for
+    rows without a prefix."""
     pieces, done = [], 0
-    for prefix, w in zip(prefixes, weights, strict=True):
+    for prefix, segments in zip(prefixes, weights, strict=True):
         if prefix.start > done:
-            pieces.append(mx.zeros((prefix.start - done, kv_heads, rows, dim), w.dtype))
-        out = (w @ prefix.values).reshape(kv_heads, prefix.end - prefix.start, rows, dim)
+            pieces.append(mx.zeros((prefix.start - done, kv_heads, rows, dim), segments[0].dtype))
+        out = segments[0] @ prefix.values[0]
+        for w, values in zip(segments[1:], prefix.values[1:], strict=True):
+            out = out + w @ values
+        out = out.reshape(kv_heads, prefix.end - prefix.start, rows, dim)
         pieces.append(out.transpose(1, 0, 2, 3))
         done = prefix.end
     if done < batch:

@@ -86,23 +86,34 @@ class FragmentTree:
             node = child
         return Match(tuple(steps), i)
 
-    def gather(self, match: Match, length: int, start: int = 0) -> tuple[mx.array, mx.array] | None:
-        """The joined KV of tokens [start, length) of a match, or None for none."""
-        keys, values, offset = [], [], 0
+    def segments(
+        self, match: Match, length: int, start: int = 0
+    ) -> list[tuple[mx.array, mx.array]]:
+        """The KV of tokens [start, length) of a match as each node holds it, in order: no
+        copy (a node used in part is a slice of its arrays)."""
+        segments, offset = [], 0
         for node, used in match.steps:
             lo, hi = max(start - offset, 0), min(used, length - offset)
             offset += used
-            if hi <= lo:
-                if offset >= length:
-                    break
-                continue
-            whole = lo == 0 and hi == len(node.tokens)
-            keys.append(node.keys if whole else node.keys[:, :, lo:hi])
-            values.append(node.values if whole else node.values[:, :, lo:hi])
-        if not keys:
+            if hi > lo:
+                whole = lo == 0 and hi == len(node.tokens)
+                segments.append(
+                    (node.keys, node.values)
+                    if whole
+                    else (node.keys[:, :, lo:hi], node.values[:, :, lo:hi])
+                )
+            if offset >= length:
+                break
+        return segments
+
+    def gather(self, match: Match, length: int, start: int = 0) -> tuple[mx.array, mx.array] | None:
+        """The joined KV of tokens [start, length) of a match, or None for none."""
+        segments = self.segments(match, length, start)
+        if not segments:
             return None
-        if len(keys) == 1:
-            return keys[0], values[0]
+        if len(segments) == 1:
+            return segments[0]
+        keys, values = zip(*segments, strict=True)
         return mx.concatenate(keys, axis=TOKEN_AXIS), mx.concatenate(values, axis=TOKEN_AXIS)
 
     # -- writing ---------------------------------------------------------------------
@@ -110,10 +121,11 @@ class FragmentTree:
         """Merge runs of whole nodes within the match's first `length` tokens that nothing
         else branches from into one node each; return the match over the merged nodes.
 
-        A story read in chunks is a chain of fragments that every depth of a search would
-        otherwise concatenate again (a copy of the story's KV per depth); joined once, its
-        KV is one array read in place. The old nodes are left as they were, detached, so
-        matches made before stay valid. The merged node keeps every node's candidates
+        A story read in chunks is a chain of fragments that every depth of a search reads
+        for each of its rows; joined once, its KV is one array, read in one matmul a layer
+        instead of one per chunk. The old nodes keep their tokens and KV, so matches made
+        before stay valid, but lose their links: no cycle keeps them (and their KV, the
+        size of the story) alive once no match holds them. The merged node keeps every node's candidates
         (`inner`), so searching again at any of them needs no forward.
         """
         steps, offset, run = [], 0, []
@@ -221,6 +233,8 @@ class FragmentTree:
         first.parent.children[merged.tokens[0]] = merged
         for child in merged.children.values():
             child.parent = merged
+        for node in run:
+            node.parent, node.children = None, {}
         return [(merged, len(merged.tokens))]
 
     def _leaves(self):

@@ -323,7 +323,8 @@ class MLXBackend(Backend):
             cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
             if self._rows_attention:
                 shared = [
-                    SharedPrefix(start, end, k[layer], v[layer]) for start, end, (k, v) in prefixes
+                    SharedPrefix(start, end, [k[layer] for k, _ in kv], [v[layer] for _, v in kv])
+                    for start, end, kv in prefixes
                 ]
                 cache = RowsCache(cache, padding, shared, lengths)
             caches.append(cache)
@@ -331,7 +332,10 @@ class MLXBackend(Backend):
 
     def _shared_prefixes(self, matches: list[Match], reuses: list[int]):
         """Runs of adjacent rows that begin in the same node: each run's common prefix
-        (start, end, joined KV), and every row's shared length."""
+        (start, end, its KV segments), and every row's shared length. A prefix that many
+        rows read (a search's depth) is joined into one fragment first, once; one read by
+        a single row (a chunk of a story being read) is read in the segments it lies in:
+        joining it would copy the whole story so far at every chunk."""
         prefixes, shares, start = [], [0] * len(matches), 0
         while start < len(matches):
             first = matches[start].steps[0][0] if matches[start].steps else None
@@ -346,8 +350,8 @@ class MLXBackend(Backend):
             run = matches[start:end]
             length = shared_prefix(run, min(reuses[start:end])) if first is not None else 0
             if length:
-                kv = self.tree.gather(self.tree.join(run[0], length), length)
-                prefixes.append((start, end, kv))
+                match = self.tree.join(run[0], length) if end - start > 1 else run[0]
+                prefixes.append((start, end, self.tree.segments(match, length)))
                 shares[start:end] = [length] * (end - start)
             start = end
         return prefixes, shares

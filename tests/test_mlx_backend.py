@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import weakref
 
 import mlx.core as mx
 import pytest
@@ -315,8 +317,17 @@ def test_a_search_repeated_after_its_story_was_joined_needs_no_forward(embedded_
     backend = MLXBackend(embedded_model_path, prefill_chunk=16)
     story = backend.tokenize(STORY * 2)
     backend.read_ahead(story, 5, lambda *_: None)  # chunk by chunk, candidates at each end
+    chunks = [node for node, _ in backend.tree.match(story).steps]
+    assert len(chunks) == -(-len(story) // 16)  # each chunk read where it lies, not copied
+    first_chunk = weakref.ref(chunks[0])
+    del chunks
     params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=10)
-    first = expand(backend, story, params)
+    gc.disable()  # the replaced chunks must go by reference counting alone
+    try:
+        first = expand(backend, story, params)
+        assert first_chunk() is None  # freed with its KV: no link keeps it
+    finally:
+        gc.enable()
     assert len(backend.tree.match(story).steps) == 1  # the chunks were joined
     again = expand(backend, story, params)
     assert again.stats.forward_calls == 0 and again.suggestions == first.suggestions
