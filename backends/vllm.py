@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
@@ -108,6 +109,8 @@ class VLLMBackend(GreedyPathBackend):
         self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
         self._separator = self._separator_id()
         self.special_token_ids = self._control_tokens()
+        self._lookups = threading.Lock()  # one look-up at a time: a search waits for one ahead
+        threading.Thread(target=self._prefetch, name="lloom-vllm-texts", daemon=True).start()
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -392,9 +395,28 @@ class VLLMBackend(GreedyPathBackend):
             text = _settled(self._pieces[candidate.token_id])
         return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
 
+    def _prefetch(self) -> None:
+        """Every token's text, a block at a time from the commonest (a vocabulary numbers
+        them first), looked up while the backend waits for its first search or alongside
+        that search's first request, until a block ends past the vocabulary (ids there
+        have no text). A failure is left to a search's own look-up, which reports it."""
+        try:
+            for start in range(0, MAX_VOCAB, VOCAB_BLOCK):
+                self._look_up_pieces({start})
+                if not self._pieces.get(start + VOCAB_BLOCK - 1):
+                    return
+        except BackendError as e:
+            log.debug("token texts not fetched ahead: %s", e)
+
     def _look_up_pieces(self, ids: set[int]) -> None:
         """Texts for the ids not seen before, with every other id of their blocks (a
         vocabulary is numbered from 0; its end is not advertised), in one request."""
+        if all(i in self._pieces for i in ids):
+            return
+        with self._lookups:
+            self._look_up_blocks(ids)
+
+    def _look_up_blocks(self, ids: set[int]) -> None:
         unseen = sorted(i for i in ids if i not in self._pieces)
         if not unseen:
             return
