@@ -1,46 +1,62 @@
 """The vLLM backend: a thin client of vLLM's OpenAI-compatible server.
 
-One `POST /v1/completions` carries a whole depth's needy beams as token-id prompts
+One `POST /v1/completions` carries a whole depth's new beams as token-id prompts
 (`prompt: [[ids], [ids], ...]`) with `logprobs: k`, `temperature: 0` and
 `return_tokens_as_token_ids` (top-logprob keys come back as "token_id:N"; plain token
 strings collide). Token ids are the server's own (`/tokenize`).
 
-Doing only the work the tree needs (measured with bench/bench_vllm.py; the server's
-/metrics count prompt tokens, prefix-cache hits and generated tokens):
+Where a search's time goes (bench/bench_vllm.py; the server's /metrics count prompt
+tokens, prefix-cache hits, generated tokens and forward passes): on a small CPU server
+each forward pass (step) costs a fixed time on top of its tokens', and a step makes one
+token for every running sequence. So:
 - Greedy chains by default: `max_tokens` up to the remaining depth answers a beam's whole
   greedy path in one sequence, each token computed once; only split tokens start new
   sequences. Asked one position a depth instead, every beam's context is read again at
   every depth, since a short context is never in the prefix cache (below).
+- Chains are streamed (`stream: true`): each position reaches the search as the server
+  makes it (`StreamedChain`), and the search asks its new beams first, so their prompts
+  join the step that makes the older chains' next tokens. A depth then costs about one
+  step, where a whole reply cost a step per token of its longest chain (measured: 14-16
+  steps for a 25-suggestion search on the starting stories, 22-40 before). A chain no beam
+  follows any more is closed; once all of a reply's chains are, the connection is
+  dropped and the server stops that request.
 - A chain stops where the beam does: the search's auto-stop strings go as `stop` (the
   stop token's log-probs still come back, its `stop_reason` naming the string), and at
   an end-of-text token (no `ignore_eos`). A chain may be shorter than asked.
 - The prefix cache reuses whole blocks only: on CPU a multiple of 32 tokens, 128 unless
-  the server is started with `--block-size 32` (recommended). So each new sequence
-  re-reads its context's last partial block: up to 31 tokens of the story's end plus
-  its path. That bounds short stories: a context under 32 tokens is never reused, and
-  each split beam reads the story again.
+  the server is started with `--block-size 32` (recommended; 16 fails to start). So
+  each new sequence re-reads its context's last partial block: up to 31 tokens of the
+  story's end plus its path. That bounds what a search costs the server: a story under
+  32 tokens is never reused, and each split beam reads it again (3-6x the least on the
+  starting stories); a longer story costs its tail (its length mod 32) per new beam.
+- Not levers, measured: the number of log-probs asked (1, 5 or 20 cost the same time:
+  the server decodes each entry's text, but that is small beside a step), and binding
+  both cores to the model's threads (`VLLM_CPU_OMP_THREADS_BIND=0-1`; vLLM keeps one of
+  two cores for its front end): 2-4x slower on a loaded 2-core machine.
 
 Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
 holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
-many ids in one request (joined by a separator token and split again): an id not seen
-before brings the texts of every id in its block of VOCAB_BLOCK ids (the whole
-49,152-token vocabulary here is three blocks: ~90 ms, ~630 kB in all), so a backend
-makes one or a few look-ups in its life rather than one per depth. Where a
-context ends inside a character, a candidate's text is the difference between decoding
-the context's open run of tokens with and without it, so a character split over tokens
-is held back until its last byte arrives and then appears whole, on the token that
-completes it, as an incremental detokenizer shows it (`raw` is that text's UTF-8: the
-beam's joined pieces decode to exactly what the server decodes for its ids, less an
-unfinished last character).
+many ids in one request (joined by a separator token and split again), a block of
+VOCAB_BLOCK ids at a time (the whole 49,152-token vocabulary here is three blocks, ~45
+ms and ~210 kB each): a thread started with the backend fetches every block in turn
+until one ends past the vocabulary, so a search rarely waits for one, and an id not yet
+known brings its whole block. Where a context ends inside a character, a candidate's
+text is the difference between decoding the context's open run of tokens with and
+without it, so a character split over tokens is held back until its last byte arrives
+and then appears whole, on the token that completes it, as an incremental detokenizer
+shows it (`raw` is that text's UTF-8: the beam's joined pieces decode to exactly what
+the server decodes for its ids, less an unfinished last character).
 
 Control tokens: from `/tokenizer_info` when the server offers it
 (`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
 story's text never becomes one: `tokenize` cuts a control token's name apart.
 
-Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups);
-`prefill_tokens` are prompt tokens less those the server reports as cached (it reports
-them with `--enable-prompt-tokens-details`; without it, all prompt tokens count);
-`model_tokens` adds the completion tokens.
+Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups made
+on the searching thread); `prefill_tokens` are prompt tokens less those the server
+reports as cached (it reports them with `--enable-prompt-tokens-details`, and for one
+prompt of a request only: the first streamed, the last otherwise, so for many prompts
+this overstates; the server's /metrics are exact); `model_tokens` adds the completion
+tokens. A reply dropped before its usage came counts what was sent and received.
 
 The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised, so a
 search asks for what it needs; a request over the limit is refused with the limit in
@@ -51,8 +67,9 @@ must lie in the vocabulary (below MAX_VOCAB, since vLLM does not say its size, s
 look-up never grows past it), a log-probability must be finite (-inf candidates are
 dropped), and a wrong shape is an error naming the server and the field.
 
-Owns: request shapes, parsing, token text, the logprobs limit. Not: the search, HTTP
-error wording (`backends.http`).
+Owns: request shapes, parsing (a streamed reply's chunks, or one whole JSON body from a
+server that does not stream), token text, the logprobs limit. Not: the search, HTTP
+error wording and the reading of a stream (`backends.http`).
 """
 
 from __future__ import annotations
@@ -106,7 +123,7 @@ class VLLMBackend(GreedyPathBackend):
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         self._pieces: dict[int, str] = {}  # each id decoded alone
         self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
-        self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
+        self._local = threading.local()  # look-ups counted per thread, as `stats` are
         self._separator = self._separator_id()
         self.special_token_ids = self._control_tokens()
         self._lookups = threading.Lock()  # one look-up at a time: a search waits for one ahead
@@ -120,6 +137,12 @@ class VLLMBackend(GreedyPathBackend):
     @property
     def url(self) -> str:
         return self.client.base_url
+
+    @property
+    def text_lookups(self) -> int:
+        """/detokenize round trips this thread made for token text (in `stats` too); those
+        made ahead on the backend's own thread count in neither."""
+        return getattr(self._local, "lookups", 0)
 
     @property
     def context_length(self) -> int | None:
@@ -452,7 +475,7 @@ class VLLMBackend(GreedyPathBackend):
 
     def _spent_lookups(self, round_trips: int) -> None:
         self.stats.add(forward_calls=round_trips)
-        self.text_lookups += round_trips
+        self._local.lookups = self.text_lookups + round_trips
 
     def _decode_joined(self, sequences: list[Ids]) -> list[str] | None:
         """One /detokenize for all: separator, seq, separator, seq, ..., separator.

@@ -106,9 +106,9 @@ def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url):
     first = expand(backend, backend.tokenize(STORIES[0]), params)
     second = expand(backend, backend.tokenize(STORIES[2]), params)
     assert first.suggestions and second.suggestions
-    # One per block of SmolLM2's vocabulary, and one past its end (ids there have no text),
-    # where the look-ups made ahead learn that the vocabulary ended.
-    assert 1 <= backend.text_lookups <= -(-49152 // VOCAB_BLOCK) + 1
+    # At most one per block of SmolLM2's vocabulary (most are made ahead, on the
+    # backend's own thread, and not counted here), never one per depth.
+    assert backend.text_lookups <= -(-49152 // VOCAB_BLOCK)
     before = backend.text_lookups
     expand(backend, backend.tokenize(STORIES[0]), params)
     assert backend.text_lookups == before  # known ids cost nothing more
