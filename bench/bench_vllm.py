@@ -11,10 +11,11 @@ of over 200 tokens from bench/long_story.txt. Printed per story:
   generated tokens) against the least a search can cost (the story once plus one token
   per tree node), the server's forward passes (steps: each costs a fixed time besides
   its tokens') and the round trips (ours include the /detokenize look-ups for token text
-  made during the search; a backend starts fetching them when created, outside the
-  timing, as the page creates it once). Ours runs first on each story of a fresh server,
-  so its story is not cached beforehand; v0.3 then finds the story's blocks cached (in
-  its favour);
+  made during the search, not those a backend makes ahead on its own thread from its
+  creation: the page creates a backend once, the bench one per run, just before timing
+  it, so they overlap the timed search). Ours runs first on each story of a fresh
+  server, so its story is not cached beforehand; v0.3 then finds the story's blocks
+  cached (in its favour);
 - wall time, the median of REPEATS runs taken in turn, on loopback and through a relay
   adding a 50 ms round trip (bench/latency.py).
 
