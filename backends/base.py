@@ -224,8 +224,11 @@ class Backend(ABC):
         request this way. A path may end early just after a greedy token whose text holds
         one of `stops` (the search's auto-stop ends the beam there), so a server stops
         generating what no beam would use; a chain may also be shorter than asked for
-        other reasons, and the search asks again for beams that go on. Returns None when
-        the backend has no such capability.
+        other reasons, and the search asks again for beams that go on. A chain may be a
+        sequence whose positions arrive as the server makes them (indexing waits for
+        them), with a `close()` that the search calls once no beam follows it, so the
+        server stops making positions nobody reads. Returns None when the backend has no
+        such capability.
         """
         return None
 

@@ -1,46 +1,62 @@
 """The vLLM backend: a thin client of vLLM's OpenAI-compatible server.
 
-One `POST /v1/completions` carries a whole depth's needy beams as token-id prompts
+One `POST /v1/completions` carries a whole depth's new beams as token-id prompts
 (`prompt: [[ids], [ids], ...]`) with `logprobs: k`, `temperature: 0` and
 `return_tokens_as_token_ids` (top-logprob keys come back as "token_id:N"; plain token
 strings collide). Token ids are the server's own (`/tokenize`).
 
-Doing only the work the tree needs (measured with bench/bench_vllm.py; the server's
-/metrics count prompt tokens, prefix-cache hits and generated tokens):
+Where a search's time goes (bench/bench_vllm.py; the server's /metrics count prompt
+tokens, prefix-cache hits, generated tokens and forward passes): on a small CPU server
+each forward pass (step) costs a fixed time on top of its tokens', and a step makes one
+token for every running sequence. So:
 - Greedy chains by default: `max_tokens` up to the remaining depth answers a beam's whole
   greedy path in one sequence, each token computed once; only split tokens start new
   sequences. Asked one position a depth instead, every beam's context is read again at
   every depth, since a short context is never in the prefix cache (below).
+- Chains are streamed (`stream: true`): each position reaches the search as the server
+  makes it (`StreamedChain`), and the search asks its new beams first, so their prompts
+  join the step that makes the older chains' next tokens. A depth then costs about one
+  step, where a whole reply cost a step per token of its longest chain (measured: 14-16
+  steps for a 25-suggestion search on the starting stories, 22-40 before). A chain no beam
+  follows any more is closed; once all of a reply's chains are, the connection is
+  dropped and the server stops that request.
 - A chain stops where the beam does: the search's auto-stop strings go as `stop` (the
   stop token's log-probs still come back, its `stop_reason` naming the string), and at
   an end-of-text token (no `ignore_eos`). A chain may be shorter than asked.
 - The prefix cache reuses whole blocks only: on CPU a multiple of 32 tokens, 128 unless
-  the server is started with `--block-size 32` (recommended). So each new sequence
-  re-reads its context's last partial block: up to 31 tokens of the story's end plus
-  its path. That bounds short stories: a context under 32 tokens is never reused, and
-  each split beam reads the story again.
+  the server is started with `--block-size 32` (recommended; 16 fails to start). So
+  each new sequence re-reads its context's last partial block: up to 31 tokens of the
+  story's end plus its path. That bounds what a search costs the server: a story under
+  32 tokens is never reused, and each split beam reads it again (3-6x the least on the
+  starting stories); a longer story costs its tail (its length mod 32) per new beam.
+- Not levers, measured: the number of log-probs asked (1, 5 or 20 cost the same time:
+  the server decodes each entry's text, but that is small beside a step), and binding
+  both cores to the model's threads (`VLLM_CPU_OMP_THREADS_BIND=0-1`; vLLM keeps one of
+  two cores for its front end): 2-4x slower on a loaded 2-core machine.
 
 Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
 holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
-many ids in one request (joined by a separator token and split again): an id not seen
-before brings the texts of every id in its block of VOCAB_BLOCK ids (the whole
-49,152-token vocabulary here is three blocks: ~90 ms, ~630 kB in all), so a backend
-makes one or a few look-ups in its life rather than one per depth. Where a
-context ends inside a character, a candidate's text is the difference between decoding
-the context's open run of tokens with and without it, so a character split over tokens
-is held back until its last byte arrives and then appears whole, on the token that
-completes it, as an incremental detokenizer shows it (`raw` is that text's UTF-8: the
-beam's joined pieces decode to exactly what the server decodes for its ids, less an
-unfinished last character).
+many ids in one request (joined by a separator token and split again), a block of
+VOCAB_BLOCK ids at a time (the whole 49,152-token vocabulary here is three blocks, ~45
+ms and ~210 kB each): a thread started with the backend fetches every block in turn
+until one ends past the vocabulary, so a search rarely waits for one, and an id not yet
+known brings its whole block. Where a context ends inside a character, a candidate's
+text is the difference between decoding the context's open run of tokens with and
+without it, so a character split over tokens is held back until its last byte arrives
+and then appears whole, on the token that completes it, as an incremental detokenizer
+shows it (`raw` is that text's UTF-8: the beam's joined pieces decode to exactly what
+the server decodes for its ids, less an unfinished last character).
 
 Control tokens: from `/tokenizer_info` when the server offers it
 (`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
 story's text never becomes one: `tokenize` cuts a control token's name apart.
 
-Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups);
-`prefill_tokens` are prompt tokens less those the server reports as cached (it reports
-them with `--enable-prompt-tokens-details`; without it, all prompt tokens count);
-`model_tokens` adds the completion tokens.
+Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups made
+on the searching thread); `prefill_tokens` are prompt tokens less those the server
+reports as cached (it reports them with `--enable-prompt-tokens-details`, and for one
+prompt of a request only: the first streamed, the last otherwise, so for many prompts
+this overstates; the server's /metrics are exact); `model_tokens` adds the completion
+tokens. A reply dropped before its usage came counts what was sent and received.
 
 The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised, so a
 search asks for what it needs; a request over the limit is refused with the limit in
@@ -51,14 +67,17 @@ must lie in the vocabulary (below MAX_VOCAB, since vLLM does not say its size, s
 look-up never grows past it), a log-probability must be finite (-inf candidates are
 dropped), and a wrong shape is an error naming the server and the field.
 
-Owns: request shapes, parsing, token text, the logprobs limit. Not: the search, HTTP
-error wording (`backends.http`).
+Owns: request shapes, parsing (a streamed reply's chunks, or one whole JSON body from a
+server that does not stream), token text, the logprobs limit. Not: the search, HTTP
+error wording and the reading of a stream (`backends.http`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -82,6 +101,7 @@ SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a n
 REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
 MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
 PARALLEL_LOOKUPS = 8  # /detokenize calls at once when the server has no separator token
+POOL = 32  # connections kept: each depth of a search may hold a stream open a while
 VOCAB_BLOCK = 16384  # ids whose texts one look-up brings (ids past the vocabulary: "")
 MAX_VOCAB = 1 << 20  # no served vocabulary is this large (the largest are ~262k tokens)
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
@@ -98,14 +118,16 @@ class VLLMBackend(GreedyPathBackend):
 
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 60.0):
         super().__init__()
-        self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=PARALLEL_LOOKUPS)
+        self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=POOL)
         self._model, self._context_length = self._served_model(model)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         self._pieces: dict[int, str] = {}  # each id decoded alone
         self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
-        self.text_lookups = 0  # /detokenize round trips made for token text (in `stats` too)
+        self._local = threading.local()  # look-ups counted per thread, as `stats` are
         self._separator = self._separator_id()
         self.special_token_ids = self._control_tokens()
+        self._lookups = threading.Lock()  # one look-up at a time: a search waits for one ahead
+        threading.Thread(target=self._prefetch, name="lloom-vllm-texts", daemon=True).start()
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -115,6 +137,12 @@ class VLLMBackend(GreedyPathBackend):
     @property
     def url(self) -> str:
         return self.client.base_url
+
+    @property
+    def text_lookups(self) -> int:
+        """/detokenize round trips this thread made for token text (in `stats` too); those
+        made ahead on the backend's own thread count in neither."""
+        return getattr(self._local, "lookups", 0)
 
     @property
     def context_length(self) -> int | None:
@@ -247,6 +275,26 @@ class VLLMBackend(GreedyPathBackend):
         """Top-k at each of `length` greedy positions, for every context, in one request;
         a path ends early on a token whose text holds one of `stops` (that token's
         log-probs still come back)."""
+        chains = self._stream(contexts, k, length, stops)
+        try:
+            return [list(chain) for chain in chains]
+        finally:
+            for chain in chains:
+                chain.close()
+
+    def greedy_chains(self, contexts, k, lengths, *, stops=()):
+        """Chains whose positions arrive as the server makes them (`StreamedChain`): one
+        request per distinct length (a search's depth asks one length for all)."""
+        chains: list = [None] * len(contexts)
+        for length in sorted(set(lengths)):
+            rows = [i for i, n in enumerate(lengths) if n == length]
+            streamed = self._stream([contexts[i] for i in rows], k, length, stops)
+            for i, chain in zip(rows, streamed, strict=True):
+                chains[i] = chain
+        return chains
+
+    def _stream(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list:
+        """One streamed request for all `contexts`; a `StreamedChain` for each."""
         if not contexts:
             return []
         k = max(1, min(k, self.max_logprobs or k))
@@ -257,21 +305,28 @@ class VLLMBackend(GreedyPathBackend):
             "logprobs": k,
             "temperature": 0,
             "return_tokens_as_token_ids": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
         }
         if stops and length > 1:
             body["stop"] = list(stops)
-        reply = self._ask(body, k)
-        if reply is None:
-            return self._complete(contexts, k, length, stops)
-        self._count(reply)
-        chains = self._parse(reply, len(contexts), k)
-        return self._spell(contexts, chains)
+        events = self._ask(body, k, stream=True)
+        if events is None:
+            return self._stream(contexts, k, length, stops)
+        self.stats.add(forward_calls=1)
+        reply = _StreamedReply(self, contexts, k, events)
+        return [StreamedChain(reply, row) for row in range(len(contexts))]
 
-    def _ask(self, body: dict, k: int):
-        """POST a completions request asking k log-probs; None when the server allows fewer
-        (the limit is learnt: ask again, and fewer are asked)."""
+    def _ask(self, body: dict, k: int, *, stream: bool = False):
+        """POST a completions request asking k log-probs (its reply's events when
+        `stream`); None when the server allows fewer (the limit is learnt: ask again,
+        and fewer are asked)."""
         try:
-            return self.client.post("/v1/completions", body)
+            if not stream:
+                return self.client.post("/v1/completions", body)
+            events = self.client.open_events("/v1/completions", body)
+            events.peek()  # a streamed reply reports a refused request as its first event
+            return events
         except BackendError as e:
             limit = LIMIT.search(str(e))
             if not limit or int(limit.group(1)) >= k:
@@ -290,44 +345,16 @@ class VLLMBackend(GreedyPathBackend):
 
     def _count(self, reply: object) -> None:
         usage = reply.get("usage") if isinstance(reply, dict) else None
+        self._count_tokens(usage)
+        self.stats.add(forward_calls=1)
+
+    def _count_tokens(self, usage: object) -> None:
         usage = usage if isinstance(usage, dict) else {}
         details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-        prompt = _count_of(usage.get("prompt_tokens")) - _count_of(cached)
+        prompt = max(_count_of(usage.get("prompt_tokens")) - _count_of(cached), 0)
         completion = _count_of(usage.get("completion_tokens"))
-        self.stats.add(forward_calls=1, model_tokens=prompt + completion, prefill_tokens=prompt)
-
-    def _parse(self, reply: object, rows: int, k: int) -> list[Chain]:
-        """Chains of candidates without text yet, checked for shape."""
-        choices = reply.get("choices") if isinstance(reply, dict) else None
-        expect(isinstance(choices, list) and len(choices) == rows, self.client,
-               f"expected {rows} choices")  # fmt: skip
-        for i, choice in enumerate(choices):
-            replies.of_type(choice, dict, self.client.error, f"choices[{i}]")
-            replies.of_type(choice.get("index", 0), int, self.client.error, f"choices[{i}].index")
-        ordered = sorted(choices, key=lambda c: c.get("index", 0))
-        return [self._chain(choice, k) for choice in ordered]
-
-    def _chain(self, choice: dict, k: int) -> Chain:
-        logprobs = choice.get("logprobs")
-        logprobs = logprobs if isinstance(logprobs, dict) else {}
-        positions = logprobs.get("top_logprobs")
-        expect(isinstance(positions, list) and positions, self.client,
-               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-        chain = [self._ranked(position, k) for position in positions]
-        tokens = replies.field(logprobs, "tokens", list, self.client.error, "a choice's logprobs")
-        expect(len(tokens) == len(positions), self.client,
-               f"{len(tokens)} logprobs.tokens for {len(positions)} top_logprobs")  # fmt: skip
-        sampled = [self._token_id(t) for t in tokens]
-        stopped_on_token = choice.get("finish_reason") == "stop" and not isinstance(
-            choice.get("stop_reason"), str
-        )
-        if stopped_on_token and sampled:  # a control token, not one of our stop strings
-            self.special_token_ids = self.special_token_ids | {sampled[-1]}
-        for j, token in enumerate(sampled[: len(chain)]):
-            if token != chain[j][0].token_id:  # a tie broken the other way: the path
-                return chain[: j + 1]  # went on from another token than our top one
-        return chain
+        self.stats.add(model_tokens=prompt + completion, prefill_tokens=prompt)
 
     def _ranked(self, position: object, k: int) -> list[Candidate]:
         expect(isinstance(position, dict) and position, self.client, "an empty top_logprobs entry")
@@ -391,9 +418,28 @@ class VLLMBackend(GreedyPathBackend):
             text = _settled(self._pieces[candidate.token_id])
         return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
 
+    def _prefetch(self) -> None:
+        """Every token's text, a block at a time from the commonest (a vocabulary numbers
+        them first), looked up while the backend waits for its first search or alongside
+        that search's first request, until a block ends past the vocabulary (ids there
+        have no text). A failure is left to a search's own look-up, which reports it."""
+        try:
+            for start in range(0, MAX_VOCAB, VOCAB_BLOCK):
+                self._look_up_pieces({start})
+                if not self._pieces.get(start + VOCAB_BLOCK - 1):
+                    return
+        except BackendError as e:
+            log.debug("token texts not fetched ahead: %s", e)
+
     def _look_up_pieces(self, ids: set[int]) -> None:
         """Texts for the ids not seen before, with every other id of their blocks (a
         vocabulary is numbered from 0; its end is not advertised), in one request."""
+        if all(i in self._pieces for i in ids):
+            return
+        with self._lookups:
+            self._look_up_blocks(ids)
+
+    def _look_up_blocks(self, ids: set[int]) -> None:
         unseen = sorted(i for i in ids if i not in self._pieces)
         if not unseen:
             return
@@ -429,7 +475,7 @@ class VLLMBackend(GreedyPathBackend):
 
     def _spent_lookups(self, round_trips: int) -> None:
         self.stats.add(forward_calls=round_trips)
-        self.text_lookups += round_trips
+        self._local.lookups = self.text_lookups + round_trips
 
     def _decode_joined(self, sequences: list[Ids]) -> list[str] | None:
         """One /detokenize for all: separator, seq, separator, seq, ..., separator.
@@ -497,6 +543,148 @@ class VLLMBackend(GreedyPathBackend):
         else:
             text = choice["text"]
         return Continuation(tuple(tokens[:kept]), text, float(sum(values[:kept])))
+
+
+class _StreamedReply:
+    """One completions request's reply as it arrives: each prompt's positions (top-k
+    without text), checked as they come. Everything here runs on the thread that asked
+    (a reader thread only receives the events), so usage is counted where it belongs.
+
+    A reply is a stream of chunks (one choice each, `index` naming its prompt) or, from
+    a server that ignores `stream`, one JSON body holding every choice whole."""
+
+    def __init__(self, backend: VLLMBackend, contexts: list[list[int]], k: int, events):
+        self.backend, self.contexts, self.k, self.events = backend, contexts, k, events
+        rows = len(contexts)
+        self.positions: list[Chain] = [[] for _ in range(rows)]
+        self.ended = [False] * rows  # the server finished the prompt's path
+        self.diverged = [False] * rows  # its path left our top token (a tie): no more
+        self.last: list[int | None] = [None] * rows  # the last token drawn
+        self.open = rows  # chains not yet closed
+        self.usage: object = None
+        self.error = backend.client.error
+
+    def over(self, row: int) -> bool:
+        return self.ended[row] or self.diverged[row] or self.events.over
+
+    def pull(self) -> None:
+        """Take the next event (waiting for it); at the reply's end, check every prompt
+        was answered."""
+        event = self.events.next()
+        if event is None:
+            for row in range(len(self.contexts)):
+                self._check_answered(row)
+            return
+        replies.of_type(event, dict, self.error, "a /v1/completions reply")
+        if "usage" in event:
+            self.usage = event["usage"]
+        choices = event.get("choices")
+        if not self.events.streamed:  # one body: every choice, in index order
+            expect(isinstance(choices, list) and len(choices) == len(self.contexts),
+                   self.backend.client, f"expected {len(self.contexts)} choices")  # fmt: skip
+        replies.of_type(choices, list, self.error, "choices")
+        for i, choice in enumerate(choices):
+            replies.of_type(choice, dict, self.error, f"choices[{i}]")
+            replies.of_type(choice.get("index", 0), int, self.error, f"choices[{i}].index")
+        ordered = sorted(choices, key=lambda c: c.get("index", 0))
+        for i, choice in enumerate(ordered):
+            row = choice.get("index", 0) if self.events.streamed else i
+            expect(0 <= row < len(self.contexts), self.backend.client,
+                   f"choices[{i}].index {row} names no prompt sent")  # fmt: skip
+            self._take(row, choice)
+
+    def _take(self, row: int, choice: dict) -> None:
+        logprobs = choice.get("logprobs")
+        logprobs = logprobs if isinstance(logprobs, dict) else {}
+        positions = logprobs.get("top_logprobs")
+        expect(isinstance(positions, list) and (positions or self.events.streamed),
+               self.backend.client,
+               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
+        tops = [self.backend._ranked(position, self.k) for position in positions]
+        tokens = replies.field(logprobs, "tokens", list, self.error, "a choice's logprobs")
+        expect(len(tokens) == len(positions), self.backend.client,
+               f"{len(tokens)} logprobs.tokens for {len(positions)} top_logprobs")  # fmt: skip
+        for top, token in zip(tops, tokens, strict=True):
+            drawn = self.backend._token_id(token)
+            self.last[row] = drawn
+            if self.diverged[row]:
+                continue
+            self.positions[row].append(top)
+            if drawn != top[0].token_id:  # a tie broken the other way: the path went on
+                self.diverged[row] = True  # from another token than our top one
+        if choice.get("finish_reason") is not None:
+            self.ended[row] = True
+            self._check_answered(row)
+            stopped_on_token = choice["finish_reason"] == "stop" and not isinstance(
+                choice.get("stop_reason"), str
+            )
+            if stopped_on_token and self.last[row] is not None:  # a control token, not one
+                self.backend.special_token_ids |= {self.last[row]}  # of our stop strings
+
+    def _check_answered(self, row: int) -> None:
+        expect(bool(self.positions[row]), self.backend.client,
+               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
+
+    def release(self) -> None:
+        """One chain is done with; once all are, the reply is settled: read to its end
+        when the server has finished every path (its usage comes last), else dropped,
+        which stops the server computing paths no beam will use."""
+        self.open -= 1
+        if self.open:
+            return
+        if all(self.ended[row] or self.diverged[row] for row in range(len(self.contexts))):
+            while not self.events.over:
+                self.pull()
+        self.events.close()
+        if isinstance(self.usage, dict):
+            self.backend._count_tokens(self.usage)
+        else:  # dropped before its usage came: what was sent and received, none cached
+            prompt = sum(len(ctx) for ctx in self.contexts)
+            completion = sum(len(p) for p in self.positions)
+            self.backend.stats.add(model_tokens=prompt + completion, prefill_tokens=prompt)
+
+
+class StreamedChain(Sequence):
+    """The top-k at successive positions of one prompt's greedy path, spelled, as they
+    arrive: indexing or iterating waits for the positions needed and no more, and
+    `len()` waits for the path's end. `close()` when done with it (a search drops a
+    beam's chain once the beam ends or leaves the path)."""
+
+    def __init__(self, reply: _StreamedReply, row: int):
+        self.reply, self.row = reply, row
+        self.spelled: Chain = []
+        self.closed = False
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        arrived = self.reply.positions[self.row]
+        while index >= len(arrived) and not self.reply.over(self.row):
+            self.reply.pull()
+        if not 0 <= index < len(arrived):
+            raise IndexError(index)
+        if index >= len(self.spelled):
+            context = self.reply.contexts[self.row] + [top[0].token_id for top in self.spelled]
+            new = arrived[len(self.spelled) : index + 1]
+            [spelled] = self.reply.backend._spell([context], [new])
+            self.spelled += spelled
+        return self.spelled[index]
+
+    def __len__(self) -> int:
+        while not self.reply.over(self.row):
+            self.reply.pull()
+        return len(self.reply.positions[self.row])
+
+    def known_length(self) -> int | None:
+        """The path's length once its end has arrived, else None (this does not wait)."""
+        return len(self.reply.positions[self.row]) if self.reply.over(self.row) else None
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.reply.release()
 
 
 def special_ids(info: dict) -> set[int]:

@@ -2,15 +2,20 @@
 
 v0.3 sends one /v1/completions request per beam per token, with the prompt built as a
 string (story + token texts), `logprobs: 5`, from a pool of threads (1, its default, and
-6, its README's vLLM example). Ours sends token ids: a depth's needy beams in one request,
-each a greedy chain stopped where the beam stops (backends/vllm.py). All run the same
+6, its README's vLLM example). Ours sends token ids: a depth's new beams in one request,
+each a greedy chain stopped where the beam stops, streamed, so the search goes on while
+the server makes the older chains' next positions (backends/vllm.py). All run the same
 threshold search with the same parameters, on the starting stories and on three passages
 of over 200 tokens from bench/long_story.txt. Printed per story:
 - the tokens the server computed (its /metrics: prompt tokens - prefix-cache hits +
   generated tokens) against the least a search can cost (the story once plus one token
-  per tree node), and the round trips (ours include the /detokenize look-ups for token
-  text). Ours runs first on each story of a fresh server, so its story is not cached
-  beforehand; v0.3 then finds the story's blocks cached (in its favour);
+  per tree node), the server's forward passes (steps: each costs a fixed time besides
+  its tokens') and the round trips (ours include the /detokenize look-ups for token text
+  made during the search, not those a backend makes ahead on its own thread from its
+  creation: the page creates a backend once, the bench one per run, just before timing
+  it, so they overlap the timed search). Ours runs first on each story of a fresh
+  server, so its story is not cached beforehand; v0.3 then finds the story's blocks
+  cached (in its favour);
 - wall time, the median of REPEATS runs taken in turn, on loopback and through a relay
   adding a 50 ms round trip (bench/latency.py).
 
@@ -33,7 +38,7 @@ from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.vllm import VLLMBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
 from bench.lloom_v03 import StringPromptBackend  # noqa: E402
-from tests.vllm_server import SERVED_NAME, computed_tokens, vllm_server  # noqa: E402
+from tests.vllm_server import SERVED_NAME, computed_tokens, engine_steps, vllm_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
 
@@ -75,8 +80,8 @@ def main() -> None:
         print(f"vLLM at {server}; {params}")
         stories = stories_for(server, settings.starting_stories)
         print("\n-- tokens the server computed --")
-        print(f"{'story':<16}{'client':<17}{'sugg':>5}{'round trips':>12}{'tokens':>8}"
-              f"{'least':>7}{'ratio':>7}")  # fmt: skip
+        print(f"{'story':<16}{'client':<17}{'sugg':>5}{'round trips':>12}{'steps':>6}"
+              f"{'tokens':>8}{'least':>7}{'ratio':>7}")  # fmt: skip
         for label, story in stories:
             for name, make in CLIENTS.items():
                 tokens_row(server, label, story, name, make(server), params)
@@ -97,13 +102,13 @@ def stories_for(url: str, starting: list[str]) -> list[tuple[str, str]]:
 
 
 def tokens_row(server: str, label: str, story: str, name: str, backend, params) -> None:
-    before = computed_tokens(server)
+    before, steps_before = computed_tokens(server), engine_steps(server)
     result = expand(backend, backend.tokenize(story), params)
-    spent = computed_tokens(server) - before
+    spent, steps = computed_tokens(server) - before, engine_steps(server) - steps_before
     least = len(result.context_ids) + result.tree.descendants()
     ratio = f"{least:>7}{spent / least:>6.2f}x" if name == "ours" else ""
     print(f"{label:<16}{name:<17}{len(result.suggestions):>5}{result.stats.forward_calls:>12}"
-          f"{spent:>8.0f}{ratio}")  # fmt: skip
+          f"{steps:>6.0f}{spent:>8.0f}{ratio}")  # fmt: skip
 
 
 def wall_times(url: str, rtt: float, stories, params) -> None:

@@ -130,8 +130,20 @@ def vllm(mode: str, path: str, body: dict):
     if path == "/v1/completions":
         length = body.get("max_tokens", 1)
         choices = [_vllm_choice(mode, i, length) for i in range(len(body["prompt"]))]
-        return {"choices": choices, "usage": {"prompt_tokens": 3, "completion_tokens": length}}
+        usage = {"prompt_tokens": 3, "completion_tokens": length}
+        if body.get("stream"):  # a chunk per prompt per position, as vLLM streams them
+            chunks = [{"choices": [chunk]} for choice in choices for chunk in _vllm_chunks(choice)]
+            return Events([*chunks, {"choices": [], "usage": usage}])
+        return {"choices": choices, "usage": usage}
     return None
+
+
+def _vllm_chunks(choice: dict) -> list[dict]:
+    """A whole choice as the chunks that stream it: one position each."""
+    logprobs, length = choice["logprobs"], len(choice["logprobs"]["top_logprobs"])
+    return [{**choice, "text": "", "finish_reason": "length" if j == length - 1 else None,
+             "logprobs": {key: value[j : j + 1] for key, value in logprobs.items()}}
+            for j in range(length)]  # fmt: skip
 
 
 def _vllm_choice(mode: str, index: int, length: int) -> dict:
@@ -186,15 +198,17 @@ def hostile_server(flavour: str, mode: str = "ok"):
                                                    "/detokenize"):  # fmt: skip
                 echoed = "; ".join(f"{k}: {v}" for k, v in [*self.headers.items(), PLANTED])
                 status, payload = 500, {"error": {"message": f"bad request, headers: {echoed}"}}
+            kind = "application/json"
             if isinstance(payload, Events):
                 data = "".join(f"data: {json.dumps(event)}\n\n" for event in payload)
+                kind = "text/event-stream"
             else:
                 data = json.dumps(payload if payload is not None else {"error": "no such path"})
-            self._send(status, data.encode())
+            self._send(status, data.encode(), kind)
 
-        def _send(self, status: int, data: bytes) -> None:
+        def _send(self, status: int, data: bytes, kind: str) -> None:
             head = (
-                f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+                f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n"
                 f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
             ).encode()
             if mode == "silent":

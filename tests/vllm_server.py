@@ -56,13 +56,20 @@ def computed_tokens(url: str) -> float:
     """Tokens the server has computed so far, from its /metrics: prompt tokens less
     prefix-cache hits, plus generated tokens."""
     text = requests.get(f"{url}/metrics", timeout=10).text
-
-    def total(name: str) -> float:
-        found = re.search(rf"^{re.escape(name)}\{{[^}}]*\}} ([0-9.e+]+)$", text, re.MULTILINE)
-        return float(found.group(1)) if found else 0.0
-
     return (
-        total("vllm:prompt_tokens_total")
-        - total("vllm:prefix_cache_hits_total")
-        + total("vllm:generation_tokens_total")
+        _metric(text, "vllm:prompt_tokens_total")
+        - _metric(text, "vllm:prefix_cache_hits_total")
+        + _metric(text, "vllm:generation_tokens_total")
     )
+
+
+def engine_steps(url: str) -> float:
+    """Forward passes (scheduler steps) the server has run so far, from its /metrics: each
+    costs a fixed time on top of its tokens', the larger part on a small CPU server."""
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    return _metric(text, "vllm:iteration_tokens_total_count")
+
+
+def _metric(text: str, name: str) -> float:
+    found = re.search(rf"^{re.escape(name)}\{{[^}}]*\}} ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0

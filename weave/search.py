@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from backends.base import Backend, Candidate, Usage
 from weave.tree import Score, Suggestion, TreeNode, suggestions_from
@@ -118,10 +118,13 @@ ProgressCallback = Callable[[Progress], None]
 
 @dataclass(eq=False)
 class _Beam:
-    """A live beam: its last node and, from a greedy chain, the top-k at the next positions."""
+    """A live beam: its last node and the greedy chain it is on, if any: the top-k at the
+    positions after `taken` of them are the beam's next (a backend may still be making
+    them: indexing a chain waits for the positions it needs)."""
 
     node: TreeNode
-    lookahead: list[list[Candidate]] = field(default_factory=list)
+    chain: Sequence[list[Candidate]] | None = None
+    taken: int = 0
 
 
 def expand(
@@ -167,6 +170,36 @@ def fit_context(ids: list[int], context_length: int | None, max_depth: int) -> l
     return list(ids[start:])
 
 
+def _next_of(beam: _Beam) -> list[Candidate] | None:
+    """The beam's next top-k from its chain (waiting for it), or None where it ran out."""
+    if beam.chain is None:
+        return None
+    try:
+        top = beam.chain[beam.taken]
+    except IndexError:
+        return None
+    beam.taken += 1
+    return top
+
+
+def _ran_out(beam: _Beam) -> bool:
+    """Whether the beam's chain is known to hold no next position, without waiting: a
+    chain still arriving tells its length once its end has come (`known_length`)."""
+    if beam.chain is None:
+        return False
+    known = getattr(beam.chain, "known_length", None)
+    length = known() if known is not None else len(beam.chain)
+    return length is not None and beam.taken >= length
+
+
+def _drop_chain(beam: _Beam) -> None:
+    """Let go of the beam's chain: a backend may stop making positions no beam will use."""
+    close = getattr(beam.chain, "close", None)
+    if close is not None:
+        close()
+    beam.chain = None
+
+
 def stop_cut(text: str) -> int | None:
     """Where auto-stop cuts `text`: just after the first '.' or ',' past its leading ones."""
     body = len(text) - len(text.lstrip(STOP_CHARS + " \t\n"))
@@ -194,14 +227,18 @@ class _Search:
         if self.progress is not None:  # a long story's first reading shows progress too
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
         live = [_Beam(self.root)]
-        for depth in range(self.params.max_depth):
-            if not live:
-                break
-            candidates = self._candidates(live, depth)
-            capped = len(self.finished) + len(live) >= self.params.max_suggestions
-            live = self._grow(live, candidates, depth, capped)
-            self.cutoff *= self.params.multiplier
-            self._report(depth, live)
+        try:
+            for depth in range(self.params.max_depth):
+                if not live:
+                    break
+                candidates = self._candidates(live, depth)
+                capped = len(self.finished) + len(live) >= self.params.max_suggestions
+                live = self._grow(live, candidates, depth, capped)
+                self.cutoff *= self.params.multiplier
+                self._report(depth, live)
+        finally:
+            for beam in live:  # a search cut short by an error leaves no chain running
+                _drop_chain(beam)
         return self.root
 
     # -- asking the backend ----------------------------------------------------------
@@ -217,10 +254,28 @@ class _Search:
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
-        needy = [beam for beam in live if not beam.lookahead]
-        if needy:
-            self._fill(needy, depth, self._chain_length(depth, len(live)))
-        return [beam.lookahead.pop(0) for beam in live]
+        """Each live beam's top-k: new beams are asked first (a backend that streams its
+        chains answers while the server still makes the older ones' next positions),
+        then the older beams take theirs from their chains. A beam whose chain is known
+        to have run out is asked with the new ones; one found out only on reading (a
+        streamed chain that ended unannounced) is asked again after."""
+        length = self._chain_length(depth, len(live))
+        for beam in live:
+            if _ran_out(beam):
+                _drop_chain(beam)
+        found = self._fill([beam for beam in live if beam.chain is None], depth, length)
+        ran_out = []
+        for beam in live:
+            if beam in found:
+                continue
+            top = _next_of(beam)
+            if top is None:
+                _drop_chain(beam)
+                ran_out.append(beam)
+            else:
+                found[beam] = top
+        found.update(self._fill(ran_out, depth, length))
+        return [found[beam] for beam in live]
 
     def _chain_length(self, depth: int, live: int) -> int:
         """How far along its greedy path a beam is worth asking about: to the last depth,
@@ -233,9 +288,12 @@ class _Search:
         remaining = self.params.max_depth - depth
         return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
 
-    def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> None:
+    def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> dict[_Beam, list[Candidate]]:
+        """Ask the backend about `needy` beams in one call: greedy chains where they pay
+        (each beam keeps its chain), else the top-k here. Returns each beam's top-k."""
+        if not needy:
+            return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
-        chains = None
         use_chains = self.params.use_chains
         if use_chains is None:
             use_chains = self.backend.prefers_chains
@@ -245,13 +303,12 @@ class _Search:
             chains = self.backend.greedy_chains(
                 contexts, k, [remaining] * len(contexts), stops=stops
             )
-        if chains is None:
-            answers = self.backend.top_logprobs(contexts, self._k(depth))
-            chains = [[answer] for answer in answers]
-        for beam, chain in zip(needy, chains, strict=True):
-            beam.lookahead = list(chain)
-            if not beam.lookahead:
-                beam.lookahead = [[]]
+            if chains is not None:
+                for beam, chain in zip(needy, chains, strict=True):
+                    beam.chain, beam.taken = chain, 0
+                return {beam: _next_of(beam) or [] for beam in needy}
+        answers = self.backend.top_logprobs(contexts, self._k(depth))
+        return dict(zip(needy, answers, strict=True))
 
     # -- growing the tree --------------------------------------------------------------
     def _grow(self, live, candidates, depth, capped) -> list[_Beam]:
@@ -262,17 +319,23 @@ class _Search:
             chosen = self._choose(options, budget if not capped else 0)
             if not chosen:
                 self._finish(beam.node)  # nothing but control tokens: the beam ends here
+                _drop_chain(beam)
                 continue
             budget -= len(chosen) - 1
             # A greedy chain went on through the raw top token; only that child inherits it.
             on_chain = chosen[0].token_id == options[0].token_id
+            passed_on = False
             for i, cand in enumerate(chosen):
                 child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
                 if capped or last_depth or self._stops(child):
                     self._finish(child)
+                elif i == 0 and on_chain and beam.chain is not None:
+                    next_live.append(_Beam(child, beam.chain, beam.taken))
+                    passed_on = True
                 else:
-                    inherited = beam.lookahead if i == 0 and on_chain else []
-                    next_live.append(_Beam(child, inherited))
+                    next_live.append(_Beam(child))
+            if not passed_on:
+                _drop_chain(beam)
         return next_live
 
     def _choose(self, options: list[Candidate], room: int) -> list[Candidate]:
