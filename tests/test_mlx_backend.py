@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import weakref
 
@@ -288,10 +287,6 @@ def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("LLOOM_LONG_TESTS"),
-    reason="reads 10,000 tokens (minutes on 2 cores, ~10 GB): set LLOOM_LONG_TESTS=1",
-)
 def test_a_ten_thousand_token_story_stays_within_the_cap(embedded_model_path):
     """The cap holds while a 10,000-token story is read and searched, with another
     story's fragments in the tree to make room from."""
