@@ -12,10 +12,15 @@ Then long stories (bench/long_story.txt, ~1,300 tokens, repeated to 4,352), on o
 attention (`backends.attention`: BLAS matmuls, numpy's softmax, the story read once for
 all rows) against mlx-lm's own, side by side, medians of a few repeats: the cost of one
 chunk by position and its ratio to position 0; the first read of a 2,304-token story
-(the issue's figure); one search after 100 vs 2,000 story tokens (story cached); four
-searches on four stories at once vs the slowest alone. PyTorch's figures on the same
-weights and ids where an interpreter with torch and transformers exists (the vLLM test
-environment); otherwise it says they were skipped.
+(the issue's figure) with each prefill chunk size; the same search (its very requests,
+recorded once) after 100 vs 2,000 story tokens (story cached); four searches on four
+stories at once vs the slowest alone. Beside each ratio, the ratio of the
+floating-point operations the two sides must do (exact attention reads every key for
+every query): what an implementation bound by arithmetic shows; one bound by reading
+the weights or by fixed costs per forward (a search's few rows at a time) shows less.
+PyTorch's figures on the same weights and ids where an
+interpreter with torch and transformers exists (the vLLM test environment); otherwise
+it says they were skipped.
 
     .venv/bin/python bench/bench_mlx.py          (everything)
     .venv/bin/python bench/bench_mlx.py long     (the long-story figures only)
@@ -36,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 LONG_STORY = Path(__file__).with_name("long_story.txt")  # ~1,300 tokens of plain prose
 POSITIONS = (0, 512, 1024, 2048, 4096)
 FIRST_READ = 2304
+CHUNK_SIZES = (128, 256, 512, 1024)
 SEARCH_AFTER = (100, 2000)
 REPEATS = 3
 
@@ -45,11 +51,13 @@ from backends import create_backend  # noqa: E402
 from backends.base import Backend, Candidate  # noqa: E402
 from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx import MLXBackend  # noqa: E402
+from backends.mlx_head import PLAIN_HEADS  # noqa: E402
 from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import SearchParams, expand  # noqa: E402
 from weave.story import Story  # noqa: E402
 import mlx.core as mx  # noqa: E402
+from mlx.utils import tree_flatten  # noqa: E402
 # isort: on
 
 
@@ -96,6 +104,48 @@ class NoCache(Wrapped):
         logprobs = logits - mx.logsumexp(logits)
         order = mx.argsort(-logprobs)[:k]
         return self.inner._candidates(order.tolist(), logprobs[order].tolist())
+
+
+class Recorder(Wrapped):
+    """The backend, with every request a search makes written down to replay."""
+
+    name = "recorder"
+
+    def __init__(self, inner: MLXBackend):
+        super().__init__(inner)
+        self.requests: list[tuple[list[list[int]], int]] = []
+
+    def top_logprobs(self, contexts, k):
+        self.requests.append((contexts, k))
+        return self.inner.top_logprobs(contexts, k)
+
+
+class Flops:
+    """The floating-point operations a forward does, from the model's shape: every
+    layer's weights once per token, the vocabulary head once per row, and exact
+    attention (scores and weighted values) once per query-key pair."""
+
+    def __init__(self, backend: MLXBackend):
+        model = backend.model
+        args = model.args
+        params = sum(v.size for k, v in tree_flatten(model.parameters()) if "embed" not in k)
+        self.per_token = 2 * params
+        self.head = 2 * args.vocab_size * args.hidden_size
+        head_dim = getattr(args, "head_dim", None) or args.hidden_size // args.num_attention_heads
+        self.per_pair = 4 * args.num_attention_heads * head_dim * args.num_hidden_layers
+        self.heads_per_row = 1 if type(model).__module__ in PLAIN_HEADS else None
+
+    def forward(self, rows: int, new: int, keys: int) -> float:
+        """`rows` rows of `new` tokens each, attending to `keys` keys (theirs included)."""
+        heads = self.heads_per_row or new
+        return rows * (new * self.per_token + heads * self.head + new * keys * self.per_pair)
+
+    def requests(self, requests, prefix: int) -> float:
+        """A search's requests (each a depth: contexts of one new token) after `prefix`
+        more story tokens."""
+        return sum(
+            self.forward(len(contexts), 1, prefix + len(contexts[0])) for contexts, _ in requests
+        )
 
 
 def run(backend: Backend, ids: list[int], params: SearchParams):
@@ -169,11 +219,18 @@ def _long_stories(settings) -> None:
     torch = _torch_figures(path, ids, chunk)
     if torch is not None:
         costs["torch"] = torch[0]
+    flops = Flops(backends["ours"])
+    work = {p: flops.forward(1, chunk, p + chunk) for p in POSITIONS}
     print(f"{'chunk at':<16}" + "".join(f"{p:>8}" for p in POSITIONS) + "   ratio 2,048/0")
     for name, cost in costs.items():
         cells = "".join(f"{cost[p]:>8.2f}" for p in POSITIONS)
         ratios = f"{cost[2048] / cost[0]:.2f}x ({cost[4096] / cost[0]:.2f}x at 4,096)"
         print(f"{name:<16}{cells}   {ratios}", flush=True)
+    cells = "".join(f"{work[p] / 1e9:>8.1f}" for p in POSITIONS)
+    print(
+        f"{'GFLOP':<16}{cells}   {work[2048] / work[0]:.2f}x "
+        f"({work[4096] / work[0]:.2f}x at 4,096)"
+    )
     if torch is None:
         print("torch: skipped (no interpreter with torch and transformers; the vLLM env has one)")
     else:
@@ -181,11 +238,24 @@ def _long_stories(settings) -> None:
     for name, b in backends.items():
         seconds = _first_read(b, ids[:FIRST_READ])
         print(f"first read of {FIRST_READ:,} tokens, {name}: {seconds:.2f} s", flush=True)
+    for size in CHUNK_SIZES:
+        sized = MLXBackend(path, prefill_chunk=size)
+        seconds = _first_read(sized, ids[:FIRST_READ])
+        print(f"first read of {FIRST_READ:,} tokens, ours, {size}-token chunks: {seconds:.2f} s")
+        sized.close()
+    recording = MLXBackend(path, prefill_chunk=chunk)
+    recorded = _record_searches(recording, ids, params)
+    recording.close()
+    requests = [request for _, requests in recorded for request in requests]
+    work = [flops.requests(requests, n - SEARCH_AFTER[0]) for n in SEARCH_AFTER]
+    rows = sum(len(contexts) for contexts, _ in requests) // REPEATS
     for name, b in backends.items():
-        short, long = _search_by_length(b, ids, params)
+        short, long = _search_by_length(b, ids, recorded)
         print(
-            f"one search after {SEARCH_AFTER[0]} vs {SEARCH_AFTER[1]:,} story tokens, {name}: "
-            f"{short:.2f} s vs {long:.2f} s ({long / short:.2f}x)",
+            f"the same search ({len(requests) // REPEATS} depths, {rows} rows on average) "
+            f"after {SEARCH_AFTER[0]} vs {SEARCH_AFTER[1]:,} story tokens, {name}: "
+            f"{short:.2f} s vs {long:.2f} s ({long / short:.2f}x; "
+            f"operations {work[1] / work[0]:.2f}x)",
             flush=True,
         )
     _sessions(backends["ours"], ids, params)
@@ -224,17 +294,34 @@ def _first_read(backend: MLXBackend, ids: list[int]) -> float:
     return statistics.median(seconds)
 
 
-def _search_by_length(backend: MLXBackend, ids: list[int], params) -> tuple[float, float]:
-    """One search after a short and a long story ending in the same 100 tokens, each
-    read but for its last token; a different ending each repeat, so that no search is
-    answered by the last one's cache."""
-    seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
+def _record_searches(backend: MLXBackend, ids: list[int], params) -> list[tuple[int, list]]:
+    """For each repeat, where its 100-token story ends and the requests its search made
+    (on a backend of its own, so the measured ones find nothing of the tree cached)."""
+    recorded = []
     for repeat in range(REPEATS):
-        end = max(SEARCH_AFTER) + 7 * repeat
+        end = max(SEARCH_AFTER) + 7 * repeat  # a different ending each repeat
+        story = ids[end - SEARCH_AFTER[0] : end]
+        recorder = Recorder(backend)
+        expand(recorder, story, params)
+        recorded.append((end, recorder.requests))
+    return recorded
+
+
+def _search_by_length(backend: MLXBackend, ids: list[int], recorded) -> tuple[float, float]:
+    """The same search after a short and a long story ending in the same 100 tokens, each
+    story read but for its last token: the recorded requests, replayed with the longer
+    story's extra tokens before every context, so both sides run the very same tree.
+    Median seconds for each length."""
+    seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
+    short = SEARCH_AFTER[0]
+    for end, requests in recorded:
         for n in SEARCH_AFTER:
-            story = ids[end - n : end]
-            backend.top_logprobs([story[:-1]], 1)
-            seconds[n].append(run(backend, story, params)[1])
+            prefix = ids[end - n : end - short]
+            backend.top_logprobs([ids[end - n : end - 1]], 1)
+            started = time.perf_counter()
+            for contexts, k in requests:
+                backend.top_logprobs([prefix + c for c in contexts], k)
+            seconds[n].append(time.perf_counter() - started)
     return tuple(statistics.median(seconds[n]) for n in SEARCH_AFTER)
 
 
