@@ -14,11 +14,11 @@ all rows) against mlx-lm's own, side by side, medians of a few repeats: the cost
 chunk by position and its ratio to position 0; the first read of a 2,304-token story
 (the issue's figure) with each prefill chunk size; the same search (its very requests,
 recorded once) after 100 vs 2,000 story tokens (story cached); four searches on four
-stories at once vs the slowest alone. Beside each ratio, the ratio of the
-floating-point operations the two sides must do (exact attention reads every key for
-every query): what an implementation bound by arithmetic shows; one bound by reading
-the weights or by fixed costs per forward (a search's few rows at a time) shows less.
-PyTorch's figures on the same weights and ids where an
+stories at once vs the slowest alone (the same four, recorded and replayed). Beside
+each ratio, the ratio of the floating-point operations the two sides must do (exact
+attention reads every key for every query): what an implementation bound by arithmetic
+shows; one bound by reading the weights or by fixed costs per forward (a search's few
+rows at a time) shows less. PyTorch's figures on the same weights and ids where an
 interpreter with torch and transformers exists (the vLLM test environment); otherwise
 it says they were skipped.
 
@@ -228,8 +228,7 @@ def _long_stories(settings) -> None:
         print(f"{name:<16}{cells}   {ratios}", flush=True)
     cells = "".join(f"{work[p] / 1e9:>8.1f}" for p in POSITIONS)
     print(
-        f"{'GFLOP':<16}{cells}   {work[2048] / work[0]:.2f}x "
-        f"({work[4096] / work[0]:.2f}x at 4,096)"
+        f"{'GFLOP':<16}{cells}   {work[2048] / work[0]:.2f}x ({work[4096] / work[0]:.2f}x at 4,096)"
     )
     if torch is None:
         print("torch: skipped (no interpreter with torch and transformers; the vLLM env has one)")
@@ -245,7 +244,6 @@ def _long_stories(settings) -> None:
         sized.close()
     recording = MLXBackend(path, prefill_chunk=chunk)
     recorded = _record_searches(recording, ids, params)
-    recording.close()
     requests = [request for _, requests in recorded for request in requests]
     work = [flops.requests(requests, n - SEARCH_AFTER[0]) for n in SEARCH_AFTER]
     rows = sum(len(contexts) for contexts, _ in requests) // REPEATS
@@ -258,7 +256,7 @@ def _long_stories(settings) -> None:
             f"operations {work[1] / work[0]:.2f}x)",
             flush=True,
         )
-    _sessions(backends["ours"], ids, params)
+    _sessions(backends["ours"], recording, ids, params)
 
 
 def _chunk_costs(backend: MLXBackend, ids: list[int], chunk: int) -> dict[int, float]:
@@ -318,26 +316,30 @@ def _search_by_length(backend: MLXBackend, ids: list[int], recorded) -> tuple[fl
         for n in SEARCH_AFTER:
             prefix = ids[end - n : end - short]
             backend.top_logprobs([ids[end - n : end - 1]], 1)
-            started = time.perf_counter()
-            for contexts, k in requests:
-                backend.top_logprobs([prefix + c for c in contexts], k)
-            seconds[n].append(time.perf_counter() - started)
+            seconds[n].append(_timed_replay(backend, requests, prefix))
     return tuple(statistics.median(seconds[n]) for n in SEARCH_AFTER)
 
 
-def _sessions(backend: MLXBackend, ids: list[int], params) -> None:
-    """Four writers on four stories: each search alone, then all four at once."""
+def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params) -> None:
+    """Four writers on four stories: each one's search alone, then all four at once, the
+    very same searches (recorded once on another backend, then replayed: a replay asks
+    what its search asked, depth after depth, as the search would)."""
     stories = [ids[start : start + 400] for start in (0, 700, 1400, 2100)]
-    backend.tree.clear()
-    for story in stories:
-        backend.top_logprobs([story], 1)
-    alone, together = [], []
+    flops = Flops(backend)
+    alone, together, operations = [], [], []
     for repeat in range(REPEATS):
         cut = 2 * repeat + 1  # fresh contexts: not answered from the last run's cache
-        alone.append(max(run(backend, s[:-cut], params)[1] for s in stories))
-        threads = [
-            threading.Thread(target=run, args=(backend, s[: -cut - 1], params)) for s in stories
-        ]
+        searches = []
+        for story in stories:
+            recorder = Recorder(recording)
+            expand(recorder, story[:-cut], params)
+            searches.append(recorder.requests)
+        work = [flops.requests(requests, 0) for requests in searches]
+        operations.append(sum(work) / max(work))
+        _read(backend, [story[: -cut - 1] for story in stories])
+        alone.append(max(_timed_replay(backend, requests) for requests in searches))
+        _read(backend, [story[: -cut - 1] for story in stories])
+        threads = [threading.Thread(target=_replay, args=(backend, r)) for r in searches]
         started = time.perf_counter()
         for t in threads:
             t.start()
@@ -347,9 +349,27 @@ def _sessions(backend: MLXBackend, ids: list[int], params) -> None:
     slowest, once = statistics.median(alone), statistics.median(together)
     print(
         f"four searches at once {once:.2f} s vs the slowest alone {slowest:.2f} s "
-        f"({once / slowest:.2f}x)",
+        f"({once / slowest:.2f}x; operations {statistics.median(operations):.2f}x)",
         flush=True,
     )
+
+
+def _read(backend: MLXBackend, stories: list[list[int]]) -> None:
+    """A tree holding these stories and nothing else."""
+    backend.tree.clear()
+    for story in stories:
+        backend.top_logprobs([story], 1)
+
+
+def _replay(backend: MLXBackend, requests, prefix: list[int] = ()) -> None:
+    for contexts, k in requests:
+        backend.top_logprobs([list(prefix) + c for c in contexts], k)
+
+
+def _timed_replay(backend: MLXBackend, requests, prefix: list[int] = ()) -> float:
+    started = time.perf_counter()
+    _replay(backend, requests, prefix)
+    return time.perf_counter() - started
 
 
 def _torch_figures(model: Path, ids: list[int], chunk: int):
