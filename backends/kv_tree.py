@@ -125,8 +125,8 @@ class FragmentTree:
         for each of its rows; joined once, its KV is one array, read in one matmul a layer
         instead of one per chunk. The old nodes keep their tokens and KV, so matches made
         before stay valid, but lose their links: no cycle keeps them (and their KV, the
-        size of the story) alive once no match holds them. The merged node keeps every node's candidates
-        (`inner`), so searching again at any of them needs no forward.
+        size of the story) alive once no match holds them. The merged node keeps every
+        node's candidates (`inner`), so searching again at any of them needs no forward.
         """
         steps, offset, run = [], 0, []
         for node, used in match.steps:
