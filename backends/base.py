@@ -279,7 +279,14 @@ class GreedyPathBackend(Backend):
         chains: list = [None] * len(contexts)
         for length in sorted(set(lengths)):
             rows = [i for i, n in enumerate(lengths) if n == length]
-            answers = self._complete([contexts[i] for i in rows], k, length, stops)
+            answers = self._chains([contexts[i] for i in rows], k, length, stops)
             for i, chain in zip(rows, answers, strict=True):
                 chains[i] = chain
         return chains
+
+    def _chains(
+        self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
+    ) -> Sequence[Sequence[list[Candidate]]]:
+        """The chains of one request: `_complete`'s, read whole, unless a backend gives
+        chains whose positions arrive as the server makes them."""
+        return self._complete(contexts, k, length, stops)

@@ -13,13 +13,10 @@ token for every running sequence. So:
   greedy path in one sequence, each token computed once; only split tokens start new
   sequences. Asked one position a depth instead, every beam's context is read again at
   every depth, since a short context is never in the prefix cache (below).
-- Chains are streamed (`stream: true`): each position reaches the search as the server
-  makes it (`StreamedChain`), and the search asks its new beams first, so their prompts
-  join the step that makes the older chains' next tokens. A depth then costs about one
-  step, where a whole reply cost a step per token of its longest chain (measured: 14-16
-  steps for a 25-suggestion search on the starting stories, 22-40 before). A chain no beam
-  follows any more is closed; once all of a reply's chains are, the connection is
-  dropped and the server stops that request.
+- Chains are streamed (`stream: true`, `backends.vllm_chains`): the search asks its new
+  beams first, so their prompts join the step that makes the older chains' next tokens,
+  and a depth costs about one step, where a whole reply cost a step per token of its
+  longest chain.
 - A chain stops where the beam does: the search's auto-stop strings go as `stop` (the
   stop token's log-probs still come back, its `stop_reason` naming the string), and at
   an end-of-text token (no `ignore_eos`). A chain may be shorter than asked.
@@ -34,18 +31,8 @@ token for every running sequence. So:
   both cores to the model's threads (`VLLM_CPU_OMP_THREADS_BIND=0-1`; vLLM keeps one of
   two cores for its front end): 2-4x slower on a loaded 2-core machine.
 
-Token text. vLLM's API gives no token bytes: it decodes each token alone, and a token
-holding part of a UTF-8 character decodes to U+FFFD. Text comes from `/detokenize`,
-many ids in one request (joined by a separator token and split again), a block of
-VOCAB_BLOCK ids at a time (the whole 49,152-token vocabulary here is three blocks, ~45
-ms and ~210 kB each): a thread started with the backend fetches every block in turn
-until one ends past the vocabulary, so a search rarely waits for one, and an id not yet
-known brings its whole block. Where a context ends inside a character, a candidate's
-text is the difference between decoding the context's open run of tokens with and
-without it, so a character split over tokens is held back until its last byte arrives
-and then appears whole, on the token that completes it, as an incremental detokenizer
-shows it (`raw` is that text's UTF-8: the beam's joined pieces decode to exactly what
-the server decodes for its ids, less an unfinished last character).
+Token text: looked up from `/detokenize`, a vocabulary block at a time, ahead on a thread
+of its own (`backends.vllm_texts`).
 
 Control tokens: from `/tokenizer_info` when the server offers it
 (`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
@@ -67,18 +54,17 @@ must lie in the vocabulary (below MAX_VOCAB, since vLLM does not say its size, s
 look-up never grows past it), a log-probability must be finite (-inf candidates are
 dropped), and a wrong shape is an error naming the server and the field.
 
-Owns: request shapes, parsing (a streamed reply's chunks, or one whole JSON body from a
-server that does not stream), token text, the logprobs limit. Not: the search, HTTP
-error wording and the reading of a stream (`backends.http`).
+Owns: the backend, request shapes, the replies of the requests that are not chains
+(prompt log-probs, samples), control tokens, the logprobs limit. Not: the search,
+reading a reply's chains and its usage (`backends.vllm_chains`), token text
+(`backends.vllm_texts`), HTTP error wording and the reading of a stream
+(`backends.http`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
 from backends import replies
@@ -91,23 +77,16 @@ from backends.base import (
     TokenAlternatives,
 )
 from backends.http import JsonClient, expect
+from backends.vllm_chains import StreamedReply, count_usage, ordered_choices, token_id
+from backends.vllm_texts import MAX_VOCAB, TokenTexts, separator_token
 
 log = logging.getLogger(__name__)
 
-TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
 PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
-SEPARATOR = "\x1f"  # ASCII unit separator: its byte token never merges with a neighbour
-REPLACEMENT = "\ufffd"  # what a lone token holding part of a character decodes to
-MAX_RUN = 8  # tokens kept in an open run (a character has at most 4 bytes)
-PARALLEL_LOOKUPS = 8  # /detokenize calls at once when the server has no separator token
 POOL = 32  # connections kept: each depth of a search may hold a stream open a while
-VOCAB_BLOCK = 16384  # ids whose texts one look-up brings (ids past the vocabulary: "")
-MAX_VOCAB = 1 << 20  # no served vocabulary is this large (the largest are ~262k tokens)
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
                 "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
-
-Ids = tuple[int, ...]
 
 
 class VLLMBackend(GreedyPathBackend):
@@ -121,13 +100,11 @@ class VLLMBackend(GreedyPathBackend):
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=POOL)
         self._model, self._context_length = self._served_model(model)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
-        self._pieces: dict[int, str] = {}  # each id decoded alone
-        self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
-        self._local = threading.local()  # look-ups counted per thread, as `stats` are
-        self._separator = self._separator_id()
+        separator = separator_token(self.tokenize, self.detokenize, self.url)
         self.special_token_ids = self._control_tokens()
-        self._lookups = threading.Lock()  # one look-up at a time: a search waits for one ahead
-        threading.Thread(target=self._prefetch, name="lloom-vllm-texts", daemon=True).start()
+        self._texts = TokenTexts(
+            self.detokenize, separator, stats=self.stats, learn_controls=self._learn_controls
+        )
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -142,7 +119,7 @@ class VLLMBackend(GreedyPathBackend):
     def text_lookups(self) -> int:
         """/detokenize round trips this thread made for token text (in `stats` too); those
         made ahead on the backend's own thread count in neither."""
-        return getattr(self._local, "lookups", 0)
+        return self._texts.lookups
 
     @property
     def context_length(self) -> int | None:
@@ -206,7 +183,7 @@ class VLLMBackend(GreedyPathBackend):
         contexts = [list(ids[:i]) for i in range(start, len(ids))]
         # The story's own token is spelled with the top-k, after the same context.
         asked = [[[*top, Candidate(ids[i], "", own)]] for i, (top, own) in enumerate(scored, start)]
-        spelled = self._spell(contexts, asked)
+        spelled = self._texts.spell(contexts, asked)
         return [
             TokenAlternatives(i, ids[i], chain[0][-1].text, own, chain[0][:-1])
             for i, ((_, own), chain) in enumerate(zip(scored, spelled, strict=True), start)
@@ -250,16 +227,6 @@ class VLLMBackend(GreedyPathBackend):
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
         )
 
-    def _separator_id(self) -> int | None:
-        """The token that is the separator character alone (the last of its tokenization:
-        SentencePiece puts a word-start piece first), or None: then token text is looked
-        up one id per request, in parallel."""
-        ids = self.tokenize(SEPARATOR)
-        if ids and self.detokenize(ids[-1:]) == SEPARATOR:
-            return ids[-1]
-        log.info("vLLM at %s: no separator token; token text is looked up per id", self.url)
-        return None
-
     def _control_tokens(self) -> frozenset[int]:
         """Special tokens named by the server's tokenizer, when it says (an optional
         endpoint); the tokens it stops on are added as they are met."""
@@ -270,31 +237,25 @@ class VLLMBackend(GreedyPathBackend):
             return frozenset()
         return frozenset(special_ids(info)) if isinstance(info, dict) else frozenset()
 
+    def _learn_controls(self, ids: set[int]) -> None:
+        """Control tokens met on the way: those the server stops on, or decodes to nothing."""
+        self.special_token_ids = self.special_token_ids | ids
+
     # -- completions -------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
         """Top-k at each of `length` greedy positions, for every context, in one request;
         a path ends early on a token whose text holds one of `stops` (that token's
         log-probs still come back)."""
-        chains = self._stream(contexts, k, length, stops)
+        chains = self._chains(contexts, k, length, stops)
         try:
             return [list(chain) for chain in chains]
         finally:
             for chain in chains:
                 chain.close()
 
-    def greedy_chains(self, contexts, k, lengths, *, stops=()):
-        """Chains whose positions arrive as the server makes them (`StreamedChain`): one
-        request per distinct length (a search's depth asks one length for all)."""
-        chains: list = [None] * len(contexts)
-        for length in sorted(set(lengths)):
-            rows = [i for i, n in enumerate(lengths) if n == length]
-            streamed = self._stream([contexts[i] for i in rows], k, length, stops)
-            for i, chain in zip(rows, streamed, strict=True):
-                chains[i] = chain
-        return chains
-
-    def _stream(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list:
-        """One streamed request for all `contexts`; a `StreamedChain` for each."""
+    def _chains(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list:
+        """One streamed request for all `contexts`; a `StreamedChain` for each, whose
+        positions arrive as the server makes them."""
         if not contexts:
             return []
         k = max(1, min(k, self.max_logprobs or k))
@@ -312,10 +273,11 @@ class VLLMBackend(GreedyPathBackend):
             body["stop"] = list(stops)
         events = self._ask(body, k, stream=True)
         if events is None:
-            return self._stream(contexts, k, length, stops)
+            return self._chains(contexts, k, length, stops)
         self.stats.add(forward_calls=1)
-        reply = _StreamedReply(self, contexts, k, events)
-        return [StreamedChain(reply, row) for row in range(len(contexts))]
+        reply = StreamedReply(events, contexts, k, client=self.client, stats=self.stats,
+                              texts=self._texts, learn_controls=self._learn_controls)  # fmt: skip
+        return reply.chains()
 
     def _ask(self, body: dict, k: int, *, stream: bool = False):
         """POST a completions request asking k log-probs (its reply's events when
@@ -344,150 +306,8 @@ class VLLMBackend(GreedyPathBackend):
         self.max_logprobs = limit
 
     def _count(self, reply: object) -> None:
-        usage = reply.get("usage") if isinstance(reply, dict) else None
-        self._count_tokens(usage)
+        count_usage(self.stats, reply.get("usage") if isinstance(reply, dict) else None)
         self.stats.add(forward_calls=1)
-
-    def _count_tokens(self, usage: object) -> None:
-        usage = usage if isinstance(usage, dict) else {}
-        details = usage.get("prompt_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-        prompt = max(_count_of(usage.get("prompt_tokens")) - _count_of(cached), 0)
-        completion = _count_of(usage.get("completion_tokens"))
-        self.stats.add(model_tokens=prompt + completion, prefill_tokens=prompt)
-
-    def _ranked(self, position: object, k: int) -> list[Candidate]:
-        expect(isinstance(position, dict) and position, self.client, "an empty top_logprobs entry")
-        out = []
-        for key, value in position.items():
-            logprob = replies.logprob(value, self.client.error, f"top_logprobs[{key!r}]")
-            if logprob is not None:  # -inf: a token the model rules out
-                out.append(Candidate(self._token_id(key), "", logprob))
-        expect(bool(out), self.client, "no finite log-probability in a top_logprobs entry")
-        out.sort(key=lambda c: (-c.logprob, c.token_id))  # ties: the lower id, as argmax
-        return out[:k]  # the sampled token may come on top of the k asked for
-
-    def _token_id(self, key: object) -> int:
-        match = TOKEN_KEY.match(str(key))
-        expect(match is not None, self.client, f"token {key!r} is not 'token_id:N'")
-        return replies.token_id(int(match.group(1)), self.client.error, f"token {key!r}",
-                                MAX_VOCAB)  # fmt: skip
-
-    # -- token text ----------------------------------------------------------------------
-    def _spell(self, contexts: list[list[int]], chains: list[Chain]) -> list[Chain]:
-        """Give every candidate its text: look-ups only for ids never seen (a block at a
-        time) and for the rare open runs (a context ending mid-character)."""
-        ids = {c.token_id for chain in chains for top in chain for c in top}
-        ids.update(i for ctx in contexts for i in ctx[-MAX_RUN:])
-        self._look_up_pieces(ids)
-        steps = [
-            list(zip(chain, self._runs(ctx, chain), strict=True))
-            for ctx, chain in zip(contexts, chains, strict=True)
-        ]  # (top-k, open run before it) at every position
-        runs = {run for chain in steps for _, run in chain if run}
-        runs |= {run + (c.token_id,) for chain in steps for top, run in chain if run for c in top}
-        todo = sorted(run for run in runs if run not in self._run_texts)
-        if todo:
-            self._run_texts.update(zip(todo, self._decode_each(todo), strict=True))
-        return [[[self._spelled(run, c) for c in top] for top, run in chain] for chain in steps]
-
-    def _runs(self, context: list[int], chain: Chain) -> list[Ids]:
-        """The open run before each position of a chain: the trailing tokens whose text
-        ends inside a character (empty almost always)."""
-        run: Ids = ()
-        for i in context[-MAX_RUN:]:
-            run = self._extended(run, i)
-        out = []
-        for top in chain:
-            out.append(run)
-            run = self._extended(run, top[0].token_id)
-        return out
-
-    def _extended(self, run: Ids, token_id: int) -> Ids:
-        if self._pieces[token_id].endswith(REPLACEMENT):
-            return (run + (token_id,))[-MAX_RUN:]
-        return ()
-
-    def _spelled(self, run: Ids, candidate: Candidate) -> Candidate:
-        """The text `candidate` adds after `run`: complete characters only."""
-        if run:
-            before = _settled(self._run_texts[run])
-            after = _settled(self._run_texts[run + (candidate.token_id,)])
-            text = after[len(before) :] if after.startswith(before) else after
-        else:
-            text = _settled(self._pieces[candidate.token_id])
-        return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
-
-    def _prefetch(self) -> None:
-        """Every token's text, a block at a time from the commonest (a vocabulary numbers
-        them first), looked up while the backend waits for its first search or alongside
-        that search's first request, until a block ends past the vocabulary (ids there
-        have no text). A failure is left to a search's own look-up, which reports it."""
-        try:
-            for start in range(0, MAX_VOCAB, VOCAB_BLOCK):
-                self._look_up_pieces({start})
-                if not self._pieces.get(start + VOCAB_BLOCK - 1):
-                    return
-        except BackendError as e:
-            log.debug("token texts not fetched ahead: %s", e)
-
-    def _look_up_pieces(self, ids: set[int]) -> None:
-        """Texts for the ids not seen before, with every other id of their blocks (a
-        vocabulary is numbered from 0; its end is not advertised), in one request."""
-        if all(i in self._pieces for i in ids):
-            return
-        with self._lookups:
-            self._look_up_blocks(ids)
-
-    def _look_up_blocks(self, ids: set[int]) -> None:
-        unseen = sorted(i for i in ids if i not in self._pieces)
-        if not unseen:
-            return
-        blocks = sorted({i // VOCAB_BLOCK for i in unseen})  # ids are < MAX_VOCAB: checked
-        wanted = [
-            i
-            for block in blocks
-            for i in range(block * VOCAB_BLOCK, (block + 1) * VOCAB_BLOCK)
-            if i not in self._pieces and i != self._separator
-        ]
-        texts = self._decode_joined([(i,) for i in wanted]) if self._separator is not None else None
-        if texts is None:  # a token in the block holds the separator: only the ids needed
-            wanted = unseen
-            texts = self._decode_each([(i,) for i in wanted])
-        self._pieces.update(zip(wanted, texts, strict=True))
-        if self._separator is not None:
-            self._pieces[self._separator] = SEPARATOR
-        # A server that skips control tokens when decoding shows them as nothing (and so
-        # are ids past the vocabulary, which no reply names).
-        empty = {i for i in wanted if not self._pieces[i]}
-        if empty:
-            self.special_token_ids = self.special_token_ids | empty
-
-    def _decode_each(self, sequences: list[Ids]) -> list[str]:
-        """Each sequence's text: in one request where the separator allows, else one
-        request per sequence, in parallel."""
-        texts = self._decode_joined(sequences) if self._separator is not None else None
-        if texts is None:
-            with ThreadPoolExecutor(PARALLEL_LOOKUPS) as pool:
-                texts = list(pool.map(lambda s: self.detokenize(list(s)), sequences))
-            self._spent_lookups(len(sequences))
-        return texts
-
-    def _spent_lookups(self, round_trips: int) -> None:
-        self.stats.add(forward_calls=round_trips)
-        self._local.lookups = self.text_lookups + round_trips
-
-    def _decode_joined(self, sequences: list[Ids]) -> list[str] | None:
-        """One /detokenize for all: separator, seq, separator, seq, ..., separator.
-        None when the text does not split back into as many parts."""
-        joined = [self._separator]
-        for sequence in sequences:
-            joined += [*sequence, self._separator]
-        parts = self.detokenize(joined).split(SEPARATOR)
-        self._spent_lookups(1)
-        if len(parts) != len(sequences) + 2 or parts[0] or parts[-1]:
-            return None  # a token held the separator character
-        return parts[1:-1]
 
     # -- sampling (ramify) -------------------------------------------------------------
     def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
@@ -517,10 +337,7 @@ class VLLMBackend(GreedyPathBackend):
         choices = reply.get("choices") if isinstance(reply, dict) else None
         expect(isinstance(choices, list) and len(choices) == n, self.client,
                f"expected {n} choices")  # fmt: skip
-        for i, choice in enumerate(choices):
-            replies.of_type(choice, dict, self.client.error, f"choices[{i}]")
-            replies.of_type(choice.get("index", 0), int, self.client.error, f"choices[{i}].index")
-        return [self._continuation(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
+        return [self._continuation(c) for c in ordered_choices(choices, self.client)]
 
     def _continuation(self, choice: dict) -> Continuation:
         """A choice's tokens up to the first control token; its text is the server's,
@@ -528,14 +345,14 @@ class VLLMBackend(GreedyPathBackend):
         finite (one the model ruled out, -inf, cannot have been drawn)."""
         logprobs = choice.get("logprobs")
         logprobs = logprobs if isinstance(logprobs, dict) else {}
-        tokens = [self._token_id(t) for t in logprobs.get("tokens") or []]
+        tokens = [token_id(t, self.client) for t in logprobs.get("tokens") or []]
         values = logprobs.get("token_logprobs") or []
         expect(isinstance(values, list) and len(values) == len(tokens), self.client,
                "a choice without the drawn tokens' log-probs")  # fmt: skip
         values = [replies.drawn_logprob(v, self.client.error, f"token_logprobs[{i}]")
                   for i, v in enumerate(values)]  # fmt: skip
         if choice.get("finish_reason") == "stop" and tokens:  # it stopped on a control token
-            self.special_token_ids = self.special_token_ids | {tokens[-1]}
+            self._learn_controls({tokens[-1]})
         kept = next((i for i, t in enumerate(tokens) if t in self.special_token_ids), len(tokens))
         if kept < len(tokens) or not isinstance(choice.get("text"), str):
             text = self.detokenize(tokens[:kept])
@@ -545,158 +362,16 @@ class VLLMBackend(GreedyPathBackend):
         return Continuation(tuple(tokens[:kept]), text, float(sum(values[:kept])))
 
 
-class _StreamedReply:
-    """One completions request's reply as it arrives: each prompt's positions (top-k
-    without text), checked as they come. Everything here runs on the thread that asked
-    (a reader thread only receives the events), so usage is counted where it belongs.
-
-    A reply is a stream of chunks (one choice each, `index` naming its prompt) or, from
-    a server that ignores `stream`, one JSON body holding every choice whole."""
-
-    def __init__(self, backend: VLLMBackend, contexts: list[list[int]], k: int, events):
-        self.backend, self.contexts, self.k, self.events = backend, contexts, k, events
-        rows = len(contexts)
-        self.positions: list[Chain] = [[] for _ in range(rows)]
-        self.ended = [False] * rows  # the server finished the prompt's path
-        self.diverged = [False] * rows  # its path left our top token (a tie): no more
-        self.last: list[int | None] = [None] * rows  # the last token drawn
-        self.open = rows  # chains not yet closed
-        self.usage: object = None
-        self.error = backend.client.error
-
-    def over(self, row: int) -> bool:
-        return self.ended[row] or self.diverged[row] or self.events.over
-
-    def pull(self) -> None:
-        """Take the next event (waiting for it); at the reply's end, check every prompt
-        was answered."""
-        event = self.events.next()
-        if event is None:
-            for row in range(len(self.contexts)):
-                self._check_answered(row)
-            return
-        replies.of_type(event, dict, self.error, "a /v1/completions reply")
-        if "usage" in event:
-            self.usage = event["usage"]
-        choices = event.get("choices")
-        if not self.events.streamed:  # one body: every choice, in index order
-            expect(isinstance(choices, list) and len(choices) == len(self.contexts),
-                   self.backend.client, f"expected {len(self.contexts)} choices")  # fmt: skip
-        replies.of_type(choices, list, self.error, "choices")
-        for i, choice in enumerate(choices):
-            replies.of_type(choice, dict, self.error, f"choices[{i}]")
-            replies.of_type(choice.get("index", 0), int, self.error, f"choices[{i}].index")
-        ordered = sorted(choices, key=lambda c: c.get("index", 0))
-        for i, choice in enumerate(ordered):
-            row = choice.get("index", 0) if self.events.streamed else i
-            expect(0 <= row < len(self.contexts), self.backend.client,
-                   f"choices[{i}].index {row} names no prompt sent")  # fmt: skip
-            self._take(row, choice)
-
-    def _take(self, row: int, choice: dict) -> None:
-        logprobs = choice.get("logprobs")
-        logprobs = logprobs if isinstance(logprobs, dict) else {}
-        positions = logprobs.get("top_logprobs")
-        expect(isinstance(positions, list) and (positions or self.events.streamed),
-               self.backend.client,
-               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-        tops = [self.backend._ranked(position, self.k) for position in positions]
-        tokens = replies.field(logprobs, "tokens", list, self.error, "a choice's logprobs")
-        expect(len(tokens) == len(positions), self.backend.client,
-               f"{len(tokens)} logprobs.tokens for {len(positions)} top_logprobs")  # fmt: skip
-        for top, token in zip(tops, tokens, strict=True):
-            drawn = self.backend._token_id(token)
-            self.last[row] = drawn
-            if self.diverged[row]:
-                continue
-            self.positions[row].append(top)
-            if drawn != top[0].token_id:  # a tie broken the other way: the path went on
-                self.diverged[row] = True  # from another token than our top one
-        if choice.get("finish_reason") is not None:
-            self.ended[row] = True
-            self._check_answered(row)
-            stopped_on_token = choice["finish_reason"] == "stop" and not isinstance(
-                choice.get("stop_reason"), str
-            )
-            if stopped_on_token and self.last[row] is not None:  # a control token, not one
-                self.backend.special_token_ids |= {self.last[row]}  # of our stop strings
-
-    def _check_answered(self, row: int) -> None:
-        expect(bool(self.positions[row]), self.backend.client,
-               "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-
-    def release(self) -> None:
-        """One chain is done with; once all are, the reply is settled: read to its end
-        when the server has finished every path (its usage comes last), else dropped,
-        which stops the server computing paths no beam will use."""
-        self.open -= 1
-        if self.open:
-            return
-        if all(self.ended[row] or self.diverged[row] for row in range(len(self.contexts))):
-            while not self.events.over:
-                self.pull()
-        self.events.close()
-        if isinstance(self.usage, dict):
-            self.backend._count_tokens(self.usage)
-        else:  # dropped before its usage came: what was sent and received, none cached
-            prompt = sum(len(ctx) for ctx in self.contexts)
-            completion = sum(len(p) for p in self.positions)
-            self.backend.stats.add(model_tokens=prompt + completion, prefill_tokens=prompt)
-
-
-class StreamedChain(Sequence):
-    """The top-k at successive positions of one prompt's greedy path, spelled, as they
-    arrive: indexing or iterating waits for the positions needed and no more, and
-    `len()` waits for the path's end. `close()` when done with it (a search drops a
-    beam's chain once the beam ends or leaves the path)."""
-
-    def __init__(self, reply: _StreamedReply, row: int):
-        self.reply, self.row = reply, row
-        self.spelled: Chain = []
-        self.closed = False
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        arrived = self.reply.positions[self.row]
-        while index >= len(arrived) and not self.reply.over(self.row):
-            self.reply.pull()
-        if not 0 <= index < len(arrived):
-            raise IndexError(index)
-        if index >= len(self.spelled):
-            context = self.reply.contexts[self.row] + [top[0].token_id for top in self.spelled]
-            new = arrived[len(self.spelled) : index + 1]
-            [spelled] = self.reply.backend._spell([context], [new])
-            self.spelled += spelled
-        return self.spelled[index]
-
-    def __len__(self) -> int:
-        while not self.reply.over(self.row):
-            self.reply.pull()
-        return len(self.reply.positions[self.row])
-
-    def known_length(self) -> int | None:
-        """The path's length once its end has arrived, else None (this does not wait)."""
-        return len(self.reply.positions[self.row]) if self.reply.over(self.row) else None
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.reply.release()
-
-
 def special_ids(info: dict) -> set[int]:
     """Ids of the special tokens that `/tokenizer_info` names; its `added_tokens_decoder`
     maps ids to their text (or to {content, special})."""
     names = {name for key in SPECIAL_KEYS for name in _names(info.get(key))}
     added = info.get("added_tokens_decoder")
     out = set()
-    for token_id, entry in added.items() if isinstance(added, dict) else ():
+    for key, entry in added.items() if isinstance(added, dict) else ():
         flagged = isinstance(entry, dict) and entry.get("special") is True
-        if (flagged or set(_names(entry)) & names) and str(token_id).isdigit():
-            out.add(int(token_id))
+        if (flagged or set(_names(entry)) & names) and str(key).isdigit():
+            out.add(int(key))
     return out
 
 
@@ -707,12 +382,3 @@ def _names(value: object) -> list[str]:
     if isinstance(value, list):
         return [name for item in value for name in _names(item)]
     return [value] if isinstance(value, str) and value else []
-
-
-def _settled(text: str) -> str:
-    """Text less a trailing incomplete character (shown as U+FFFD)."""
-    return text.rstrip(REPLACEMENT)
-
-
-def _count_of(value: object) -> int:
-    return value if isinstance(value, int) and value > 0 else 0

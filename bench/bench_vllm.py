@@ -4,7 +4,7 @@ v0.3 sends one /v1/completions request per beam per token, with the prompt built
 string (story + token texts), `logprobs: 5`, from a pool of threads (1, its default, and
 6, its README's vLLM example). Ours sends token ids: a depth's new beams in one request,
 each a greedy chain stopped where the beam stops, streamed, so the search goes on while
-the server makes the older chains' next positions (backends/vllm.py). All run the same
+the server makes the older chains' next positions (backends/vllm_chains.py). All run the same
 threshold search with the same parameters, on the starting stories and on three passages
 of over 200 tokens from bench/long_story.txt. Printed per story:
 - the tokens the server computed (its /metrics: prompt tokens - prefix-cache hits +

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from backends.base import BackendError
-from backends.vllm import SEPARATOR, VOCAB_BLOCK, VLLMBackend
+from backends.vllm import VLLMBackend
+from backends.vllm_texts import SEPARATOR, VOCAB_BLOCK
 from tests.http_stubs import serving
 from tests.servers import free_port
 from tests.vllm_server import computed_tokens
