@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from itertools import pairwise
 
 from backends import replies
@@ -102,6 +103,7 @@ class VLLMBackend(GreedyPathBackend):
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         separator = separator_token(self.tokenize, self.detokenize, self.url)
         self.special_token_ids = self._control_tokens()
+        self._controls_lock = threading.Lock()  # searches and the look-ahead thread learn them
         self._texts = TokenTexts(
             self.detokenize, separator, stats=self.stats, learn_controls=self._learn_controls
         )
@@ -238,8 +240,10 @@ class VLLMBackend(GreedyPathBackend):
         return frozenset(special_ids(info)) if isinstance(info, dict) else frozenset()
 
     def _learn_controls(self, ids: set[int]) -> None:
-        """Control tokens met on the way: those the server stops on, or decodes to nothing."""
-        self.special_token_ids = self.special_token_ids | ids
+        """Control tokens met on the way: those the server stops on, or decodes to nothing.
+        Under a lock: two threads adding at once would otherwise lose one's tokens."""
+        with self._controls_lock:
+            self.special_token_ids = self.special_token_ids | ids
 
     # -- completions -------------------------------------------------------------------
     def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
