@@ -215,16 +215,17 @@ class LlamaCppBackend(GreedyPathBackend):
                 _count_of(timings.get("predicted_n")),
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
-            self._held(prompt, result)
+            self._held(prompt, result, prompt_n)
         return chains, usage
 
-    def _held(self, prompt: list[int], result: dict) -> None:
-        """Record what the result's slot holds now (results of one slot come in order)."""
+    def _held(self, prompt: list[int], result: dict, read: int) -> None:
+        """Record what the result's slot read (`read` prompt tokens) and holds now
+        (results of one slot come in order)."""
         slot, cached = result.get("id_slot"), result.get("tokens_cached")
         if isinstance(slot, int) and isinstance(cached, int):
             generated = result.get("tokens") or []
             if all(isinstance(t, int) for t in generated):
-                self.slots.hold(slot, tuple(prompt + generated)[:cached])
+                self.slots.hold(slot, tuple(prompt), tuple(prompt + generated)[:cached], read)
 
     # -- parsing ---------------------------------------------------------------------
     def _chain(self, result: dict, k: int) -> Chain:

@@ -30,6 +30,8 @@ import threading
 from dataclasses import dataclass
 
 Tokens = tuple[int, ...]
+SIMILAR = 0.1  # llama-server's --slot-prompt-similarity default
+MISSES = 3  # foreseen restores that never showed before the prompt cache is thought absent
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class SlotBook:
 
     def __init__(self, slots: int):
         self.held: list[Tokens] = [() for _ in range(slots)]
+        self.saved: list[Tokens] | None = []  # the server's prompt cache as far as known
+        self._restores = [0, 0]  # restores foreseen that the server's counts [missed, showed]
         self._used = [0] * slots  # when each slot was last planned, for least-recently-used
         self._clock = itertools.count(1)
         self._lock = threading.Lock()  # page sessions share one backend
@@ -68,22 +72,75 @@ class SlotBook:
                 SlotWork(s, self._ordered(self.held[s], mine, prompts)) for s, mine in rows.items()
             ]
 
-    def hold(self, slot: int, tokens: Tokens) -> None:
-        """Record what `slot` holds after a request."""
+    def hold(self, slot: int, prompt: Tokens, tokens: Tokens, read: int) -> None:
+        """Record that `slot` ran `prompt`, evaluating `read` of its tokens (the server's
+        `timings.prompt_n`), and now holds `tokens`; results of one slot come in the order
+        the server ran them. The model of the server's prompt cache is a belief (other
+        clients' requests, and slots saved while idle, change it unseen); where the
+        restores it foresees never show in the server's counts (no prompt cache:
+        `--cache-ram 0`, or an older server), it is turned off."""
         with self._lock:
-            if 0 <= slot < len(self.held):
-                self.held[slot] = tokens
+            if not 0 <= slot < len(self.held):
+                return
+            held = self.held[slot]
+            if self.saved is not None:
+                start = restored(held, prompt, self.saved)
+                plain = len(prompt) - shared(held, prompt)
+                if start is not held and plain > len(prompt) - shared(start, prompt):
+                    self._restores[read < plain] += 1
+                if self._restores[False] >= MISSES and not self._restores[True]:
+                    self.saved = None
+            self.held[slot] = tokens
 
-    @staticmethod
-    def _ordered(held: Tokens, rows: list[int], prompts: list[list[int]]) -> list[int]:
-        """Greedy: next the prompt sharing most with what the slot holds by then."""
+    def _ordered(self, held: Tokens, rows: list[int], prompts: list[list[int]]) -> list[int]:
+        """Greedy: next the prompt that costs the slot least to read by then (from what it
+        holds, or from a state its prompt cache restores), sharing most with it on a tie."""
         order, left = [], list(rows)
+        saved = None if self.saved is None else list(self.saved)
         while left:
-            best = max(left, key=lambda i: shared(prompts[i], held))
+            costs = {i: (_cost(held, prompts[i], saved), -shared(prompts[i], held)) for i in left}
+            best = min(left, key=costs.__getitem__)
+            if saved is not None:
+                restored(held, prompts[best], saved)
             order.append(best)
             left.remove(best)
             held = tuple(prompts[best])
         return order
+
+
+def _cost(held: Tokens, prompt: list[int], saved: list[Tokens] | None) -> int:
+    """The prompt tokens a slot holding `held` evaluates for `prompt`."""
+    start = held if saved is None else restored(held, prompt, list(saved))
+    return max(1, len(prompt) - shared(prompt, start))
+
+
+def restored(held: Tokens, prompt, saved: list[Tokens]) -> Tokens:
+    """What a slot holding `held`, pinned to `prompt`, starts from under llama-server's
+    prompt cache (on by default: `--cache-ram`; tools/server `get_available_slot` and
+    `server_prompt_cache`), updating `saved` as the server updates that cache. Where the
+    prompt shares less than half of what the slot holds (or under a tenth of itself),
+    the slot's state is saved to host memory, unless a saved state already contains it,
+    and the saved state that shares a larger part of both itself and the prompt than the
+    slot did (and at least a quarter of itself) is restored into the slot instead."""
+    if not held or not prompt:
+        return held
+    common = shared(held, prompt)
+    if common / len(prompt) <= SIMILAR:
+        common = 0
+    elif common / len(held) >= 0.5:
+        return held
+    if not any(shared(state, held) == len(held) for state in saved):
+        saved[:] = [state for state in saved if shared(state, held) < len(state)]
+        saved.append(held)
+    best, keep, similar = None, common / len(held), common / len(prompt)
+    for state in saved:
+        n = shared(state, prompt)
+        if n >= len(state) / 4 and n / len(state) > keep and n / len(prompt) > similar:
+            best, keep, similar = state, n / len(state), n / len(prompt)
+    if best is None:
+        return held
+    saved.remove(best)
+    return best
 
 
 def shared(a, b) -> int:
