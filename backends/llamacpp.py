@@ -15,8 +15,9 @@ one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
   probabilities, so chains are streamed (`stream: true`), where every token's come.
   (The search also asks no further than the cap will let beams live.)
 - Slots pinned (`id_slot`, `backends.llamacpp_slots`): each prompt goes to the slot that
-  holds its parent's path, in an order that keeps shared prefixes in the cache; the
-  story is read once per search, not once per slot.
+  holds its parent's path, in an order that keeps shared prefixes in the cache and lets
+  the server's prompt cache (`--cache-ram`) restore paths the slot left; the story is
+  read once per search, not once per slot.
 `--cache-reuse` (KV shifting of chunks found later in a prompt) does not fit a tree, whose
 prompts differ only at the end; `n_keep` matters only when a context overflows.
 

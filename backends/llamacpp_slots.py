@@ -10,15 +10,32 @@ after it, less the last, which is sampled but never evaluated) and plans each ba
   only its new tokens are evaluated; a story no slot knows goes to the slot least
   recently used, so several stories (or page sessions) each keep a slot of their own;
 - the prompts for one slot travel in one request pinned to it (`id_slot`), which the
-  server runs one after another in the order given: each next the one sharing most with
-  what the slot holds by then (siblings share their whole parent).
+  server runs one after another in the order given: each next the one that costs least
+  to read by then.
 
-A search thus stays in one slot. Replaying logged searches of the three starting stories
-against four slots, spreading prompts over idle slots cost more tokens (every other slot
-must first read the story and the beam's path: llama-server copies no prefix between
-slots), and even placing each prompt with hindsight, in the slot that made the rest of
-the search cheapest, came within about 5% of one slot. What remains is a slot holding one path
-at a time: a depth's beams that diverged early re-read their paths from where they part.
+What a prompt costs is not only what its slot holds. The server keeps a prompt cache in
+host memory (`--cache-ram`, 8 GiB by default): when a pinned prompt shares less than half
+of what its slot holds, the slot's state is saved there and the saved state that fits the
+prompt best is restored in its place (`restored` follows the server's rule). So a slot
+can go back to a path it left, and the client models the cache as it models the slots:
+an order that switches paths where the server restores one reads less. The model is a
+belief: other clients, and slots the server saves while idle, change the cache unseen,
+and a server without one (`--cache-ram 0`) is detected from its counts.
+
+Measured with bench/bench_llamacpp.py (server tokens against the story once plus one per
+tree node, `-np 4`, the three starting stories): ordering by shared prefix alone, 1.58x,
+1.59x, 1.34x; with the prompt cache modelled, 1.43x, 1.59x, 1.34x. The second story does
+not gain: at 17 tokens it is most of every prompt, so a switch never falls under half of
+what the slot holds and the server never consults its cache. What remains is a slot
+holding one path at a time: a depth's beams that diverged early re-read their paths from
+where they part. A search stays in one slot. Replaying logged searches against four
+slots, spreading prompts over idle slots cost more tokens (every other slot must first
+read the story and the beam's path: llama-server copies no prefix between slots), and
+even placing each prompt with hindsight, in the slot that made the rest of the search
+cheapest, came within about 5% of one slot. Asking for the chains of likely splits one
+depth early, while their parent still sits in the slot, cost more than it saved (1.48x,
+1.76x, 1.36x): the depth's other prompts come between, and splits the cap then crowds
+out are read for nothing.
 
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).
 """
