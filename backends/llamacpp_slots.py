@@ -49,6 +49,7 @@ from dataclasses import dataclass
 Tokens = tuple[int, ...]
 SIMILAR = 0.1  # llama-server's --slot-prompt-similarity default
 MISSES = 3  # foreseen restores that never showed before the prompt cache is thought absent
+SAVED = 64  # saved states remembered: a bound on the client's memory; the server keeps more
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def restored(held: Tokens, prompt, saved: list[Tokens]) -> Tokens:
     if not any(shared(state, held) == len(held) for state in saved):
         saved[:] = [state for state in saved if shared(state, held) < len(state)]
         saved.append(held)
+        del saved[:-SAVED]  # the oldest first, as the server makes room
     best, keep, similar = None, common / len(held), common / len(prompt)
     for state in saved:
         n = shared(state, prompt)
