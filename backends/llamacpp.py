@@ -15,8 +15,9 @@ one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
   probabilities, so chains are streamed (`stream: true`), where every token's come.
   (The search also asks no further than the cap will let beams live.)
 - Slots pinned (`id_slot`, `backends.llamacpp_slots`): each prompt goes to the slot that
-  holds its parent's path, in an order that keeps shared prefixes in the cache; the
-  story is read once per search, not once per slot.
+  holds its parent's path, in an order that keeps shared prefixes in the cache and lets
+  the server's prompt cache (`--cache-ram`) restore paths the slot left; the story is
+  read once per search, not once per slot.
 `--cache-reuse` (KV shifting of chunks found later in a prompt) does not fit a tree, whose
 prompts differ only at the end; `n_keep` matters only when a context overflows.
 
@@ -215,16 +216,17 @@ class LlamaCppBackend(GreedyPathBackend):
                 _count_of(timings.get("predicted_n")),
             )
             usage += Usage(model_tokens=prompt_n + predicted_n, prefill_tokens=prompt_n)
-            self._held(prompt, result)
+            self._held(prompt, result, prompt_n)
         return chains, usage
 
-    def _held(self, prompt: list[int], result: dict) -> None:
-        """Record what the result's slot holds now (results of one slot come in order)."""
+    def _held(self, prompt: list[int], result: dict, read: int) -> None:
+        """Record what the result's slot read (`read` prompt tokens) and holds now
+        (results of one slot come in order)."""
         slot, cached = result.get("id_slot"), result.get("tokens_cached")
         if isinstance(slot, int) and isinstance(cached, int):
             generated = result.get("tokens") or []
             if all(isinstance(t, int) for t in generated):
-                self.slots.hold(slot, tuple(prompt + generated)[:cached])
+                self.slots.hold(slot, tuple(prompt), tuple(prompt + generated)[:cached], read)
 
     # -- parsing ---------------------------------------------------------------------
     def _chain(self, result: dict, k: int) -> Chain:

@@ -10,15 +10,32 @@ after it, less the last, which is sampled but never evaluated) and plans each ba
   only its new tokens are evaluated; a story no slot knows goes to the slot least
   recently used, so several stories (or page sessions) each keep a slot of their own;
 - the prompts for one slot travel in one request pinned to it (`id_slot`), which the
-  server runs one after another in the order given: each next the one sharing most with
-  what the slot holds by then (siblings share their whole parent).
+  server runs one after another in the order given: each next the one that costs least
+  to read by then.
 
-A search thus stays in one slot. Replaying logged searches of the three starting stories
-against four slots, spreading prompts over idle slots cost more tokens (every other slot
-must first read the story and the beam's path: llama-server copies no prefix between
-slots), and even placing each prompt with hindsight, in the slot that made the rest of
-the search cheapest, came within about 5% of one slot. What remains is a slot holding one path
-at a time: a depth's beams that diverged early re-read their paths from where they part.
+What a prompt costs is not only what its slot holds. The server keeps a prompt cache in
+host memory (`--cache-ram`, 8 GiB by default): when a pinned prompt shares less than half
+of what its slot holds, the slot's state is saved there and the saved state that fits the
+prompt best is restored in its place (`restored` follows the server's rule). So a slot
+can go back to a path it left, and the client models the cache as it models the slots:
+an order that switches paths where the server restores one reads less. The model is a
+belief: other clients, and slots the server saves while idle, change the cache unseen,
+and a server without one (`--cache-ram 0`) is detected from its counts.
+
+Measured with bench/bench_llamacpp.py (server tokens against the story once plus one per
+tree node, `-np 4`, the three starting stories): ordering by shared prefix alone, 1.58x,
+1.59x, 1.34x; with the prompt cache modelled, 1.43x, 1.59x, 1.34x. The second story does
+not gain: at 17 tokens it is most of every prompt, so a switch never falls under half of
+what the slot holds and the server never consults its cache. What remains is a slot
+holding one path at a time: a depth's beams that diverged early re-read their paths from
+where they part. A search stays in one slot. Replaying logged searches against four
+slots, spreading prompts over idle slots cost more tokens (every other slot must first
+read the story and the beam's path: llama-server copies no prefix between slots), and
+even placing each prompt with hindsight, in the slot that made the rest of the search
+cheapest, came within about 5% of one slot. Asking for the chains of likely splits one
+depth early, while their parent still sits in the slot, cost more than it saved (1.48x,
+1.76x, 1.36x): the depth's other prompts come between, and splits the cap then crowds
+out are read for nothing.
 
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).
 """
@@ -30,6 +47,9 @@ import threading
 from dataclasses import dataclass
 
 Tokens = tuple[int, ...]
+SIMILAR = 0.1  # llama-server's --slot-prompt-similarity default
+MISSES = 3  # foreseen restores that never showed before the prompt cache is thought absent
+SAVED = 64  # saved states remembered: a bound on the client's memory; the server keeps more
 
 
 @dataclass(frozen=True)
@@ -46,6 +66,8 @@ class SlotBook:
 
     def __init__(self, slots: int):
         self.held: list[Tokens] = [() for _ in range(slots)]
+        self.saved: list[Tokens] | None = []  # the server's prompt cache as far as known
+        self._restores = [0, 0]  # restores foreseen that the server's counts [missed, showed]
         self._used = [0] * slots  # when each slot was last planned, for least-recently-used
         self._clock = itertools.count(1)
         self._lock = threading.Lock()  # page sessions share one backend
@@ -68,22 +90,76 @@ class SlotBook:
                 SlotWork(s, self._ordered(self.held[s], mine, prompts)) for s, mine in rows.items()
             ]
 
-    def hold(self, slot: int, tokens: Tokens) -> None:
-        """Record what `slot` holds after a request."""
+    def hold(self, slot: int, prompt: Tokens, tokens: Tokens, read: int) -> None:
+        """Record that `slot` ran `prompt`, evaluating `read` of its tokens (the server's
+        `timings.prompt_n`), and now holds `tokens`; results of one slot come in the order
+        the server ran them. The model of the server's prompt cache is a belief (other
+        clients' requests, and slots saved while idle, change it unseen); where the
+        restores it foresees never show in the server's counts (no prompt cache:
+        `--cache-ram 0`, or an older server), it is turned off."""
         with self._lock:
-            if 0 <= slot < len(self.held):
-                self.held[slot] = tokens
+            if not 0 <= slot < len(self.held):
+                return
+            held = self.held[slot]
+            if self.saved is not None:
+                start = restored(held, prompt, self.saved)
+                plain = len(prompt) - shared(held, prompt)
+                if start is not held and plain > len(prompt) - shared(start, prompt):
+                    self._restores[read < plain] += 1
+                if self._restores[False] >= MISSES and not self._restores[True]:
+                    self.saved = None
+            self.held[slot] = tokens
 
-    @staticmethod
-    def _ordered(held: Tokens, rows: list[int], prompts: list[list[int]]) -> list[int]:
-        """Greedy: next the prompt sharing most with what the slot holds by then."""
+    def _ordered(self, held: Tokens, rows: list[int], prompts: list[list[int]]) -> list[int]:
+        """Greedy: next the prompt that costs the slot least to read by then (from what it
+        holds, or from a state its prompt cache restores), sharing most with it on a tie."""
         order, left = [], list(rows)
+        saved = None if self.saved is None else list(self.saved)
         while left:
-            best = max(left, key=lambda i: shared(prompts[i], held))
+            costs = {i: (_cost(held, prompts[i], saved), -shared(prompts[i], held)) for i in left}
+            best = min(left, key=costs.__getitem__)
+            if saved is not None:
+                restored(held, prompts[best], saved)
             order.append(best)
             left.remove(best)
             held = tuple(prompts[best])
         return order
+
+
+def _cost(held: Tokens, prompt: list[int], saved: list[Tokens] | None) -> int:
+    """The prompt tokens a slot holding `held` evaluates for `prompt`."""
+    start = held if saved is None else restored(held, prompt, list(saved))
+    return max(1, len(prompt) - shared(prompt, start))
+
+
+def restored(held: Tokens, prompt, saved: list[Tokens]) -> Tokens:
+    """What a slot holding `held`, pinned to `prompt`, starts from under llama-server's
+    prompt cache (on by default: `--cache-ram`; tools/server `get_available_slot` and
+    `server_prompt_cache`), updating `saved` as the server updates that cache. Where the
+    prompt shares less than half of what the slot holds (or under a tenth of itself),
+    the slot's state is saved to host memory, unless a saved state already contains it,
+    and the saved state that shares a larger part of both itself and the prompt than the
+    slot did (and at least a quarter of itself) is restored into the slot instead."""
+    if not held or not prompt:
+        return held
+    common = shared(held, prompt)
+    if common / len(prompt) <= SIMILAR:
+        common = 0
+    elif common / len(held) >= 0.5:
+        return held
+    if not any(shared(state, held) == len(held) for state in saved):
+        saved[:] = [state for state in saved if shared(state, held) < len(state)]
+        saved.append(held)
+        del saved[:-SAVED]  # the oldest first, as the server makes room
+    best, keep, similar = None, common / len(held), common / len(prompt)
+    for state in saved:
+        n = shared(state, prompt)
+        if n >= len(state) / 4 and n / len(state) > keep and n / len(prompt) > similar:
+            best, keep, similar = state, n / len(state), n / len(prompt)
+    if best is None:
+        return held
+    saved.remove(best)
+    return best
 
 
 def shared(a, b) -> int:

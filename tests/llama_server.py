@@ -23,13 +23,14 @@ def llama_server_binary() -> Path | None:
 
 
 @contextmanager
-def llama_server(log: Path, *, slots: int = SLOTS):
-    """llama-server with the embedded model on a free loopback port; yields its URL."""
+def llama_server(log: Path, *, slots: int = SLOTS, flags: tuple[str, ...] = ()):
+    """llama-server with the embedded model on a free loopback port (and any further
+    `flags`); yields its URL."""
     binary = required(llama_server_binary(), "llama-server", "scripts/build_llama_server.sh")
     port = free_port()
     command = [
         str(binary), "-m", str(embedded_gguf_path()), "--host", "127.0.0.1",
-        "--port", str(port), "-c", str(1024 * slots), "-np", str(slots), "-t", "2",
+        "--port", str(port), "-c", str(1024 * slots), "-np", str(slots), "-t", "2", *flags,
     ]  # fmt: skip
     with running(command, f"http://127.0.0.1:{port}", log=log, wait=120) as url:
         yield url

@@ -56,9 +56,12 @@ def test_a_search_evaluates_little_more_than_its_tree(tmp_path):
     """The server's own count of the tokens it evaluated (`timings.prompt_n + predicted_n`,
     summed over the search) against the least a search can cost: the story once plus one
     token per tree node. On a server of its own, so no story is cached beforehand.
-    Measured on `-np 4`: 1.58x, 1.59x and 1.34x on the starting stories (each beam that
-    diverged early re-reads its path from where it parts; before the slots were pinned
-    and chains stopped with the beam: 3.1-3.6x)."""
+    Measured on `-np 4`: 1.43x, 1.59x and 1.34x on the starting stories, 1.47x over the
+    three (ordering by shared prefix alone: 1.58x, 1.59x, 1.34x; before the slots were
+    pinned and chains stopped with the beam: 3.1-3.6x). The second story's 17 tokens are
+    most of every prompt, so the server never consults its prompt cache for it (see
+    backends.llamacpp_slots); the client's model of that cache must hold up: the
+    restores it foresees show in the server's counts, or it would turn itself off."""
     from tests.llama_server import llama_server
 
     with llama_server(tmp_path / "server.log") as url:
@@ -70,8 +73,23 @@ def test_a_search_evaluates_little_more_than_its_tree(tmp_path):
             assert result.stats.model_tokens <= 1.65 * (len(ids) + result.tree.descendants())
             spent += result.stats.model_tokens
             least += len(ids) + result.tree.descendants()
+        assert backend.slots.saved is not None
         backend.close()
-    assert spent <= 1.55 * least, (spent, least)
+    assert spent <= 1.5 * least, (spent, least)
+
+
+def test_without_a_prompt_cache_the_client_stops_counting_on_one(tmp_path):
+    """`--cache-ram 0`: the restores the client's model foresees never show in the
+    server's counts, so it turns the model off and orders by shared prefix alone."""
+    from tests.llama_server import llama_server
+
+    with llama_server(tmp_path / "server.log", flags=("--cache-ram", "0")) as url:
+        backend = LlamaCppBackend(url)
+        ids = backend.tokenize(STORIES[0])
+        result = expand(backend, ids, SearchParams(cutoff=0.1))
+        assert backend.slots.saved is None
+        assert result.stats.model_tokens <= 1.65 * (len(ids) + result.tree.descendants())
+        backend.close()
 
 
 def test_chains_equal_depth_by_depth(llama):
