@@ -17,10 +17,8 @@ the same parameters. Printed per story:
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,6 +27,7 @@ from backends.base import Candidate  # noqa: E402
 from backends.llamacpp import LlamaCppBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
 from bench.lloom_v03 import StringPromptBackend  # noqa: E402
+from bench.timing import median_search_seconds  # noqa: E402
 from tests.llama_server import llama_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
@@ -95,14 +94,7 @@ def wall_times(url: str, rtt: float, stories, params) -> None:
     print(f"\n-- wall time, median of {REPEATS}, round trip {rtt} ms --")
     totals = dict.fromkeys(CLIENTS, 0.0)
     for story in stories:
-        seconds: dict[str, list[float]] = {name: [] for name in CLIENTS}
-        for _ in range(REPEATS):
-            for name, make in CLIENTS.items():
-                backend = make(url)
-                started = time.perf_counter()
-                expand(backend, backend.tokenize(story), params)
-                seconds[name].append(time.perf_counter() - started)
-        medians = {name: statistics.median(times) for name, times in seconds.items()}
+        medians = median_search_seconds(CLIENTS, url, story, params, REPEATS)
         for name, median in medians.items():
             totals[name] += median
         cells = "  ".join(f"{name} {median:5.2f} s" for name, median in medians.items())

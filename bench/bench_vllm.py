@@ -24,10 +24,8 @@ of over 200 tokens from bench/long_story.txt. Printed per story:
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.vllm import VLLMBackend  # noqa: E402
 from bench.latency import delayed  # noqa: E402
 from bench.lloom_v03 import StringPromptBackend  # noqa: E402
+from bench.timing import median_search_seconds  # noqa: E402
 from tests.vllm_server import SERVED_NAME, computed_tokens, engine_steps, vllm_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import expand  # noqa: E402
@@ -114,14 +113,7 @@ def tokens_row(server: str, label: str, story: str, name: str, backend, params) 
 def wall_times(url: str, rtt: float, stories, params) -> None:
     print(f"\n-- wall time, median of {REPEATS}, round trip {rtt} ms --")
     for label, story in stories:
-        seconds: dict[str, list[float]] = {name: [] for name in CLIENTS}
-        for _ in range(REPEATS):
-            for name, make in CLIENTS.items():
-                backend = make(url)
-                started = time.perf_counter()
-                expand(backend, backend.tokenize(story), params)
-                seconds[name].append(time.perf_counter() - started)
-        medians = {name: statistics.median(times) for name, times in seconds.items()}
+        medians = median_search_seconds(CLIENTS, url, story, params, REPEATS)
         cells = "  ".join(f"{name} {median:5.2f} s" for name, median in medians.items())
         ratios = ", ".join(
             f"{medians[name] / medians['ours']:.1f}x vs {name}" for name in list(CLIENTS)[1:]
