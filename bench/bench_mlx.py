@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,9 +300,7 @@ def _record_searches(backend: MLXBackend, ids: list[int], params) -> list[tuple[
     for repeat in range(REPEATS):
         end = max(SEARCH_AFTER) + 7 * repeat  # a different ending each repeat
         story = ids[end - SEARCH_AFTER[0] : end]
-        recorder = Recorder(backend)
-        expand(recorder, story, params)
-        recorded.append((end, recorder.requests))
+        recorded.append((end, _requests_of(backend, story, params)))
     return recorded
 
 
@@ -329,11 +328,7 @@ def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params
     alone, together, operations = [], [], []
     for repeat in range(REPEATS):
         cut = 2 * repeat + 1  # fresh contexts: not answered from the last run's cache
-        searches = []
-        for story in stories:
-            recorder = Recorder(recording)
-            expand(recorder, story[:-cut], params)
-            searches.append(recorder.requests)
+        searches = [_requests_of(recording, story[:-cut], params) for story in stories]
         work = [flops.requests(requests, 0) for requests in searches]
         operations.append(sum(work) / max(work))
         _read(backend, [story[: -cut - 1] for story in stories])
@@ -361,12 +356,19 @@ def _read(backend: MLXBackend, stories: list[list[int]]) -> None:
         backend.top_logprobs([story], 1)
 
 
-def _replay(backend: MLXBackend, requests, prefix: list[int] = ()) -> None:
+def _requests_of(backend: MLXBackend, story: list[int], params) -> list:
+    """The requests a search of `story` makes, in order (run on `backend`)."""
+    recorder = Recorder(backend)
+    expand(recorder, story, params)
+    return recorder.requests
+
+
+def _replay(backend: MLXBackend, requests, prefix: Sequence[int] = ()) -> None:
     for contexts, k in requests:
         backend.top_logprobs([list(prefix) + c for c in contexts], k)
 
 
-def _timed_replay(backend: MLXBackend, requests, prefix: list[int] = ()) -> float:
+def _timed_replay(backend: MLXBackend, requests, prefix: Sequence[int] = ()) -> float:
     started = time.perf_counter()
     _replay(backend, requests, prefix)
     return time.perf_counter() - started
