@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,6 +62,20 @@ def computed_tokens(url: str) -> float:
         - _metric(text, "vllm:prefix_cache_hits_total")
         + _metric(text, "vllm:generation_tokens_total")
     )
+
+
+def computed_tokens_once_settled(url: str, quiet_s: float = 1.0, limit_s: float = 120) -> float:
+    """`computed_tokens` once it has not moved for `quiet_s`: the server publishes its
+    counts a little after computing, and a request a client dropped may still be
+    stopping."""
+    deadline = time.monotonic() + limit_s
+    count = computed_tokens(url)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        count, last = computed_tokens(url), count
+        if count == last:
+            return count
+    raise AssertionError(f"the server was still computing after {limit_s} s")
 
 
 def engine_steps(url: str) -> float:
