@@ -54,6 +54,8 @@ from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
 from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
 from backends.mlx_head import last_logits
+from backends.ranking import ranked, writable
+from backends.swiglu import install as install_swiglu
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class MLXBackend(Backend):
         self._pieces_count = len(self._pieces)
         self._kv_shape = _kv_shape(self.model)
         self._rows_attention = rows_attention and install(self.model)
+        install_swiglu(self.model)  # module-wide: every forward of this architecture
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -274,17 +277,13 @@ class MLXBackend(Backend):
         k = min(k, self._pieces_count)
         try:
             logits = last_logits(self.model, inputs, cache).astype(mx.float32)  # (B, vocab)
-            logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
-            part = mx.argpartition(-logprobs, kth=k - 1, axis=-1)[:, :k]  # (B, k), unordered
-            values_k = mx.take_along_axis(logprobs, part, axis=-1)
-            order = mx.take_along_axis(part, mx.argsort(-values_k, axis=-1), axis=-1)
-            picked = mx.take_along_axis(logprobs, order, axis=-1)
             # Each row's new KV as its own array, so no fragment pins the whole batch.
             new_keys = mx.stack([c.keys[:, :, width : width + new] for c in cache])
             new_values = mx.stack([c.values[:, :, width : width + new] for c in cache])
             row_keys = [mx.contiguous(new_keys[:, i]) for i in range(len(contexts))]
             row_values = [mx.contiguous(new_values[:, i]) for i in range(len(contexts))]
-            mx.eval(order, picked, *row_keys, *row_values)
+            mx.eval(logits, *row_keys, *row_values)
+            order, picked, _ = ranked(writable(logits), k)
         except (RuntimeError, ValueError) as e:
             raise BackendError(f"the model failed on this input: {e}", backend=self.name) from e
         pairs = zip(order.tolist(), picked.tolist(), strict=True)

@@ -17,10 +17,12 @@ from backends import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
+import numpy as np
 from mlx_lm.models.cache import make_prompt_cache
 
 from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
 from backends.kv_tree import FragmentTree
+from backends.ranking import ranked, writable
 
 LEAD = 4  # tokens decoded before the first position, so a character split there is whole
 
@@ -59,17 +61,11 @@ def token_alternatives(
 def _chunk(model, cache, pieces, ids, begin, end, k, start, texts) -> list[TokenAlternatives]:
     """Run ids[begin:end]; the alternatives for positions begin+1..end that are >= start."""
     inputs = mx.array([ids[begin:end]])
-    following = mx.array(ids[begin + 1 : end + 1])[:, None]  # (T, 1): the token each predicts
+    following = np.array(ids[begin + 1 : end + 1])  # (T,): the token each position predicts
     try:
         logits = model(inputs, cache=cache)[0].astype(mx.float32)  # (T, vocab)
-        logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
-        part = mx.argpartition(-logprobs, kth=k - 1, axis=-1)[:, :k]  # (T, k), unordered
-        order = mx.take_along_axis(
-            part, mx.argsort(-mx.take_along_axis(logprobs, part, axis=-1), axis=-1), axis=-1
-        )
-        picked = mx.take_along_axis(logprobs, order, axis=-1)  # (T, k), most likely first
-        own = mx.take_along_axis(logprobs, following, axis=-1)[:, 0]  # (T,)
-        mx.eval(order, picked, own)
+        mx.eval(logits)
+        order, picked, own = ranked(writable(logits), k, also=following)  # most likely first
     except (RuntimeError, ValueError) as e:
         raise BackendError(f"the model failed on this input: {e}", backend="mlx") from e
     rows = []

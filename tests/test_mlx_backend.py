@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
 
 import mlx.core as mx
+import numpy as np
 import pytest
+from mlx_lm.models import activations
 
+from backends import swiglu
 from backends.mlx import MLXBackend
 from backends.mlx_head import PLAIN_HEADS, last_logits
+from backends.swiglu import swiglu_in_place
 from weave.search import SearchParams, expand
 from weave.story import Story
 
@@ -19,10 +24,12 @@ TOLERANCE = 1e-3
 
 
 def plain_top(backend: MLXBackend, ids: list[int], k: int) -> list[tuple[int, float]]:
-    """A full forward of the ids with no cache at all: the reference."""
-    logits = backend.model(mx.array([ids]))[0, -1].astype(mx.float32)
-    logprobs = logits - mx.logsumexp(logits)
-    order = mx.argsort(-logprobs)[:k]
+    """A full forward of the ids with no cache at all, its log-softmax in float64 (MLX's
+    own `logsumexp` on CPU is off by up to 8e-5 over this vocabulary): the reference."""
+    logits = np.array(backend.model(mx.array([ids]))[0, -1].astype(mx.float32), np.float64)
+    logprobs = logits - logits.max()
+    logprobs -= np.log(np.exp(logprobs).sum())
+    order = np.argsort(-logprobs, kind="stable")[:k]
     return list(zip(order.tolist(), logprobs[order].tolist(), strict=True))
 
 
@@ -75,6 +82,30 @@ def test_the_head_runs_on_each_rows_last_position_only_and_gives_the_same_logits
     whole = model(inputs)[:, -1, :]
     assert short.shape == whole.shape
     assert mx.max(mx.abs(short - whole)).item() <= 1e-4
+
+
+def test_swiglu_on_numpy_equals_mlx_lms_at_the_extremes():
+    """silu(gate) * up in place on numpy against mlx-lm's compiled one, over gates from
+    -200 (exp(-gate) overflows: silu's limit 0, no NaN) to 200."""
+    gate = mx.concatenate([mx.linspace(-200, 200, 4001), mx.random.normal((2047,)) * 4])
+    up = mx.random.normal(gate.shape)
+    expected = activations.swiglu(gate, up)
+    gates = np.array(gate)
+    swiglu_in_place(gates, np.array(up))
+    assert np.isfinite(gates).all()
+    assert np.allclose(gates, np.array(expected), rtol=1e-6, atol=1e-6)
+
+
+def test_the_model_runs_swiglu_on_numpy_and_keeps_its_logits(mlx_backend, monkeypatch):
+    """The embedded model's module calls the numpy SwiGLU (in place in the gate's buffer);
+    its logits equal those with mlx-lm's own SwiGLU."""
+    module = sys.modules[type(mlx_backend.model).__module__]
+    assert getattr(module.swiglu, swiglu.PATCHED, False)
+    inputs = mx.array([mlx_backend.tokenize(STORY)[:12], mlx_backend.tokenize(STORY)[4:16]])
+    ours = mlx_backend.model(inputs)
+    monkeypatch.setattr(module, "swiglu", activations.swiglu)
+    theirs = mlx_backend.model(inputs)
+    assert mx.max(mx.abs(ours - theirs)).item() <= 1e-4
 
 
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
