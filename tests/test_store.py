@@ -582,6 +582,16 @@ def test_a_database_written_before_the_loom_opens_as_looms_with_nothing_lost(tmp
     assert LoomStore(tmp_path).load(fox).text().endswith("that quickly")  # no second migration
 
 
+def test_a_database_before_the_loom_whose_backup_cannot_be_kept_is_left_untouched(tmp_path):
+    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
+    (tmp_path / f"{FILE_NAME}.v2-backup").mkdir()  # the backup's name is taken by a folder
+    with pytest.raises(StorageUnwritable, match="backup .* left untouched"):
+        LoomStore(tmp_path).stories()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert not any("partial" in name for name in os.listdir(tmp_path))  # no half copy left
+
+
 def test_a_search_holding_nan_before_the_loom_is_left_out_of_the_migration(tmp_path):
     shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
     with sqlite3.connect(tmp_path / FILE_NAME) as db:  # saved before the backends checked

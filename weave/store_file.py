@@ -63,11 +63,15 @@ class StoreFile:
         uri = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}"
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
+        except sqlite3.Error as e:
+            raise self.error(e) from e
+        try:
             db.row_factory = sqlite3.Row
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_ms)}")
             db.execute("PRAGMA foreign_keys = ON")
             db.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as e:
+            db.close()  # a file that opened but will not take its settings
             raise self.error(e) from e
         return db
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
 
 from weave.loom_formats import LogRow, SavedStory, loom_from_log, without_surrogates
-from weave.store_errors import NotLoomDatabase
+from weave.store_errors import NotLoomDatabase, StorageUnwritable
 from weave.store_rows import insert_story
 from weave.store_schema import SCHEMA, SCHEMA_VERSION
 
@@ -37,10 +38,18 @@ def migrate(db: sqlite3.Connection, path: Path, version: int) -> None:
         copied = copy.execute("PRAGMA user_version").fetchone()[0]
     finally:
         copy.close()
-    if copied != version:
-        partial.unlink()
-        return
-    os.replace(partial, backup)
+    try:
+        if copied != version:
+            partial.unlink()
+            return
+        os.replace(partial, backup)
+    except OSError as e:
+        with suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise StorageUnwritable(
+            f"could not keep a backup of {path} as {backup.name} before upgrading it ({e}); "
+            "the file was left untouched"
+        ) from e
     db.execute("BEGIN IMMEDIATE")
     try:
         if db.execute("PRAGMA user_version").fetchone()[0] == 2:  # not another process
