@@ -37,6 +37,9 @@ import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
 PATCHED = "_lloom_rows_attention"
+# exp(64) is 6e27: a row of a million keys sums below float32's 3e38; exp(-64) is 2e-28,
+# far above its smallest normal number (1e-38).
+EXP_SAFE = 64.0
 
 
 @dataclass(frozen=True)
@@ -178,14 +181,21 @@ def _mask(scores: np.ndarray, padding: list[int]) -> None:
 
 def _exp_in_place(parts: list[tuple[slice, np.ndarray]]) -> np.ndarray:
     """exp(score - row max) over every part a row has, in place; returns the row totals.
-    parts: (the batch rows it covers, scores (rows, Hkv, query rows, keys))."""
+    parts: (the batch rows it covers, scores (rows, Hkv, query rows, keys)).
+
+    Where every row's max lies within ±`EXP_SAFE`, exp(score) itself neither overflows
+    nor loses the row's largest terms, and the weights differ from exp(score - max) only
+    by a factor per row that the division by the totals removes: the subtraction, a pass
+    over every score, is skipped."""
     (_, own), rest = parts[0], parts[1:]
     top = own.max(axis=-1, keepdims=True)
     for rows, part in rest:
         np.maximum(top[rows], part.max(axis=-1, keepdims=True), out=top[rows])
+    shift = not np.all(np.abs(top) <= EXP_SAFE)
     totals = np.zeros_like(top)
     for rows, part in parts:
-        np.subtract(part, top[rows], out=part)
+        if shift:
+            np.subtract(part, top[rows], out=part)
         np.exp(part, out=part)
         totals[rows] += part.sum(axis=-1, keepdims=True)
     return totals

@@ -82,7 +82,7 @@ class MLXBackend(Backend):
         *,
         display_name: str | None = None,
         kv_cache_bytes: int = 1 << 30,
-        prefill_chunk: int = 256,
+        prefill_chunk: int = 512,
         rows_attention: bool = True,
         batch_window: float = 0.02,
     ):

@@ -10,9 +10,11 @@ full cache copy per beam (how a cache-per-beam design would hold them).
 
 Then long stories (bench/long_story.txt, ~1,300 tokens, repeated to 4,352), on our
 attention (`backends.attention`: BLAS matmuls, numpy's softmax, the story read once for
-all rows) against mlx-lm's own, side by side, medians of a few repeats: the cost of one
-chunk by position and its ratio to position 0; the first read of a 2,304-token story
-(the issue's figure) with each prefill chunk size; the same search (its very requests,
+all rows) against mlx-lm's own attention (the rest of the forward is the same on both:
+`backends.swiglu` replaces the model module's SwiGLU for every forward in the process),
+side by side, medians of a few repeats: the cost of a 256-token chunk by position and its
+ratio to position 0; the first read of a 2,304-token story (the issue's figure) in the
+configured chunks and with each prefill chunk size; the same search (its very requests,
 recorded once) after 100 vs 2,000 story tokens (story cached); four searches on four
 stories at once vs the slowest alone (the same four, recorded and replayed). Beside
 each ratio, the ratio of the floating-point operations the two sides must do (exact
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 LONG_STORY = Path(__file__).with_name("long_story.txt")  # ~1,300 tokens of plain prose
 POSITIONS = (0, 512, 1024, 2048, 4096)
+TABLE_CHUNK = 256  # the chunk whose cost by position the table prints (issue #12's measure)
 FIRST_READ = 2304
 CHUNK_SIZES = (128, 256, 512, 1024)
 SEARCH_AFTER = (100, 2000)
@@ -213,15 +216,19 @@ def _long_stories(settings) -> None:
     }
     text = LONG_STORY.read_text()
     story = backends["ours"].tokenize(text)
-    ids = (story * (2 + POSITIONS[-1] // len(story)))[: POSITIONS[-1] + chunk]
+    ids = (story * (2 + POSITIONS[-1] // len(story)))[: POSITIONS[-1] + TABLE_CHUNK]
     params = settings.search_for(backends["ours"].model_name)
-    print(f"\nlong stories: {chunk}-token chunks, medians of {REPEATS} runs", flush=True)
-    costs = {name: _chunk_costs(b, ids, chunk) for name, b in backends.items()}
+    print(
+        f"\nlong stories: {TABLE_CHUNK}-token chunks by position, reads in {chunk}-token "
+        f"chunks, medians of {REPEATS} runs",
+        flush=True,
+    )
+    costs = {name: _chunk_costs(b, ids, TABLE_CHUNK) for name, b in backends.items()}
     torch = _torch_figures(path, ids, chunk)
     if torch is not None:
         costs["torch"] = torch[0]
     flops = Flops(backends["ours"])
-    work = {p: flops.forward(1, chunk, p + chunk) for p in POSITIONS}
+    work = {p: flops.forward(1, TABLE_CHUNK, p + TABLE_CHUNK) for p in POSITIONS}
     print(f"{'chunk at':<16}" + "".join(f"{p:>8}" for p in POSITIONS) + "   ratio 2,048/0")
     for name, cost in costs.items():
         cells = "".join(f"{cost[p]:>8.2f}" for p in POSITIONS)
@@ -374,15 +381,17 @@ def _timed_replay(backend: MLXBackend, requests, prefix: Sequence[int] = ()) -> 
     return time.perf_counter() - started
 
 
-def _torch_figures(model: Path, ids: list[int], chunk: int):
-    """(chunk cost by position, first read) from PyTorch on the same weights, or None."""
+def _torch_figures(model: Path, ids: list[int], read_chunk: int):
+    """(`TABLE_CHUNK`'s cost by position, the first read in `read_chunk`-token chunks)
+    from PyTorch on the same weights, or None."""
     python = vllm_python()
     if python is None:
         return None
     job = {
         "model": str(model),
         "ids": ids,
-        "chunk": chunk,
+        "chunk": TABLE_CHUNK,
+        "read_chunk": read_chunk,
         "positions": POSITIONS,
         "first_read": FIRST_READ,
         "repeats": REPEATS,

@@ -2,8 +2,9 @@
 
 Run by `bench/bench_mlx.py` with an interpreter that has torch and transformers (the
 vLLM test environment has both); reads {"model", "ids", "chunk", "positions",
-"first_read", "repeats"} as JSON on stdin and prints {"chunk": {position: seconds},
-"first_read": seconds} (medians). Imports nothing from the project: it runs elsewhere.
+"first_read", "read_chunk", "repeats"} as JSON on stdin and prints {"chunk": {position:
+seconds for a `chunk`-token chunk}, "first_read": seconds for the first `first_read` ids
+in `read_chunk`-token chunks} (medians). Imports nothing from the project: it runs elsewhere.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main() -> None:
     first: list[float] = []
     with torch.inference_mode():
         for _ in range(job["repeats"]):
-            first.append(read(model, ids[: job["first_read"]], chunk, DynamicCache()))
+            first.append(read(model, ids[: job["first_read"]], job["read_chunk"], DynamicCache()))
             for p in costs:
                 cache = DynamicCache()
                 read(model, ids[:p], chunk, cache)  # the position's KV, not timed

@@ -36,7 +36,7 @@ class MLXSettings:
     model: str = ""
     cache_dir: str = "~/.cache/lloom"
     kv_cache_mb: int = 1024
-    prefill_chunk: int = 256
+    prefill_chunk: int = 512
     batch_window_ms: float = 20.0
 
 
