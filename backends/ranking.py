@@ -34,7 +34,7 @@ def ranked(logits: np.ndarray, k: int, also: np.ndarray | None = None):
     """For logits (rows, vocab), float32: each row's k most likely token ids (rows, k),
     most likely first, their log-probabilities (rows, k), and where `also` names one
     token per row, that token's log-probability (rows,). Overwrites `logits`.
-    Raises ValueError on a row holding NaN."""
+    Raises ValueError where a row holds NaN or its largest logit is infinite."""
     rows, vocab = logits.shape
     k = min(k, vocab)
     top = logits.max(axis=-1)
