@@ -26,7 +26,6 @@ module knows nothing of trees.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from backends import openblas  # noqa: F401  (it must be loaded before mlx)
@@ -36,7 +35,8 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
-PATCHED = "_lloom_rows_attention"
+from backends.cpu_routes import route
+
 # exp(64) is 6e27: a row of a million keys sums below float32's 3e38; exp(-64) is 2e-28,
 # far above its smallest normal number (1e-38).
 EXP_SAFE = 64.0
@@ -93,15 +93,10 @@ class RowsCache:
 def install(model) -> bool:
     """Route `model`'s attention through `attention`; False where its module has no hook
     or MLX runs on a GPU (its fused kernel is the fast path there)."""
-    if mx.default_device() != mx.cpu:
-        return False
-    module = sys.modules.get(type(model).__module__)
-    original = getattr(module, "scaled_dot_product_attention", None)
-    if original is None:
-        return False
-    if getattr(original, PATCHED, False):
-        return True
+    return route(model, "scaled_dot_product_attention", _for_rows_caches)
 
+
+def _for_rows_caches(original):
     def routed(queries, keys, values, cache, scale, mask, sinks=None):
         if not isinstance(cache, RowsCache):
             return original(queries, keys, values, cache=cache, scale=scale, mask=mask, sinks=sinks)
@@ -109,9 +104,7 @@ def install(model) -> bool:
             raise ValueError("attention sinks are not supported by the rows attention")
         return attention(queries, keys, values, cache, scale)
 
-    setattr(routed, PATCHED, True)
-    module.scaled_dot_product_attention = routed
-    return True
+    return routed
 
 
 def attention(queries, keys, values, cache: RowsCache, scale: float) -> mx.array:

@@ -16,29 +16,22 @@ not a plain buffer numpy can view passes to mlx-lm's own. On a GPU nothing is re
 
 from __future__ import annotations
 
-import sys
-
 from backends import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
 import numpy as np
 
-PATCHED = "_lloom_numpy_swiglu"
+from backends.cpu_routes import route
 
 
 def install(model) -> bool:
     """Route `model`'s module's `swiglu` through numpy; False where MLX runs on a GPU or
     the module has none."""
-    if mx.default_device() != mx.cpu:
-        return False
-    module = sys.modules.get(type(model).__module__)
-    original = getattr(module, "swiglu", None)
-    if original is None:
-        return False
-    if getattr(original, PATCHED, False):
-        return True
+    return route(model, "swiglu", _on_numpy)
 
+
+def _on_numpy(original):
     def routed(gate: mx.array, up: mx.array) -> mx.array:
         if gate.dtype != mx.float32 or up.dtype != mx.float32 or gate.shape != up.shape:
             return original(gate, up)
@@ -49,9 +42,7 @@ def install(model) -> bool:
         swiglu_in_place(gates, ups)
         return gate
 
-    setattr(routed, PATCHED, True)
-    module.swiglu = routed
-    return True
+    return routed
 
 
 def swiglu_in_place(gates: np.ndarray, ups: np.ndarray) -> None:
