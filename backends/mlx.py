@@ -318,11 +318,15 @@ class MLXBackend(Backend):
         offsets, lengths = mx.array(own), mx.array(shares)
         caches = []
         for layer in range(keys.shape[0]):
+            # `a[layer, ...]`, not `a[layer]`: MLX (0.32) copies on a lone integer index,
+            # which here would copy the whole story's KV at every forward.
             cache = BatchKVCache(padding)
-            cache.state = (keys[layer], values[layer], offsets, cache.left_padding, width)
+            cache.state = (keys[layer, ...], values[layer, ...], offsets, cache.left_padding, width)
             if self._rows_attention:
                 shared = [
-                    SharedPrefix(start, end, [k[layer] for k, _ in kv], [v[layer] for _, v in kv])
+                    SharedPrefix(
+                        start, end, [k[layer, ...] for k, _ in kv], [v[layer, ...] for _, v in kv]
+                    )
                     for start, end, kv in prefixes
                 ]
                 cache = RowsCache(cache, padding, shared, lengths)

@@ -45,7 +45,7 @@ def token_alternatives(
     if reuse:
         keys, values = tree.gather(match, reuse)  # (layers, kv_heads, reuse, head_dim)
         for layer, layer_cache in enumerate(cache):
-            layer_cache.state = (keys[layer][None], values[layer][None], reuse)
+            layer_cache.state = (keys[layer : layer + 1], values[layer : layer + 1], reuse)
     k = min(k, len(pieces))
     lead = max(0, start - LEAD)
     texts = iter(token_texts([pieces[i] for i in ids[lead:]], start - lead))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from mlx_lm.models import activations
 
+from backends import attention as attention_module
 from backends.cpu_routes import is_routed
 from backends.mlx import MLXBackend
 from backends.mlx_head import PLAIN_HEADS, last_logits
@@ -106,6 +107,37 @@ def test_the_model_runs_swiglu_on_numpy_and_keeps_its_logits(mlx_backend, monkey
     monkeypatch.setattr(module, "swiglu", activations.swiglu)
     theirs = mlx_backend.model(inputs)
     assert mx.max(mx.abs(ours - theirs)).item() <= 1e-4
+
+
+def test_the_storys_kv_reaches_attention_as_views_of_the_tree_not_copies(
+    fresh_mlx_backend, monkeypatch
+):
+    """Every layer's shared prefix is read where the tree holds it: a copy per layer and
+    forward would cost a long story's whole KV at every depth (MLX copies on `a[i]`)."""
+    backend = fresh_mlx_backend
+    ids = backend.tokenize(STORY * 4)
+    backend.top_logprobs([ids], 3)
+    seen = []
+
+    def spy(queries, keys, values, cache, scale):
+        seen.extend(cache.prefixes)
+        return original(queries, keys, values, cache, scale)
+
+    original = attention_module.attention
+    monkeypatch.setattr(attention_module, "attention", spy)
+    backend.top_logprobs([ids + [260], ids + [2306], ids + [1000]], 3)
+    [(node, _)] = backend.tree.match(ids).steps
+    held = [np.asarray(node.keys), np.asarray(node.values)]
+    assert len(seen) == backend.model.args.num_hidden_layers
+    for prefix in seen:
+        for segment in prefix.keys + prefix.values:
+            address = np.asarray(segment).__array_interface__["data"][0]
+            assert any(
+                a.__array_interface__["data"][0]
+                <= address
+                < a.__array_interface__["data"][0] + a.nbytes
+                for a in held
+            ), "a prefix segment was copied"
 
 
 def test_batched_step_equals_one_at_a_time(embedded_model_path):
