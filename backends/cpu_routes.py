@@ -33,9 +33,3 @@ def route(model, name: str, wrap: Callable[[Callable], Callable]) -> bool:
         setattr(routed, ROUTED, True)
         setattr(module, name, routed)
     return True
-
-
-def is_routed(model, name: str) -> bool:
-    """Whether `model`'s module calls our replacement for `name`."""
-    module = sys.modules.get(type(model).__module__)
-    return getattr(getattr(module, name, None), ROUTED, False)
