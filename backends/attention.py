@@ -36,6 +36,7 @@ import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
 from backends.cpu_routes import route
+from backends.numpy_views import shared_view
 
 # exp(64) is 6e27: a row of a million keys sums below float32's 3e38; exp(-64) is 2e-28,
 # far above its smallest normal number (1e-38).
@@ -154,9 +155,9 @@ def _prefix_outputs(prefixes, weights, batch, kv_heads, rows, dim) -> mx.array:
 
 
 def _shared_view(scores: mx.array) -> np.ndarray:
-    """A numpy view of an evaluated MLX array's own memory: what numpy writes, MLX reads."""
-    view = np.asarray(scores)
-    assert not view.flags.owndata and view.flags.writeable, "numpy copied the scores"
+    """The scores, in MLX's own memory (a matmul's output: always viewable)."""
+    view = shared_view(scores)
+    assert view is not None, "numpy copied the scores"
     return view
 
 

@@ -54,7 +54,8 @@ from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
 from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
 from backends.mlx_head import last_logits
-from backends.ranking import ranked, writable
+from backends.numpy_views import writable
+from backends.ranking import ranked
 from backends.swiglu import install as install_swiglu
 
 

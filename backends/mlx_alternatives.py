@@ -22,7 +22,8 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
 from backends.kv_tree import FragmentTree
-from backends.ranking import ranked, writable
+from backends.numpy_views import writable
+from backends.ranking import ranked
 
 LEAD = 4  # tokens decoded before the first position, so a character split there is whole
 

@@ -14,20 +14,9 @@ few logits at or above it are sorted. Ties go to the lower token id, as argmax's
 
 from __future__ import annotations
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
-import mlx.core as mx
 import numpy as np
 
 BLOCKS = 64
-
-
-def writable(logits: mx.array) -> np.ndarray:
-    """An evaluated MLX array as numpy, for `ranked` to overwrite: a view of its own
-    memory where numpy can have one, else a copy."""
-    view = np.asarray(logits)
-    return view if view.flags.writeable else view.copy()
 
 
 def ranked(logits: np.ndarray, k: int, also: np.ndarray | None = None):

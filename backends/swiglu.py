@@ -23,6 +23,7 @@ import mlx.core as mx
 import numpy as np
 
 from backends.cpu_routes import route
+from backends.numpy_views import shared_view
 
 
 def install(model) -> bool:
@@ -36,10 +37,10 @@ def _on_numpy(original):
         if gate.dtype != mx.float32 or up.dtype != mx.float32 or gate.shape != up.shape:
             return original(gate, up)
         mx.eval(gate, up)
-        gates, ups = np.asarray(gate), np.asarray(up)
-        if gates.flags.owndata or not gates.flags.writeable:  # numpy copied: no shared buffer
+        gates = shared_view(gate)
+        if gates is None:  # numpy could only copy: nothing to write the result into
             return original(gate, up)
-        swiglu_in_place(gates, ups)
+        swiglu_in_place(gates, np.asarray(up))
         return gate
 
     return routed
