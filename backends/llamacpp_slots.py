@@ -37,6 +37,21 @@ depth early, while their parent still sits in the slot, cost more than it saved 
 1.76x, 1.36x): the depth's other prompts come between, and splits the cap then crowds
 out are read for nothing.
 
+Wall time on a CPU server follows the server's decode calls, not its tokens: the tokens a
+prompt re-reads ride in one batch with its new one. On the embedded model (2 cores) a
+decode took 6-8 ms, a prompt of 1-3 new tokens or one generated token alike, and both
+this client and v0.3 make about one decode per tree node (57 and 59 on the first story);
+on loopback we save v0.3's per-request overhead (~13 ms of its ~20), so about 1.6x.
+Fewer rounds would need beams decoded side by side in several slots. Even with every
+slot already holding the shared prefix, 4 or 8 prompts, or 4 or 8 seven-token chains,
+ran only 1.35-1.6x faster spread over 4 slots than in one; a search's single-beam
+stretches stay serial, so this bounds the gain near 2x. And a slot gets a prefix unread
+only from the prompt cache. The cache hands a saved state to one slot, removing it from
+the cache. It is consulted only for a pinned slot that holds something sharing under
+half with the prompt (never an empty one). An idle slot is saved there only when a task
+starts in another slot. So which slots get a path depends on the order in which the
+server starts tasks, and a client does not control that order.
+
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).
 """
 
