@@ -16,7 +16,8 @@ side by side, medians of a few repeats: the cost of a 256-token chunk by positio
 ratio to position 0; the first read of a 2,304-token story (the issue's figure) in the
 configured chunks and with each prefill chunk size; the same search (its very requests,
 recorded once) after 100 vs 2,000 story tokens (story cached); four searches on four
-stories at once vs the slowest alone (the same four, recorded and replayed). Beside
+stories at once vs the slowest alone (the same four, recorded and replayed); the two
+searches' ratios as the median of five pairs run back to back, with their range. Beside
 each ratio, the ratio of the floating-point operations the two sides must do (exact
 attention reads every key for every query): what an implementation bound by arithmetic
 shows; one bound by reading the weights or by fixed costs per forward (a search's few
@@ -48,6 +49,7 @@ FIRST_READ = 2304
 CHUNK_SIZES = (128, 256, 512, 1024)
 SEARCH_AFTER = (100, 2000)
 REPEATS = 3
+SEARCH_REPEATS = 5  # searches take under a second and swing most: more runs, and their spread
 
 # The backends package loads OpenBLAS, which must come before mlx.
 # isort: off
@@ -254,13 +256,13 @@ def _long_stories(settings) -> None:
     recorded = _record_searches(recording, ids, params)
     requests = [request for _, requests in recorded for request in requests]
     work = [flops.requests(requests, n - SEARCH_AFTER[0]) for n in SEARCH_AFTER]
-    rows = sum(len(contexts) for contexts, _ in requests) // REPEATS
+    rows = sum(len(contexts) for contexts, _ in requests) // SEARCH_REPEATS
     for name, b in backends.items():
-        short, long = _search_by_length(b, ids, recorded)
+        short, long, ratios = _search_by_length(b, ids, recorded)
         print(
-            f"the same search ({len(requests) // REPEATS} depths, {rows} rows on average) "
+            f"the same search ({len(requests) // SEARCH_REPEATS} depths, {rows} rows on average) "
             f"after {SEARCH_AFTER[0]} vs {SEARCH_AFTER[1]:,} story tokens, {name}: "
-            f"{short:.2f} s vs {long:.2f} s ({long / short:.2f}x; "
+            f"{short:.2f} s vs {long:.2f} s ({_paired(ratios)}; "
             f"operations {work[1] / work[0]:.2f}x)",
             flush=True,
         )
@@ -304,18 +306,18 @@ def _record_searches(backend: MLXBackend, ids: list[int], params) -> list[tuple[
     """For each repeat, where its 100-token story ends and the requests its search made
     (on a backend of its own, so the measured ones find nothing of the tree cached)."""
     recorded = []
-    for repeat in range(REPEATS):
+    for repeat in range(SEARCH_REPEATS):
         end = max(SEARCH_AFTER) + 7 * repeat  # a different ending each repeat
         story = ids[end - SEARCH_AFTER[0] : end]
         recorded.append((end, _requests_of(backend, story, params)))
     return recorded
 
 
-def _search_by_length(backend: MLXBackend, ids: list[int], recorded) -> tuple[float, float]:
+def _search_by_length(backend: MLXBackend, ids: list[int], recorded):
     """The same search after a short and a long story ending in the same 100 tokens, each
     story read but for its last token: the recorded requests, replayed with the longer
     story's extra tokens before every context, so both sides run the very same tree.
-    Median seconds for each length."""
+    Median seconds for each length, and each run's ratio (long over short)."""
     seconds: dict[int, list[float]] = {n: [] for n in SEARCH_AFTER}
     short = SEARCH_AFTER[0]
     for end, requests in recorded:
@@ -323,7 +325,9 @@ def _search_by_length(backend: MLXBackend, ids: list[int], recorded) -> tuple[fl
             prefix = ids[end - n : end - short]
             backend.top_logprobs([ids[end - n : end - 1]], 1)
             seconds[n].append(_timed_replay(backend, requests, prefix))
-    return tuple(statistics.median(seconds[n]) for n in SEARCH_AFTER)
+    short, long = (seconds[n] for n in SEARCH_AFTER)
+    ratios = [b / a for a, b in zip(short, long, strict=True)]
+    return statistics.median(short), statistics.median(long), ratios
 
 
 def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params) -> None:
@@ -333,7 +337,7 @@ def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params
     stories = [ids[start : start + 400] for start in (0, 700, 1400, 2100)]
     flops = Flops(backend)
     alone, together, operations = [], [], []
-    for repeat in range(REPEATS):
+    for repeat in range(SEARCH_REPEATS):
         cut = 2 * repeat + 1  # fresh contexts: not answered from the last run's cache
         searches = [_requests_of(recording, story[:-cut], params) for story in stories]
         work = [flops.requests(requests, 0) for requests in searches]
@@ -349,11 +353,20 @@ def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params
             t.join()
         together.append(time.perf_counter() - started)
     slowest, once = statistics.median(alone), statistics.median(together)
+    ratios = [t / a for a, t in zip(alone, together, strict=True)]
     print(
         f"four searches at once {once:.2f} s vs the slowest alone {slowest:.2f} s "
-        f"({once / slowest:.2f}x; operations {statistics.median(operations):.2f}x)",
+        f"({_paired(ratios)}; "
+        f"operations {statistics.median(operations):.2f}x)",
         flush=True,
     )
+
+
+def _paired(ratios: list[float]) -> str:
+    """Ratios of runs taken in pairs, back to back: their median, and their range (the
+    machine's speed drifts between pairs more than within one)."""
+    spread = f"{min(ratios):.2f}-{max(ratios):.2f}x"
+    return f"{statistics.median(ratios):.2f}x, {len(ratios)} pairs {spread}"
 
 
 def _read(backend: MLXBackend, stories: list[list[int]]) -> None:
