@@ -325,9 +325,9 @@ def _search_by_length(backend: MLXBackend, ids: list[int], recorded):
             prefix = ids[end - n : end - short]
             backend.top_logprobs([ids[end - n : end - 1]], 1)
             seconds[n].append(_timed_replay(backend, requests, prefix))
-    short, long = (seconds[n] for n in SEARCH_AFTER)
-    ratios = [b / a for a, b in zip(short, long, strict=True)]
-    return statistics.median(short), statistics.median(long), ratios
+    shorts, longs = (seconds[n] for n in SEARCH_AFTER)
+    ratios = [b / a for a, b in zip(shorts, longs, strict=True)]
+    return statistics.median(shorts), statistics.median(longs), ratios
 
 
 def _sessions(backend: MLXBackend, recording: MLXBackend, ids: list[int], params) -> None:
