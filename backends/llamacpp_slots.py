@@ -41,7 +41,8 @@ Wall time on a CPU server follows the server's decode calls, not its tokens: the
 prompt re-reads ride in one batch with its new one. On the embedded model (2 cores) a
 decode took 6-8 ms, a prompt of 1-3 new tokens or one generated token alike, and both
 this client and v0.3 make about one decode per tree node (57 and 59 on the first story);
-on loopback we save v0.3's per-request overhead (~13 ms of its ~20), so about 1.6x.
+on loopback we save v0.3's per-request overhead (its requests took ~20 ms each), so
+about 1.6x.
 Fewer rounds would need beams decoded side by side in several slots. Even with every
 slot already holding the shared prefix, 4 or 8 prompts, or 4 or 8 seven-token chains,
 ran only 1.35-1.6x faster spread over 4 slots than in one; a search's single-beam
