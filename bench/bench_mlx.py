@@ -313,7 +313,9 @@ def _record_searches(backend: MLXBackend, ids: list[int], params) -> list[tuple[
     return recorded
 
 
-def _search_by_length(backend: MLXBackend, ids: list[int], recorded):
+def _search_by_length(
+    backend: MLXBackend, ids: list[int], recorded
+) -> tuple[float, float, list[float]]:
     """The same search after a short and a long story ending in the same 100 tokens, each
     story read but for its last token: the recorded requests, replayed with the longer
     story's extra tokens before every context, so both sides run the very same tree.
