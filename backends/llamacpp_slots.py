@@ -37,21 +37,31 @@ depth early, while their parent still sits in the slot, cost more than it saved 
 1.76x, 1.36x): the depth's other prompts come between, and splits the cap then crowds
 out are read for nothing.
 
-Wall time on a CPU server follows the server's decode calls, not its tokens: the tokens a
-prompt re-reads ride in one batch with its new one. On the embedded model (2 cores) a
-decode took 6-8 ms, a prompt of 1-3 new tokens or one generated token alike, and both
-this client and v0.3 make about one decode per tree node (57 and 59 on the first story);
-on loopback we save v0.3's per-request overhead (its requests took ~20 ms each), so
-about 1.6x.
-Fewer rounds would need beams decoded side by side in several slots. Even with every
-slot already holding the shared prefix, 4 or 8 prompts, or 4 or 8 seven-token chains,
-ran only 1.35-1.6x faster spread over 4 slots than in one; a search's single-beam
-stretches stay serial, so this bounds the gain near 2x. And a slot gets a prefix unread
-only from the prompt cache. The cache hands a saved state to one slot, removing it from
-the cache. It is consulted only for a pinned slot that holds something sharing under
-half with the prompt (never an empty one). An idle slot is saved there only when a task
-starts in another slot. So which slots get a path depends on the order in which the
-server starts tasks, and a client does not control that order.
+Wall time on a CPU server (the embedded model on 2 cores) is the server's own: its
+prompt and decode timings came to 0.92 s of a 0.98 s search. A decode took ~9.5 ms for
+one token and ~3.5 ms more for each further token it reads (15.7 ms for 2, 25 ms for 5),
+so both the tokens and the decode calls count. Both this client and v0.3 make about one
+decode per tree node (68 and 59 on the first story); this client reads 126 tokens
+against v0.3's 204 and saves its per-request overhead: 1.4-1.6x on loopback. v0.3's 59
+are already the fewest one slot can make (one per node with children), so what a client
+in one slot can gain on it is bounded: bench_llamacpp.py replays each story's tree at
+that least (the story once, then each node with children alone, depth first, one token a
+decode), and v0.3's wall time came to 1.7-2.2x that server time (1.87x and 2.04x over
+the three stories in two runs).
+
+Fewer decode calls would need beams decoded side by side in several slots, each holding
+its beam's path. A slot can be given another's state without reading it: the server's
+slot save and restore (`--slot-save-path`; `POST /slots/N?action=save|restore`, ~3 ms a
+round trip for a story's KV) copy it, and the copy holds (the next prompt reads only
+its new token). `n_cmpl`'s children copy their parent's state too, but clear it when they
+finish; the prompt cache (`--cache-ram`) moves a state to one slot, only for a pinned
+slot that holds something sharing under half with the prompt. But a decode costs more
+for every row it batches: chains side by side in 2, 3 and 4 slots ran 1.1x, 1.3x and
+1.5x faster than in turn (bench_llamacpp.py's last section), and a search's depths hold
+one or two new beams until its last ones. Spreading each depth's new beams over slots
+copied that way (measured on the bench's three stories, 2026-11-24) ran 1.41x v0.3
+against 1.45x staying in one slot, its tokens 1.41x the least against 1.47x. So a search
+stays in one slot, and no server flag beyond the defaults is needed.
 
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).
 """
