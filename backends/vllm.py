@@ -14,9 +14,12 @@ token for every running sequence. So:
   sequences. Asked one position a depth instead, every beam's context is read again at
   every depth, since a short context is never in the prefix cache (below).
 - Chains are streamed (`stream: true`, `backends.vllm_chains`): the search asks its new
-  beams first, so their prompts join the step that makes the older chains' next tokens,
-  and a depth costs about one step, where a whole reply cost a step per token of its
-  longest chain.
+  beams first, so their prompts join the older chains' steps, where a whole reply cost a
+  step per token of its longest chain. A depth where new beams start still costs two
+  steps: the server makes the older chains' next step while the new beams' request is
+  on its way (it does not wait for a client). Measured: a request sent as a chain's 5th
+  token arrived got its first token with the chain's 7th, 140 ms later (steps of ~65 ms).
+  So a search takes about twice its tree's depth in steps (14 for a 7-deep tree).
 - A chain stops where the beam does: the search's auto-stop strings go as `stop` (the
   stop token's log-probs still come back, its `stop_reason` naming the string), and at
   an end-of-text token (no `ignore_eos`). A chain may be shorter than asked.
