@@ -30,24 +30,24 @@ what the slot holds and the server never consults its cache. What remains is a s
 holding one path at a time: a depth's beams that diverged early re-read their paths from
 where they part. A search stays in one slot. Replaying logged searches against four
 slots, spreading prompts over idle slots cost more tokens (every other slot must first
-read the story and the beam's path: llama-server copies no prefix between slots), and
-even placing each prompt with hindsight, in the slot that made the rest of the search
-cheapest, came within about 5% of one slot. Asking for the chains of likely splits one
-depth early, while their parent still sits in the slot, cost more than it saved (1.48x,
-1.76x, 1.36x): the depth's other prompts come between, and splits the cap then crowds
-out are read for nothing.
+read the story and the beam's path: reading is how a slot gets a prefix, unless the
+client copies one, below), and even placing each prompt with hindsight, in the slot that
+made the rest of the search cheapest, came within about 5% of one slot. Asking for the
+chains of likely splits one depth early, while their parent still sits in the slot, cost
+more than it saved (1.48x, 1.76x, 1.36x): the depth's other prompts come between, and
+splits the cap then crowds out are read for nothing.
 
 Wall time on a CPU server (the embedded model on 2 cores) is the server's own: its
 prompt and decode timings came to 0.92 s of a 0.98 s search. A decode took ~9.5 ms for
 one token and ~3.5 ms more for each further token it reads (15.7 ms for 2, 25 ms for 5),
 so both the tokens and the decode calls count. Both this client and v0.3 make about one
-decode per tree node (68 and 59 on the first story); this client reads 126 tokens
-against v0.3's 204 and saves its per-request overhead: 1.4-1.6x on loopback. v0.3's 59
-are already the fewest one slot can make (one per node with children), so what a client
-in one slot can gain on it is bounded: bench_llamacpp.py replays each story's tree at
-that least (the story once, then each node with children alone, depth first, one token a
-decode), and v0.3's wall time came to 1.7-2.2x that server time (1.87x and 2.04x over
-the three stories in two runs).
+decode per tree node that has children (68 and 59 on the first story); this client reads
+126 tokens against v0.3's 204 and saves its per-request overhead: 1.4-1.6x on loopback.
+v0.3's 59 are already the fewest one slot can make (one per node with children), so what
+a client in one slot can gain on it is bounded: bench_llamacpp.py replays each story's
+tree at that least (the story once, then each node with children alone, depth first, one
+token a decode), and v0.3's wall time came to 1.7-2.2x that server time (1.87x and 2.04x
+over the three stories in two runs).
 
 Fewer decode calls would need beams decoded side by side in several slots, each holding
 its beam's path. A slot can be given another's state without reading it: the server's
@@ -60,8 +60,8 @@ for every row it batches: chains side by side in 2, 3 and 4 slots ran 1.1x, 1.3x
 1.5x faster than in turn (bench_llamacpp.py's last section), and a search's depths hold
 one or two new beams until its last ones. Spreading each depth's new beams over slots
 copied that way (measured on the bench's three stories, 2026-11-24) ran 1.41x v0.3
-against 1.45x staying in one slot, its tokens 1.41x the least against 1.47x. So a search
-stays in one slot, and no server flag beyond the defaults is needed.
+against 1.45x staying in one slot, its tokens 1.41x the least against 1.47x. So copies
+are not used, and no server flag beyond the defaults is needed.
 
 Owns: the record of slot contents and the plan. Not: requests (`backends.llamacpp`).
 """
