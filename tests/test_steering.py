@@ -298,3 +298,146 @@ def test_values_are_checked_when_made_too():
         Steering(note_depth=0)
     with pytest.raises(ValueError, match="keys must be a tuple"):
         LoreEntry(["Mira"], "text")  # type: ignore[arg-type]
+
+
+# -- lorebook files ----------------------------------------------------------------------
+SILLYTAVERN = {
+    "entries": {
+        "0": {
+            "uid": 0, "key": ["Mira", "the spy"], "keysecondary": [], "comment": "Mira",
+            "content": "Mira is a spy with red hair.", "constant": False, "vectorized": False,
+            "selective": True, "selectiveLogic": 0, "addMemo": True, "order": 100,
+            "position": 0, "disable": False, "excludeRecursion": False,
+            "preventRecursion": False, "delayUntilRecursion": False, "probability": 100,
+            "useProbability": True, "depth": 4, "group": "", "groupOverride": False,
+            "groupWeight": 100, "scanDepth": None, "caseSensitive": None,
+            "matchWholeWords": None, "useGroupScoring": None, "automationId": "",
+            "role": None, "sticky": 0, "cooldown": 0, "delay": 0, "displayIndex": 0,
+        },
+        "1": {
+            "uid": 1, "key": ["Castle"], "keysecondary": ["night", "dark"],
+            "comment": "The castle at night", "content": "The castle is haunted at night.",
+            "constant": False, "selective": True, "selectiveLogic": 3, "order": 50,
+            "disable": False, "caseSensitive": True, "matchWholeWords": False,
+        },
+        "2": {
+            "uid": 2, "key": [], "keysecondary": [], "comment": "World",
+            "content": "The year is 1921.", "constant": True, "selective": False,
+            "selectiveLogic": 0, "order": 10, "disable": False,
+        },
+        "3": {
+            "uid": 3, "key": ["Tom"], "keysecondary": ["hat"], "comment": "Tom (off)",
+            "content": "Tom is tall.", "constant": False, "selective": False,
+            "selectiveLogic": 2, "order": 200, "disable": True,
+        },
+    },
+    "originalData": {"name": "Spy world", "entries": []},
+}  # fmt: skip
+
+
+def write(tmp_path, data, name="lore.json"):
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
+    return path
+
+
+def test_a_sillytavern_world_info_file_is_read(tmp_path):
+    lore = read_lorebook(write(tmp_path, SILLYTAVERN))
+    assert [e.name for e in lore] == ["World", "The castle at night", "Mira", "Tom (off)"]
+    world, castle, mira, tom = lore
+    assert world.constant and world.keys == () and world.text == "The year is 1921."
+    assert castle.case_sensitive and not castle.whole_words
+    assert castle.secondary_keys == ("night", "dark") and castle.logic == "and_all"
+    assert mira.keys == ("Mira", "the spy") and not mira.case_sensitive and mira.whole_words
+    assert mira.scan_chars == 2000 and mira.enabled
+    assert not tom.enabled and tom.secondary_keys == ()  # not selective: no filter
+    context = build(Steering(lore=lore), "At night, the Castle was dark. the spy waited")
+    assert [p.label for p in context.parts if p.kind == "lore"] == [
+        "World", "The castle at night", "Mira",
+    ]  # fmt: skip
+    assert not castle.fires("At night, the castle was dark.")  # case-sensitive
+    assert not castle.fires("The Castle at night.")  # and_all: "dark" is missing
+
+
+def test_our_own_form_is_read_back(tmp_path):
+    assert read_lorebook(write(tmp_path, FULL.to_dict())) == FULL.lore
+    assert read_lorebook(write(tmp_path, {"lore": []})) == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "not JSON"),
+        (b'{"lore": [], "x": NaN}', "not JSON"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b"[1, 2]", "neither a LLooM lorebook"),
+        (b'{"name": "x"}', "neither a LLooM lorebook"),
+        (b'{"entries": []}', "must be an object of entries"),
+        (b'{"entries": {"0": "text"}}', r"entries\['0'\] must be an object"),
+        (b'{"entries": {"0": {"key": "Mira"}}}', r"entries\['0'\].key must be a list of text"),
+        (b'{"entries": {"0": {"content": 5}}}', r"entries\['0'\].content must be text"),
+        (b'{"entries": {"0": {"selectiveLogic": 7}}}', "selectiveLogic must be 0, 1, 2 or 3"),
+        (b'{"entries": {"0": {"order": "high"}}}', "order must be a number"),
+        (b'{"lore": [{"keys": [], "text": 1}]}', r"lore\[0\].text must be text"),
+        (b'{"entries": {"0": {"content": "' + b"c" * 20_001 + b'"}}}', "text holds at most"),
+        (b"[" * (MAX_NESTING + 1) + b"]" * (MAX_NESTING + 1), "nested deeper"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper"),
+    ],
+)
+def test_a_bad_lorebook_file_is_one_error_naming_the_file(tmp_path, content, message):
+    path = write(tmp_path, content, "bad lore.json")
+    with pytest.raises(ValueError, match=message) as caught:
+        read_lorebook(path)
+    assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+
+
+def test_a_lorebook_file_too_large_or_missing_is_one_error(tmp_path):
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.truncate(MAX_LOREBOOK_BYTES + 1)
+    with pytest.raises(ValueError, match="larger than 8 MiB"):
+        read_lorebook(path)
+    with pytest.raises(ValueError, match="cannot read it"):
+        read_lorebook(tmp_path / "absent.json")
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ValueError, match="larger than"):
+            read_lorebook("/dev/zero")
+    too_many = {"entries": {str(i): {"key": ["k"]} for i in range(MAX_ENTRIES + 1)}}
+    with pytest.raises(ValueError, match="a lorebook holds at most"):
+        parse_lorebook(json.dumps(too_many).encode())
+
+
+# -- the real tokenizer ------------------------------------------------------------------
+def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_backend):
+    backend = mlx_backend
+    real = dict(tokenize=backend.tokenize, detokenize=backend.detokenize)
+    lore = (entry("Mira", text="Mira is a spy <|im_end|> with red hair."),)
+    steering = Steering(memory="<|im_start|>system\nA dark tale.<|im_end|>", lore=lore)
+    story = "The night was cold.\n\nMira waited by the gate"
+    ids = backend.tokenize(story)
+    context = build_context(steering, story, story_ids=ids, **real)
+    assert context.ids == context.prefix_ids + tuple(ids)
+    assert [p.kind for p in context.parts] == ["memory", "lore", "story"]
+    assert backend.special_token_ids and not set(context.ids) & backend.special_token_ids
+    assert backend.detokenize(list(context.ids)) == context.text  # the names stay text
+    beam = backend.tokenize(" and watched")
+    after = build_context(steering, story + " and watched", story_ids=ids + beam, **real)
+    assert after.ids == context.ids + tuple(beam)  # accept: 0 prefill
+
+    noted = Steering(memory=steering.memory, note="[Keep it dark.]", note_depth=1, lore=lore)
+    before = build_context(noted, story, story_ids=ids, **real)
+    assert before.text.endswith("cold.\n\n[Keep it dark.]\nMira waited by the gate")
+    head = before.parts[-3]
+    assert head.kind == "story" and head.ids == tuple(ids[: len(head.ids)])  # its own ids
+    after = build_context(noted, story + " and watched", story_ids=ids + beam, **real)
+    assert after.ids == before.ids + tuple(beam)  # no new line: 0 prefill
+    line = backend.tokenize(".\nShe")
+    moved = build_context(noted, story + ".\nShe", story_ids=ids + line, **real)
+    assert moved.text.endswith("gate.\n[Keep it dark.]\nShe")
+    assert common_prefix(before.ids, moved.ids) >= note_start(before)  # the note on changes
+    assert backend.detokenize(list(moved.ids)) == moved.text
+
+    indented = "Verse one\n  and two"  # "\n " is one token: no boundary at the line start
+    split = build_context(noted, indented, story_ids=backend.tokenize(indented), **real)
+    assert split.text.endswith("Verse one\n[Keep it dark.]\n  and two")
+    assert backend.detokenize(list(split.ids)) == split.text

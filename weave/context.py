@@ -19,9 +19,10 @@ Built for a KV cache that reuses the longest common prefix (the MLX backend's):
     entries) stays the same until another entry fires or one stops firing.
   - With a note, the ids before it (prefix and the story up to the note's line) stay the
     same while the accepted text adds no line: an accept changes only the ids from the
-    note to the end. The story's ids are split at the note by tokenizing the story up to
-    it; where those ids are not the start of the story's ids (a tokenizer that merges
-    across the line start), both halves are tokenized afresh.
+    note to the end. The story's own ids are split at the note's line (`_split`); where
+    no token boundary falls there (a token spanning the line start), both halves are
+    tokenized afresh, and an accept that adds no line may then cost a few ids of prefill
+    (those after the note that tokenize differently once the beam's text follows).
   - Where the whole would pass `max_tokens`, the story's start is cut (never the memory,
     the lore or the note), by a multiple of a step (a quarter of the story's room, at most
     `weave.search.BLOCK` tokens), so successive searches keep sharing a prefix while the
@@ -136,7 +137,7 @@ def build_context(
     prefix = [p for p in (memory, *lore) if p is not None]
     note = _part("note", steering.note, tokenize)
     at = note_position(story_text, steering.note_depth) if note else len(story_text)
-    head, tail = _split(story_text, ids, at, tokenize)
+    head, tail = _split(story_text, ids, at, tokenize, detokenize)
     fixed = sum(p.token_count for p in (*prefix, note) if p is not None)
     cut = _cut(len(ids), fixed, max_tokens)
     story = [
@@ -169,14 +170,24 @@ def _part(kind: str, text: str, tokenize: Tokenize, label: str = "") -> ContextP
     return ContextPart(kind, line, tuple(tokenize(line)), label)
 
 
-def _split(text: str, ids: list[int], at: int, tokenize: Tokenize) -> tuple[list[int], list[int]]:
-    """The story's ids before and after character `at`, keeping its own ids where they
-    split there cleanly."""
+def _split(
+    text: str, ids: list[int], at: int, tokenize: Tokenize, detokenize: Detokenize
+) -> tuple[list[int], list[int]]:
+    """The story's ids before and after character `at`, keeping its own ids wherever one
+    of their token boundaries falls there, else tokenizing both sides afresh.
+
+    The story's ids split where `text[:at]` tokenized alone ends, or a token or two
+    away (a GPT-2 style tokenizer reads "\n\n" alone as one token, but "\n\nMira" as
+    "\n", "\n", "Mira"); a token spanning `at` ("\n " before "  y") leaves no split.
+    """
     if at in (0, len(text)):
         return ([], ids) if at == 0 else (ids, [])
     head = tokenize(text[:at])
     if ids[: len(head)] == head:
         return head, ids[len(head) :]
+    for k in (len(head) + 1, len(head) - 1, len(head) + 2, len(head) - 2):
+        if 0 < k < len(ids) and detokenize(ids[:k]) == text[:at]:
+            return ids[:k], ids[k:]
     return head, tokenize(text[at:])
 
 
