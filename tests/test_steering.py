@@ -149,6 +149,13 @@ def test_a_tokenizer_that_merges_across_the_line_start_still_spells_the_story():
     )
     assert context.text == "Ab\n[N]\nSo"
     assert merging_detokenize(list(context.ids)) == context.text
+    story = "x" * 50 + "\nSo"  # 52 ids, but 51 + 2 once split at the note's line
+    for max_tokens in range(6, 60):
+        fitted = build_context(
+            steering, story, tokenize=merging_tokenize, detokenize=merging_detokenize,
+            max_tokens=max_tokens,
+        )  # fmt: skip
+        assert fitted.token_count <= max_tokens and fitted.text.endswith("[N]\nSo")
 
 
 # -- trimming ----------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def build_context(
     at = note_position(story_text, steering.note_depth) if note else len(story_text)
     head, tail = _split(story_text, ids, at, tokenize, detokenize)
     fixed = sum(p.token_count for p in (*prefix, note) if p is not None)
-    cut = _cut(len(ids), fixed, max_tokens)
+    cut = _cut(len(head) + len(tail), fixed, max_tokens)  # a fresh split may differ from ids
     story = [
         _story(story_text[:at], head, cut, detokenize),
         note,
