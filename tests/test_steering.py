@@ -106,12 +106,6 @@ def test_with_memory_and_no_note_the_ids_are_prefix_then_the_storys_own_ids():
     assert after.ids == context.ids + tuple(beam)  # accept: nothing before the beam changed
 
 
-def note_start(context) -> int:
-    """How many ids come before the author's note."""
-    kinds = [p.kind for p in context.parts]
-    return sum(p.token_count for p in context.parts[: kinds.index("note")])
-
-
 def test_with_a_note_an_accept_changes_only_the_ids_from_the_note_on():
     steering = Steering(memory="M.", note="[dark]", note_depth=2)
     text = "One.\nTwo.\nThree.\nFour"
@@ -119,7 +113,9 @@ def test_with_a_note_an_accept_changes_only_the_ids_from_the_note_on():
     same_line = build(steering, text + " and five")
     assert same_line.ids[: len(before.ids)] == before.ids  # no new line: 0 prefill
     new_line = build(steering, text + ".\nFive")
-    assert common_prefix(before.ids, new_line.ids) >= note_start(before)
+    assert common_prefix(before.ids, new_line.ids) >= before.before_note
+    assert before.before_note == len(tokenize("M.\nOne.\nTwo.\n"))
+    assert build(Steering(memory="M."), text).before_note == len(tokenize("M.\n" + text))
     assert new_line.text == "M.\nOne.\nTwo.\nThree.\n[dark]\nFour.\nFive"
 
 
@@ -441,7 +437,7 @@ def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_bac
     line = backend.tokenize(".\nShe")
     moved = build_context(noted, story + ".\nShe", story_ids=ids + line, **real)
     assert moved.text.endswith("gate.\n[Keep it dark.]\nShe")
-    assert common_prefix(before.ids, moved.ids) >= note_start(before)  # the note on changes
+    assert common_prefix(before.ids, moved.ids) >= before.before_note  # the note on changes
     assert backend.detokenize(list(moved.ids)) == moved.text
 
     indented = "Verse one\n  and two"  # "\n " is one token: no boundary at the line start
