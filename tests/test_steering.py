@@ -378,6 +378,7 @@ def test_our_own_form_is_read_back(tmp_path):
         (b'{"entries": []}', "must be an object of entries"),
         (b'{"entries": {"0": "text"}}', r"entries\['0'\] must be an object"),
         (b'{"entries": {"0": {"key": "Mira"}}}', r"entries\['0'\].key must be a list of text"),
+        (b'{"entries": {"0": {"key": ""}}}', r"entries\['0'\].key must be a list of text"),
         (b'{"entries": {"0": {"content": 5}}}', r"entries\['0'\].content must be text"),
         (b'{"entries": {"0": {"selectiveLogic": 7}}}', "selectiveLogic must be 0, 1, 2 or 3"),
         (b'{"entries": {"0": {"order": "high"}}}', "order must be a number"),
@@ -444,3 +445,25 @@ def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_bac
     split = build_context(noted, indented, story_ids=backend.tokenize(indented), **real)
     assert split.text.endswith("Verse one\n[Keep it dark.]\n  and two")
     assert backend.detokenize(list(split.ids)) == split.text
+
+
+def test_accepting_under_memory_lore_and_a_note_costs_no_prefill_on_mlx(fresh_mlx_backend):
+    from weave.search import SearchParams, expand
+    from weave.story import Story
+
+    backend = fresh_mlx_backend
+    real = dict(tokenize=backend.tokenize, detokenize=backend.detokenize)
+    params = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=8, auto_stop=False)
+    lore = (entry("fox", text="The fox is a trickster who never tells the truth."),)
+    for note in ("", "[Keep it dark.]"):
+        steering = Steering(memory="A fable in the old style.", note=note, lore=lore)
+        story = Story("The night fell.\nThe fox crept to the well.\nThere,").tokenized(backend)
+        context = build_context(steering, story.text, story_ids=story.token_ids, **real)
+        first = expand(backend, list(context.ids), params)
+        assert first.stats.prefill_tokens <= context.token_count
+        accepted = next(s for s in first.suggestions if s.exact and "\n" not in s.text)
+        story = story.accept(accepted)
+        after = build_context(steering, story.text, story_ids=story.token_ids, **real)
+        assert after.ids == context.ids + accepted.token_ids
+        second = expand(backend, list(after.ids), params)
+        assert second.stats.prefill_tokens == 0, note

@@ -157,7 +157,9 @@ _KIND_NAMES = {bool: "true or false", int: "a whole number", str: "text"}
 
 
 def _key_list(entry: dict, key: str, where: str) -> tuple[str, ...]:
-    keys = entry.get(key) or []
+    keys = entry.get(key)
+    if keys is None:
+        return ()
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise ValueError(f"{where}.{key} must be a list of text")
     return tuple(keys)
