@@ -362,6 +362,39 @@ def test_a_sillytavern_world_info_file_is_read(tmp_path):
     assert not castle.fires("The Castle at night.")  # and_all: "dark" is missing
 
 
+CHARACTER_BOOK = {
+    "name": "Spy world",
+    "description": "",
+    "scan_depth": 50,
+    "token_budget": 500,
+    "recursive_scanning": False,
+    "extensions": {},
+    "entries": [
+        {
+            "keys": ["Mira"], "content": "Mira is a spy.", "extensions": {}, "enabled": True,
+            "insertion_order": 20, "case_sensitive": False, "name": "Mira", "priority": 10,
+            "id": 1, "comment": "", "selective": True, "secondary_keys": ["knife"],
+            "constant": False, "position": "before_char",
+        },
+        {
+            "keys": ["Castle"], "content": "A castle.", "extensions": {}, "enabled": False,
+            "insertion_order": 10, "comment": "The castle", "selective": False,
+            "secondary_keys": ["night"],
+        },
+    ],
+}  # fmt: skip
+
+
+def test_a_character_book_alone_or_in_a_card_is_read(tmp_path):
+    castle, mira = read_lorebook(write(tmp_path, CHARACTER_BOOK))
+    assert (castle.name, castle.enabled, castle.secondary_keys) == ("The castle", False, ())
+    assert (mira.name, mira.keys, mira.secondary_keys) == ("Mira", ("Mira",), ("knife",))
+    assert mira.fires("Mira drew her knife") and not mira.fires("Mira smiled")
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Mira", "description": "A spy.", "character_book": CHARACTER_BOOK}}  # fmt: skip
+    assert read_lorebook(write(tmp_path, card, "card.json")) == (castle, mira)
+
+
 def test_our_own_form_is_read_back(tmp_path):
     assert read_lorebook(write(tmp_path, FULL.to_dict())) == FULL.lore
     assert read_lorebook(write(tmp_path, {"lore": []})) == ()
@@ -375,7 +408,10 @@ def test_our_own_form_is_read_back(tmp_path):
         (b"\xff\xfe{}", "not UTF-8"),
         (b"[1, 2]", "neither a LLooM lorebook"),
         (b'{"name": "x"}', "neither a LLooM lorebook"),
-        (b'{"entries": []}', "must be an object of entries"),
+        (b'{"entries": "x"}', "must be an object of entries"),
+        (b'{"entries": [{"keys": "Mira"}]}', r"entries\[0\].keys must be a list of text"),
+        (b'{"entries": [{"insertion_order": null}]}', "insertion_order must be a number"),
+        (b'{"spec": "chara_card_v2", "data": {"name": "Mira"}}', "no character_book"),
         (b'{"entries": {"0": "text"}}', r"entries\['0'\] must be an object"),
         (b'{"entries": {"0": {"key": "Mira"}}}', r"entries\['0'\].key must be a list of text"),
         (b'{"entries": {"0": {"key": ""}}}', r"entries\['0'\].key must be a list of text"),

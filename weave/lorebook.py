@@ -1,6 +1,6 @@
-"""Reading a lorebook file: LLooM's own JSON form or a SillyTavern world-info file.
+"""Reading a lorebook file: LLooM's own JSON form, SillyTavern world info, a card's book.
 
-Two forms are read, told apart by their top-level keys:
+Three forms are read, told apart by their top-level keys:
   - LLooM's own: the steering's JSON form (`Steering.to_dict`, as the loom export writes
     it; `{"lore": [...]}` alone will do). Its lorebook entries are read strictly.
   - SillyTavern world info: `{"entries": {"0": {...}, "1": {...}}}`. Of each entry these
@@ -18,6 +18,12 @@ Two forms are read, told apart by their top-level keys:
     `scanDepth` (counted in chat messages there; entries here look back
     `DEFAULT_SCAN_CHARS` characters), probability, groups, timed effects and recursion.
     A key written as "/pattern/flags" is a regular expression there and literal text here.
+  - A character card's lorebook (Character Card V2/V3 `character_book`, also as a file
+    of its own, as SillyTavern and character sites share them): `{"entries": [...]}`,
+    or a whole card `{"spec": "chara_card_v2", "data": {"character_book": {...}}}`.
+    Of each entry: keys, secondary_keys (used when `selective`, needing one of them),
+    content, enabled, name (else comment), case_sensitive, constant, insertion_order
+    (sorted as `order` above); the rest is ignored, as above.
 
 Any problem (not UTF-8, not JSON, larger than MAX_LOREBOOK_BYTES, nested deeper than
 MAX_NESTING, neither form, a field of the wrong type, a cap passed) is one `ValueError`
@@ -68,13 +74,20 @@ def parse_lorebook(data: bytes) -> tuple[LoreEntry, ...]:
         raise ValueError(f"not JSON ({e.msg}, line {e.lineno} column {e.colno})") from e
     if _depth(doc) > MAX_NESTING:
         raise ValueError(f"nested deeper than {MAX_NESTING} levels: not a lorebook")
+    if isinstance(doc, dict) and isinstance(doc.get("data"), dict) and "spec" in doc:
+        book = doc["data"].get("character_book")  # a whole character card
+        if not isinstance(book, dict):
+            raise ValueError("a character card with no character_book (lorebook) in it")
+        doc = book
+    if isinstance(doc, dict) and isinstance(doc.get("entries"), list):
+        return _character_book(doc["entries"])
     if isinstance(doc, dict) and "entries" in doc:
         return _sillytavern(doc["entries"])
     if isinstance(doc, dict) and "lore" in doc:
         return Steering.from_dict(doc).lore
     raise ValueError(
-        'neither a LLooM lorebook ({"lore": [...]}) nor a SillyTavern world-info file '
-        '({"entries": {...}})'
+        'neither a LLooM lorebook ({"lore": [...]}), a SillyTavern world-info file '
+        '({"entries": {...}}) nor a character book ({"entries": [...]})'
     )
 
 
@@ -130,17 +143,50 @@ def _st_entry(entry: Any, uid: str) -> LoreEntry:
         secondary_keys=_key_list(entry, "keysecondary", where) if selective else (),
         logic=_ST_LOGIC[logic],
     )
+    return _entry(values, where)
+
+
+def _entry(values: dict[str, Any], where: str) -> LoreEntry:
     try:
         return LoreEntry(**values)
     except ValueError as e:  # a cap passed: say which entry
         raise ValueError(f"{where}: {str(e).removeprefix('steering: entry.')}") from e
 
 
-def _order(entry: Any, uid: str) -> float:
-    order = entry.get("order", 100) if isinstance(entry, dict) else 100
+def _order(entry: Any, uid: str, field: str = "order") -> float:
+    order = entry.get(field, 100) if isinstance(entry, dict) else 100
     if not isinstance(order, int | float) or isinstance(order, bool):
-        raise ValueError(f"entries[{uid!r}].order must be a number")
+        raise ValueError(f"entries[{uid!r}].{field} must be a number")
     return order
+
+
+# -- Character Card V2/V3 character_book ----------------------------------------------------
+def _character_book(entries: list) -> tuple[LoreEntry, ...]:
+    if len(entries) > MAX_ENTRIES:
+        raise ValueError(f"holds {len(entries):,} entries; a lorebook holds at most {MAX_ENTRIES}")
+    read = [
+        (_order(entry, str(i), "insertion_order"), i, _card_entry(entry, i))
+        for i, entry in enumerate(entries)
+    ]
+    return tuple(entry for _, _, entry in sorted(read, key=lambda r: r[:2]))
+
+
+def _card_entry(entry: Any, i: int) -> LoreEntry:
+    where = f"entries[{i}]"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be an object")
+    selective = _field(entry, "selective", bool, False, where)
+    name = _field(entry, "name", str, "", where) or _field(entry, "comment", str, "", where)
+    values = dict(
+        keys=_key_list(entry, "keys", where),
+        text=_field(entry, "content", str, "", where),
+        enabled=_field(entry, "enabled", bool, True, where),
+        name=name,
+        case_sensitive=_field(entry, "case_sensitive", bool, False, where),
+        constant=_field(entry, "constant", bool, False, where),
+        secondary_keys=_key_list(entry, "secondary_keys", where) if selective else (),
+    )
+    return _entry(values, where)
 
 
 def _field(entry: dict, key: str, kind: type, default: Any, where: str) -> Any:
