@@ -231,6 +231,7 @@ def test_ids_alone_are_enough():
         (entry("Mira", text=""), "Mira", False),
         (entry("Mira", scan_chars=10), "Mira" + "." * 20, False),
         (entry("Mira", scan_chars=30), "Mira" + "." * 20, True),
+        (entry("Mira", scan_chars=24), "xMira" + "." * 20, False),  # "Mira" cut from "xMira"
         (entry("a", secondary_keys=("b", "c")), "a b", True),  # and_any
         (entry("a", secondary_keys=("b", "c")), "a", False),
         (entry("a", secondary_keys=("b", "c"), logic="and_all"), "a b", False),

@@ -81,10 +81,10 @@ class LoreEntry:
             return False
         if self.constant:
             return True
-        scanned = story_text[-self.scan_chars :]
-        if not any(self._found(key, scanned) for key in self.keys):
+        start = max(0, len(story_text) - self.scan_chars)
+        if not any(self._found(key, story_text, start) for key in self.keys):
             return False
-        found = [self._found(key, scanned) for key in self.secondary_keys if key.strip()]
+        found = [self._found(k, story_text, start) for k in self.secondary_keys if k.strip()]
         if not found:
             return True
         return {
@@ -94,7 +94,9 @@ class LoreEntry:
             "not_all": not all(found),
         }[self.logic]
 
-    def _found(self, key: str, text: str) -> bool:
+    def _found(self, key: str, text: str, start: int) -> bool:
+        """Whether `key` occurs in `text` from `start` on. Word boundaries look back past
+        `start`, so the tail of a word cut by the scan's start ("xMira") is no word."""
         key = key.strip()
         if not key:
             return False
@@ -104,7 +106,7 @@ class LoreEntry:
             pattern = ("(?<!\\w)" if _WORD.match(key[0]) else "") + pattern
             pattern += "(?!\\w)" if _WORD.match(key[-1]) else ""
         flags = 0 if self.case_sensitive else re.IGNORECASE
-        return re.search(pattern, text, flags) is not None
+        return re.compile(pattern, flags).search(text, start) is not None
 
 
 _WORD = re.compile(r"\w")
