@@ -30,8 +30,8 @@ Built for a KV cache that reuses the longest common prefix (the MLX backend's):
 
 Steering text is tokenized by the same `tokenize` as story text: the backends read a
 control token's name ("<|im_end|>") in text as characters, so memory, lore and note text
-stays text. This module is pure: it calls only the `tokenize`/`detokenize` it is given,
-and knows nothing of backends, the loom or the page.
+stays text. This module is pure: of a backend it calls only the `tokenize`/`detokenize`
+it is given, and it knows nothing of the loom, the store or the page.
 """
 
 from __future__ import annotations
