@@ -35,7 +35,7 @@ cap is one `ValueError` naming the field. This module builds no context
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_MEMORY_CHARS = 20_000
@@ -67,8 +67,13 @@ class LoreEntry:
     secondary_keys: tuple[str, ...] = ()
     logic: str = "and_any"  # how secondary keys refine a fired entry: one of LOGICS
 
+    _primary: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _secondary: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         _check_entry(vars(self), "entry")
+        object.__setattr__(self, "_primary", self._patterns(self.keys))  # frozen: set once
+        object.__setattr__(self, "_secondary", self._patterns(self.secondary_keys))
 
     @property
     def label(self) -> str:
@@ -81,10 +86,12 @@ class LoreEntry:
             return False
         if self.constant:
             return True
+        # Word boundaries look back past `start`: the tail of a word cut by the scan's
+        # start ("xMira") is no word.
         start = max(0, len(story_text) - self.scan_chars)
-        if not any(self._found(key, story_text, start) for key in self.keys):
+        if not any(p.search(story_text, start) for p in self._primary):
             return False
-        found = [self._found(k, story_text, start) for k in self.secondary_keys if k.strip()]
+        found = [p.search(story_text, start) is not None for p in self._secondary]
         if not found:
             return True
         return {
@@ -94,19 +101,22 @@ class LoreEntry:
             "not_all": not all(found),
         }[self.logic]
 
-    def _found(self, key: str, text: str, start: int) -> bool:
-        """Whether `key` occurs in `text` from `start` on. Word boundaries look back past
-        `start`, so the tail of a word cut by the scan's start ("xMira") is no word."""
-        key = key.strip()
-        if not key:
-            return False
-        pattern = re.escape(key)
-        if self.whole_words:
-            # A boundary only where the key's own edge is a word character.
-            pattern = ("(?<!\\w)" if _WORD.match(key[0]) else "") + pattern
-            pattern += "(?!\\w)" if _WORD.match(key[-1]) else ""
+    def _patterns(self, keys: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+        """The keys as compiled patterns (once per entry: a lorebook has thousands of
+        keys, more than `re`'s own cache holds); blank keys are none."""
         flags = 0 if self.case_sensitive else re.IGNORECASE
-        return re.compile(pattern, flags).search(text, start) is not None
+        return tuple(
+            re.compile(_pattern(k.strip(), self.whole_words), flags) for k in keys if k.strip()
+        )
+
+
+def _pattern(key: str, whole_words: bool) -> str:
+    """A literal key; with whole words, a boundary where its own edge is a word character."""
+    pattern = re.escape(key)
+    if whole_words:
+        pattern = ("(?<!\\w)" if _WORD.match(key[0]) else "") + pattern
+        pattern += "(?!\\w)" if _WORD.match(key[-1]) else ""
+    return pattern
 
 
 _WORD = re.compile(r"\w")
