@@ -26,7 +26,7 @@ Three forms are read, told apart by their top-level keys:
     (sorted as `order` above); the rest is ignored, as above.
 
 Any problem (not UTF-8, not JSON, larger than MAX_LOREBOOK_BYTES, nested deeper than
-MAX_NESTING, neither form, a field of the wrong type, a cap passed) is one `ValueError`
+MAX_NESTING, none of these forms, a field of the wrong type, a cap passed) is one `ValueError`
 that names the file. This module reads; it builds no context (`weave.context` does).
 """
 
