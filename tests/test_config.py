@@ -286,6 +286,7 @@ def test_a_settings_file_at_the_cap_is_read_and_one_past_it_refused(tmp_path):
         ("a" + ".a" * 100_000 + " = 1", "line 1: a key of more than 32 parts"),  # once minutes
         ("[search]\n[" + "a." * 40 + "a]", "line 2: a key of more than 32 parts"),
     ],
+    ids=["arrays", "tables", "dotted key", "dotted header"],
 )
 def test_a_settings_file_nested_absurdly_deep_is_one_clear_error_at_once(tmp_path, text, expected):
     path = tmp_path / "config.toml"
