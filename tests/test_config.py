@@ -93,6 +93,8 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         ("[models]\nfoo = 1\n", "[models]", "foo = 1 should be a table"),
         ("search = 1\n", "", "search = 1 should be a table"),
         ("[data]\nfolder = 5\n", "[data] folder", "expected text, got 5"),
+        ('[data]\nfolder = "a\\u0000b"\n', "[data] folder", "a NUL character cannot be"),
+        ('[mlx]\nmodel = "a\\u0000b"\n', "[mlx] model", "a NUL character cannot be"),
         ('[mlx]\nkv_cache_mb = "x"\n', "[mlx] kv_cache_mb", "expected a whole number, got 'x'"),
         ("[mlx]\nkv_cache_mb = 1.5\n", "[mlx] kv_cache_mb", "expected a whole number, got 1.5"),
         ("[mlx]\nprefill_chunk = 0\n", "[mlx] prefill_chunk", "whole number in 1..65536 tokens"),

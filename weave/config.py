@@ -286,6 +286,8 @@ def _field_type(f) -> type:
 def _typed(value: Any, kind: type, where: str) -> Any:
     """`value` when it is a `kind` (an int is a float too, made one; a bool is not a number)."""
     kinds = (int, float) if kind is float else (kind,)
+    if isinstance(value, str) and kind is str and "\0" in value:
+        raise ConfigError(f"{where}: a NUL character cannot be in a name or path")
     if isinstance(value, kinds) and (kind is bool or not isinstance(value, bool)):
         return float(value) if kind is float else value
     names = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}
