@@ -174,7 +174,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
-                      f"{where} [models.{name!r}]")
+                      f"{where} [models.{shown(name)}]")
         for name in models
     }  # fmt: skip
     backend = _table(table, "backend", where)
