@@ -2,10 +2,11 @@
 
 A field made with `bounded(default, low, high)` or `one_of(default, *options)` carries its
 bound in the field's metadata, and whatever needs the range reads it from there
-(`bound_of`, `problem`): the parameters' own `__post_init__` (`check_bounds`), the settings file and
-environment (`weave.config`), the page's sliders and the command line's help. A value
-outside is an error that names the setting; nothing is clamped. NaN and the infinities
-are outside every range, a bool is not a number, and a whole-number range takes only ints.
+(`bound_of`, `problem`): the parameters' own `__post_init__` (`check_bounds`), the
+settings file and environment (`weave.config`), the page's sliders and the command
+line's help. A value outside is an error that names the setting; nothing is clamped.
+NaN and the infinities are outside every range, a bool is not a number, and a
+whole-number range takes only ints.
 
 This module knows nothing of where a value came from: its callers name the setting.
 """
