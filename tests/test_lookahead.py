@@ -1,0 +1,248 @@
+"""Look-ahead's engine (`weave.lookahead`) on the fake model, and the batcher's order of
+service (`backends.mlx_batching`): writers first, look-ahead after, never joined.
+
+Look-ahead against the real MLX model is in test_lookahead_mlx.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from backends.mlx import MLXWorker
+from backends.mlx_batching import Batcher, Cancelled, Forward
+from tests.fake_backend import FakeBackend
+from weave.lookahead import LookAhead
+from weave.search import SearchParams, expand
+
+STORY = [6, 0, 6, 1]  # " a b"
+PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
+
+
+def searched(backend, context, params=PARAMS):
+    return expand(backend, list(context), params)
+
+
+def same_search(a, b) -> bool:
+    return a.suggestions == b.suggestions and a.tree.to_dict() == b.tree.to_dict()
+
+
+@pytest.mark.parametrize("chains", [False, True])
+def test_each_look_ahead_equals_the_search_made_after_accepting(chains):
+    backend = FakeBackend(seed=5, chains=chains)
+    shown = searched(backend, STORY)
+    assert len(shown.suggestions) >= 4
+    ahead = LookAhead(3)
+    ahead.start(backend, STORY, shown.suggestions, PARAMS)
+    ahead.join(timeout=30)
+    exact = [s for s in shown.suggestions if s.exact][:3]
+    for s in exact:
+        after = searched(FakeBackend(seed=5, chains=chains), STORY + list(s.token_ids))
+        found = ahead.take("fake-model", STORY + list(s.token_ids), PARAMS)
+        assert found is not None and same_search(found, after)
+    fourth = shown.suggestions[3]
+    assert ahead.take("fake-model", STORY + list(fourth.token_ids), PARAMS) is None
+
+
+def test_results_are_keyed_by_model_and_parameters():
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    ahead = LookAhead(1)
+    ahead.start(backend, STORY, shown.suggestions, PARAMS)
+    ahead.join(timeout=30)
+    ids = STORY + list(shown.suggestions[0].token_ids)
+    assert ahead.ready("fake-model", ids, PARAMS)
+    assert not ahead.ready("other-model", ids, PARAMS)
+    assert not ahead.ready("fake-model", ids, replace(PARAMS, cutoff=0.2))
+    assert not ahead.ready("fake-model", STORY, PARAMS)
+
+
+def test_no_look_ahead_from_a_suggestion_whose_ids_do_not_spell_its_text():
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    edited = [replace(s, exact=False) for s in shown.suggestions[:2]] + shown.suggestions[2:]
+    ahead = LookAhead(2)
+    plans = ahead.plans("fake-model", STORY, edited, PARAMS)
+    assert [p.context[len(STORY) :] for p in plans] == [
+        tuple(s.token_ids) for s in shown.suggestions[2:4]
+    ]
+    ahead.start(backend, STORY, edited, PARAMS)
+    ahead.join(timeout=30)
+    for s in shown.suggestions[:2]:
+        assert not ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
+
+
+def test_zero_rows_searches_nothing():
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    calls = len(backend.calls)
+    ahead = LookAhead(0)
+    ahead.start(backend, STORY, shown.suggestions, PARAMS)
+    ahead.join(timeout=30)
+    assert not ahead.running() and len(backend.calls) == calls
+
+
+class Gated(FakeBackend):
+    """Each call waits for the test to open the gate, so it can act between depths."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.asked = threading.Semaphore(0)
+        self.gate = threading.Semaphore(0)
+
+    def top_logprobs(self, contexts, k):
+        self.asked.release()
+        assert self.gate.acquire(timeout=30)
+        return super().top_logprobs(contexts, k)
+
+
+def test_cancel_stops_the_run_at_its_next_depth_and_keeps_nothing_unfinished():
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    gated = Gated(seed=5)
+    ahead = LookAhead(3)
+    ahead.start(gated, STORY, shown.suggestions, PARAMS)
+    assert gated.asked.acquire(timeout=30)  # the first depth is being asked
+    ahead.cancel()
+    gated.gate.release()  # it answers; the search stops before asking another
+    ahead.join(timeout=30)
+    assert not ahead.running()
+    assert gated.calls == [1]
+    assert not any(
+        ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS) for s in shown.suggestions
+    )
+
+
+def test_a_new_start_replaces_the_run_and_a_tab_gone_stops_it():
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    gated = Gated(seed=5)
+    ahead = LookAhead(3)
+    ahead.start(gated, STORY, shown.suggestions, PARAMS)
+    assert gated.asked.acquire(timeout=30)
+    alive = threading.Event()  # never set: the tab is gone
+    ahead.start(gated, STORY, shown.suggestions[1:], PARAMS, alive=alive.is_set)
+    for _ in range(2):
+        gated.gate.release()
+    deadline = time.monotonic() + 30
+    while threading.active_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not ahead.running() and threading.active_count() == 1
+    assert len(gated.calls) <= 2  # each run stopped after the depth it was in
+
+
+# -- the batcher: writers first --------------------------------------------------------------
+class Recorder:
+    """Stands for the backend's forward: records each call's contexts, and holds a call
+    until the test lets it go when `hold` is set."""
+
+    def __init__(self):
+        self.calls: list[set] = []
+        self.hold = threading.Event()
+        self.held = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, contexts, k):
+        self.calls.append(set(contexts))
+        if self.hold.is_set():
+            self.held.set()
+            assert self.go.wait(30)
+        answers = {c: [f"{c}:{i}" for i in range(k)] for c in contexts}
+        return answers, [Forward(tuple(sorted(contexts)), 1, prefill=False)]
+
+
+def on_thread(fn):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("future", fn()))
+    t.start()
+    t.join()
+    return box["future"]
+
+
+def test_pending_writers_run_before_look_ahead_and_never_in_its_forward():
+    worker, run = MLXWorker(), Recorder()
+    batcher = Batcher(worker.submit, run, window=0.0)
+    busy = threading.Event()
+    worker.submit(busy.wait)
+    try:
+        ahead = on_thread(lambda: batcher.ask({(9, 1)}, 2, background=True))
+        writer_a = on_thread(lambda: batcher.ask({(1, 1)}, 2))
+        writer_b = on_thread(lambda: batcher.ask({(2, 1)}, 2))
+        busy.set()
+        for f in (ahead, writer_a, writer_b):
+            f.result(timeout=30)
+        assert run.calls == [{(1, 1), (2, 1)}, {(9, 1)}]
+    finally:
+        busy.set()
+        worker.stop()
+
+
+def test_look_ahead_waits_for_the_writers_of_the_last_batch_to_ask_their_next_depth():
+    worker, run = MLXWorker(), Recorder()
+    batcher = Batcher(worker.submit, run, window=5.0)
+    ahead = []
+    try:
+
+        def writer():
+            for depth in range(3):
+                batcher.ask({(1, depth)}, 1).result(timeout=30)
+                if depth == 0:  # look-ahead asks while this writer is between depths
+                    ahead.append(on_thread(lambda: batcher.ask({(9,)}, 1, background=True)))
+                    time.sleep(0.1)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        t.join(timeout=60)
+        ahead[0].result(timeout=30)  # once the writer is done, after the window
+        assert run.calls == [{(1, 0)}, {(1, 1)}, {(1, 2)}, {(9,)}]
+    finally:
+        worker.stop()
+
+
+def test_a_writer_never_waits_for_the_window_after_look_ahead():
+    worker, run = MLXWorker(), Recorder()
+    batcher = Batcher(worker.submit, run, window=3600.0)  # a wait would take an hour
+    try:
+        on_thread(lambda: batcher.ask({(9,)}, 1, background=True)).result(timeout=30)
+        started = time.monotonic()
+        batcher.ask({(1,)}, 1).result(timeout=30)
+        assert time.monotonic() - started < 5
+    finally:
+        worker.stop()
+
+
+def test_a_writer_arriving_during_a_look_ahead_forward_runs_next():
+    worker, run = MLXWorker(), Recorder()
+    batcher = Batcher(worker.submit, run, window=0.0)
+    try:
+        run.hold.set()
+        ahead = on_thread(lambda: batcher.ask({(9, 1)}, 1, background=True))
+        assert run.held.wait(30)  # look-ahead's forward is running
+        run.hold.clear()
+        more_ahead = on_thread(lambda: batcher.ask({(9, 2)}, 1, background=True))
+        writer = on_thread(lambda: batcher.ask({(1, 1)}, 1))
+        run.go.set()
+        for f in (ahead, more_ahead, writer):
+            f.result(timeout=30)
+        assert run.calls == [{(9, 1)}, {(1, 1)}, {(9, 2)}]
+    finally:
+        run.go.set()
+        worker.stop()
+
+
+def test_look_ahead_no_longer_wanted_is_dropped_unrun():
+    worker, run = MLXWorker(), Recorder()
+    batcher = Batcher(worker.submit, run, window=0.0)
+    busy = threading.Event()
+    worker.submit(busy.wait)
+    try:
+        ahead = on_thread(lambda: batcher.ask({(9,)}, 1, lambda: False, background=True))
+        busy.set()
+        with pytest.raises(Cancelled):
+            ahead.result(timeout=30)
+        assert run.calls == []
+    finally:
+        busy.set()
+        worker.stop()
