@@ -14,6 +14,7 @@ import pytest
 from backends.mlx import MLXWorker
 from backends.mlx_batching import Batcher, Cancelled, Forward
 from tests.fake_backend import FakeBackend
+from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.lookahead import LookAhead
 from weave.search import SearchParams, expand
 
@@ -131,6 +132,41 @@ def test_a_new_start_replaces_the_run_and_a_tab_gone_stops_it():
         time.sleep(0.01)
     assert not ahead.running() and threading.active_count() == 1
     assert len(gated.calls) <= 2  # each run stopped after the depth it was in
+
+
+# -- settings ----------------------------------------------------------------------------
+def test_defaults_are_three_rows_on_mlx_and_off_for_openai():
+    settings = load_settings(env={})
+    assert settings.lookahead == LookAheadSettings(rows=None)
+    assert settings.lookahead_rows("mlx") == 3
+    assert settings.lookahead_rows("openai") == 0
+
+
+def test_rows_from_the_file_and_the_environment_apply_to_every_backend():
+    assert settings_from_table({"lookahead": {"rows": 5}}).lookahead_rows("openai") == 5
+    assert load_settings(env={"LLOOM_LOOKAHEAD": "0"}).lookahead_rows("mlx") == 0
+    assert load_settings(env={"LLOOM_LOOKAHEAD": "2"}).lookahead_rows("vllm") == 2
+
+
+@pytest.mark.parametrize(
+    "table, env, message",
+    [
+        ({"lookahead": {"rows": 11}}, {}, "[lookahead] rows must be a whole number in 0..10"),
+        ({"lookahead": {"rows": -1}}, {}, "not -1"),
+        ({"lookahead": {"rows": 1.5}}, {}, "expected a whole number, got 1.5"),
+        ({"lookahead": {"row": 1}}, {}, "unknown key 'row'"),
+        ({}, {"LLOOM_LOOKAHEAD": "99"}, "LLOOM_LOOKAHEAD must be a whole number in 0..10"),
+        ({}, {"LLOOM_LOOKAHEAD": "three"}, "LLOOM_LOOKAHEAD='three' is not a valid int"),
+    ],
+)
+def test_rows_out_of_range_are_refused_by_name(tmp_path, table, env, message):
+    path = tmp_path / "config.toml"
+    lines = [f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items())
+             for name, keys in table.items()]  # fmt: skip
+    path.write_text("".join(lines))
+    with pytest.raises(ConfigError) as refused:
+        load_settings(path, env)
+    assert message in str(refused.value)
 
 
 # -- the batcher: writers first --------------------------------------------------------------
