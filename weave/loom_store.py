@@ -10,83 +10,50 @@ on one story only ever add nodes, and nothing saved is lost when a process is ki
 
 The file: WAL, `synchronous=FULL`, a busy timeout, one connection per operation (share a
 store between threads and processes). It is opened only when its header says it is ours
-(SQLite with our application id); a foreign or damaged file is left untouched, a newer
-one refused, and one written by the store before the loom (schema 2: a log of states and
-undo/redo rows) is migrated in one transaction after a backup copy beside it, each
-story's log replayed into a loom (`weave.loom_formats.loom_from_log`). Every failure is
-a `StoreError` subclass whose message says what to check. Values are written as strict
-JSON: NaN or an infinity is refused, and suggestions or settings holding one that come in
-(an import, a migrated search) are left out.
+(SQLite with our application id); a foreign, damaged or older file is left untouched, a
+newer one refused. Every failure is a `StoreError` subclass whose message says what to
+check. Values are written as strict JSON: NaN or an infinity is refused, and suggestions
+or settings holding one that come in (an import) are left out. What another program wrote
+into a story's rows is read tolerantly where the story stays whole (`weave.store_rows`).
 
-This module owns the store's API, `LoomStore`, and is where its names are imported from.
-It leaves the pieces to others: the errors to `weave.store_errors`, the tables to
-`weave.store_schema`, opening the file and its connections to `weave.store_file`, the
-migration to `weave.store_migration`, a story's rows to `weave.store_rows`; the tree's
-moves are `weave.loom`'s, the JSON documents `weave.loom_formats`'. None of them imports
-anything from the page, the session layer or the backends.
+This module owns the store's API, `LoomStore`, and the names the page and the command
+line import with it; the errors are `weave.store_errors`', the tables
+`weave.store_schema`'s, opening the file and its connections `weave.store_file`'s, a
+story's rows `weave.store_rows`'; the tree's moves are `weave.loom`'s, the JSON documents
+`weave.loom_formats`'. None of them imports anything from the page, the session layer or
+the backends.
 """
 
 from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from weave.loom import Loom
+from weave.loom import Loom, new_id
 from weave.loom_formats import SavedStory, finite_only, loom_document, read_document
-from weave.store_errors import (
-    BadImport,
-    DamagedStory,
-    DatabaseLocked,
-    InvalidInput,
-    NewerDatabase,
-    NotDeleted,
-    NotLoomDatabase,
-    StorageFailed,
-    StorageUnwritable,
-    StoreError,
-    StoryNotFound,
-)
+from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
 from weave.store_file import StoreFile
 from weave.store_rows import (
-    TITLE_BYTES,
     StoryInfo,
     checked,
     dumps,
     insert_story,
     loads,
+    number,
     read_loom,
     save_changes,
     story_infos,
     story_row,
+    text_value,
     title_value,
 )
-from weave.store_schema import APPLICATION_ID, FILE_NAME, SCHEMA, SCHEMA_VERSION
+from weave.store_schema import FILE_NAME
 
-__all__ = [
-    "APPLICATION_ID",
-    "FILE_NAME",
-    "SCHEMA",
-    "SCHEMA_VERSION",
-    "TITLE_BYTES",
-    "BadImport",
-    "DamagedStory",
-    "DatabaseLocked",
-    "InvalidInput",
-    "LoomStore",
-    "NewerDatabase",
-    "NotDeleted",
-    "NotLoomDatabase",
-    "StorageFailed",
-    "StorageUnwritable",
-    "StoreError",
-    "StoryInfo",
-    "StoryNotFound",
-]
+__all__ = ["BadImport", "InvalidInput", "LoomStore", "StoreError", "StoryInfo", "StoryNotFound"]
 
 
 class LoomStore:
@@ -109,7 +76,7 @@ class LoomStore:
     ) -> tuple[str, Loom]:
         """A new story holding `text` (`node`: token_ids, model...); its id and its loom."""
         loom = Loom.new(checked(text), kind=kind, **node)
-        story_id = uuid.uuid4().hex[:12]
+        story_id = new_id()
         with self._file.write() as db:
             insert_story(db, story_id, SavedStory(loom, title_value(title), time.time()))
         return story_id, loom
@@ -142,8 +109,11 @@ class LoomStore:
         return new
 
     def rename(self, story_id: str, title: str) -> None:
-        """Set the title; a blank one goes back to the story's first words."""
-        self._set(story_id, "title", title_value(checked(title)), edit=True)
+        """Set the title. A blank one is refused (`InvalidInput`) and the old one kept: a
+        writer who clears the box by mistake loses no title."""
+        if not checked(title).strip():
+            raise InvalidInput("a title needs a visible character; the old title is kept")
+        self._set(story_id, "title", title, edit=True)
 
     def delete(self, story_id: str) -> None:
         """Mark a story deleted (kept, and restorable, until purged)."""
@@ -221,25 +191,24 @@ class LoomStore:
                     (story_id,),
                 )
             }
-            story = SavedStory(
-                read_loom(db, story_id), row["title"], row["created"],
-                {} if row["settings"] is None else loads(row["settings"], story_id),
-                suggestions,
-            )  # fmt: skip
-        return loom_document(story_id, finite_only(story), row["updated"])
+            title = None if row["title"] is None else text_value(row["title"])
+            settings = {} if row["settings"] is None else loads(row["settings"], story_id)
+            loom, created = read_loom(db, story_id), number(row["created"]) or 0.0
+            story = SavedStory(loom, title, created, settings, suggestions)
+        return loom_document(story_id, finite_only(story), number(row["updated"]) or 0.0)
 
-    def import_json(self, data: str | bytes) -> str:
-        """A new story from a "lloom-loom" file (or the older session and story files).
+    def import_json(self, data: str | bytes, name: str = "the file") -> str:
+        """A new story from a "lloom-loom" file; its id.
 
-        Returns its id. Raises `BadImport` saying what is wrong with the file.
+        Raises `BadImport` naming the file (`name`) and what is wrong with it.
         """
         try:
             story = read_document(data)
         except ValueError as e:
-            raise BadImport(f"the file cannot be imported: {e}") from e
+            raise BadImport(f"{name} cannot be imported: {e}") from e
         for node in story.loom.nodes.values():
             checked(node.text)
-        story_id = uuid.uuid4().hex[:12]
+        story_id = new_id()
         with self._file.write() as db:
             insert_story(db, story_id, story)
         return story_id

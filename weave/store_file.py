@@ -1,8 +1,8 @@
 """The story store's SQLite file: opening it, and every connection and transaction on it.
 
 Opening checks the header with plain file I/O before SQLite reads it (a foreign or
-damaged file is left untouched, a newer one refused), writes the schema into a new file,
-and migrates one of schema 2 (`weave.store_migration`). Every connection is made here:
+damaged file is left untouched, a newer one or one of an unreleased older schema refused),
+and writes the schema into a new file. Every connection is made here:
 WAL, `synchronous=FULL`, foreign keys, a busy timeout, one connection per operation, and
 any `sqlite3.Error` on it becomes the `StoreError` that says what to check
 (`weave.store_errors.from_sqlite`). What is read and written is `weave.store_rows`'s.
@@ -24,7 +24,6 @@ from weave.store_errors import (
     from_sqlite,
     not_ours,
 )
-from weave.store_migration import migrate
 from weave.store_schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, SQLITE_MAGIC
 
 
@@ -87,12 +86,12 @@ class StoreFile:
                 raise
             db.execute("COMMIT")
 
-    # -- opening: is it ours, its schema, its migration ---------------------------------
+    # -- opening: is it ours, its schema ---------------------------------------------------
     def prepare(self) -> None:
-        """Make the folder and the file when missing, check it is ours, and migrate it.
+        """Make the folder and the file when missing, and check it is ours.
 
-        Raises `StorageUnwritable`, `NotLoomDatabase` (a foreign or damaged file, left
-        untouched), `NewerDatabase` or `DatabaseLocked`.
+        Raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
+        left untouched), `NewerDatabase` or `DatabaseLocked`.
         """
         folder = self.path.parent
         try:
@@ -114,14 +113,11 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version < SCHEMA_VERSION:
-                try:
-                    migrate(db, self.path, version)
-                except ValueError as e:  # a saved value its replay cannot read
-                    raise NotLoomDatabase(
-                        f"the database at {self.path} cannot be migrated ({e}); it was left "
-                        "untouched"
-                    ) from e
+            if version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
+                raise NotLoomDatabase(
+                    f"the database at {self.path} has schema {version}, from a development "
+                    "build of LLooM that no release read; it was left untouched"
+                )
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not later
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -2,7 +2,14 @@
 list of stories), and writing a new story or what a move added to one.
 
 Values are written as strict JSON: NaN or an infinity is refused (`InvalidInput`), and a
-saved value that is not JSON reads back as `DamagedStory`. Every function takes an open
+saved setting or search that is not JSON reads back as `DamagedStory`. Rows another
+program wrote are read so that the writer's story stays readable: a text stored as a BLOB
+is decoded (bad bytes as U+FFFD), a number stored as text is parsed, and a node's score,
+time, token ids, model or params that still cannot be read are dropped (they are records
+of how a node was made, and ids are made again from the text). What would change the
+story's shape cannot be guessed: a node whose parent is missing or comes after it (a
+parent cycle), an unknown kind, a missing cursor or root are `DamagedStory` naming the
+story and the node. Every function takes an open
 connection inside the caller's transaction; connecting, transactions and the schema are
 `weave.store_file`'s and `weave.store_schema`'s, the tree's moves `weave.loom`'s.
 """
@@ -13,11 +20,18 @@ import json
 import math
 import sqlite3
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from weave.loom import Loom, Node, title_for
-from weave.loom_formats import SavedStory, finite_only, without_surrogates
+from weave.loom import KINDS, Loom, Node, title_for
+from weave.loom_formats import (
+    MAX_SCORE,
+    TOKEN_ID_LIMIT,
+    SavedStory,
+    finite_only,
+    without_surrogates,
+)
 from weave.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
 TITLE_BYTES = 4096  # of the first node's text, read to make a title
@@ -47,26 +61,76 @@ def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
 def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
     """The story's loom as stored: every node, the cursor, checkouts and bookmarks.
 
-    Raises `StoryNotFound`, or `DamagedStory` when a value cannot be read back.
+    Raises `StoryNotFound`, or `DamagedStory` naming the node whose place in the tree
+    cannot be read (the nodes are read in the order they were added: a parent before
+    its children, so a cycle is a node whose parent is not yet read).
     """
     story = story_row(db, story_id)
-    nodes = {}
+    nodes: dict[str, Node] = {}
     for r in db.execute("SELECT * FROM nodes WHERE story_id = ? ORDER BY seq", (story_id,)):
-        ids = None if r["token_ids"] is None else tuple(loads(r["token_ids"], story_id))
-        params = None if r["params"] is None else loads(r["params"], story_id)
-        nodes[r["id"]] = Node(
-            r["id"], r["parent"], r["text"], r["kind"], ids, r["model"], params, r["score"],
-            r["created"],
+        node_id, parent = text_value(r["id"]), r["parent"]
+        parent = None if parent is None else text_value(parent)
+        if (parent is None) != (not nodes) or (parent is not None and parent not in nodes):
+            raise _damaged(story_id, f"node {node_id!r} comes before its parent {parent!r}")
+        kind = text_value(r["kind"])
+        if kind not in KINDS:
+            raise _damaged(story_id, f"node {node_id!r} has an unknown kind {kind!r}")
+        ids = _json(r["token_ids"])
+        if not (
+            isinstance(ids, list) and all(type(i) is int and 0 <= i < TOKEN_ID_LIMIT for i in ids)
+        ):
+            ids = None
+        params, model, score = _json(r["params"]), r["model"], number(r["score"])
+        nodes[node_id] = Node(
+            node_id, parent, text_value(r["text"]), kind, None if ids is None else tuple(ids),
+            model if isinstance(model, str) else None, params if isinstance(params, dict) else None,
+            score if score is not None and abs(score) <= MAX_SCORE else None,
+            number(r["created"]) or 0.0,
         )  # fmt: skip
-    checkouts = dict(
-        db.execute("SELECT parent, child FROM checkouts WHERE story_id = ?", (story_id,))
-    )
+    if story["cursor"] not in nodes or story["root"] != next(iter(nodes), None):
+        raise _damaged(story_id, "its cursor or root is missing")
+    checkouts = {
+        parent: child
+        for parent, child in db.execute(
+            "SELECT parent, child FROM checkouts WHERE story_id = ?", (story_id,)
+        )
+        if child in nodes and nodes[child].parent == parent
+    }
     marks = frozenset(
         r[0] for r in db.execute("SELECT node FROM bookmarks WHERE story_id = ?", (story_id,))
     )
-    if story["cursor"] not in nodes or story["root"] not in nodes:
-        raise DamagedStory(f"story {story_id} cannot be read: its cursor or root is missing")
-    return Loom(nodes, story["root"], story["cursor"], checkouts, marks)
+    return Loom(nodes, story["root"], story["cursor"], checkouts, marks & nodes.keys())
+
+
+def _damaged(story_id: str, what: str) -> DamagedStory:
+    return DamagedStory(
+        f"story {story_id} cannot be read: {what}; the file may be damaged or written by "
+        "another program: export the other stories and keep a copy of it"
+    )
+
+
+def text_value(value: object) -> str:
+    """A text column's value as text, whatever another program stored there."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def number(value: object) -> float | None:
+    """A number column's value as a finite float; None when it holds none."""
+    if isinstance(value, str | bytes):
+        with suppress(ValueError):
+            value = float(value)
+    ok = type(value) in (int, float) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _json(value: object) -> object:
+    """A node's JSON record, or None when it cannot be read (it is only a record)."""
+    try:
+        return None if value is None else json.loads(value)
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
@@ -83,17 +147,17 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
     return [
         StoryInfo(
             id=r["id"],
-            title=r["title"] if r["title"] is not None else _opening_title(r["opening"]),
+            title=text_value(r["title"]) if r["title"] is not None else _opening(r["opening"]),
             nodes=r["nodes"],
-            created=r["created"],
-            updated=r["updated"],
+            created=number(r["created"]) or 0.0,
+            updated=number(r["updated"]) or 0.0,
             deleted=r["deleted"] is not None,
         )
         for r in rows
     ]
 
 
-def _opening_title(opening: bytes | None) -> str:
+def _opening(opening: bytes | None) -> str:
     """The title made of a text's first bytes (which may end inside a character)."""
     return title_for((opening or b"").decode("utf-8", "ignore"))
 
@@ -102,7 +166,7 @@ def loads(value: str, story_id: str) -> Any:
     """A JSON value saved for `story_id`; raises `DamagedStory` when it is not JSON."""
     try:
         return json.loads(value)
-    except ValueError as e:
+    except (ValueError, TypeError, RecursionError) as e:
         raise DamagedStory(
             f"story {story_id} cannot be read: a saved value is not JSON ({e}); the file may "
             "be damaged: export what you can and keep a copy of it"

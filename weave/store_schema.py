@@ -4,7 +4,7 @@ The tables, as SQL: `stories` (a row a story: title, times, settings, root, curs
 `nodes` (only ever added: triggers refuse to change one, or to delete one of a story that
 is not deleted), and the small records beside them (`checkouts`, `bookmarks`,
 `suggestions`). This module is facts only; opening and creating the file are
-`weave.store_file`'s, the migration from schema 2 `weave.store_migration`'s.
+`weave.store_file`'s.
 """
 
 from __future__ import annotations
