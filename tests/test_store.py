@@ -524,3 +524,148 @@ def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
                    "WHERE story_id = ?", (loom.cursor, float("inf"), sid))  # fmt: skip
     exported = json.loads(store.export_json(sid), parse_constant=pytest.fail)  # NaN: fails
     assert exported["suggestions"] == {} and exported["nodes"][-1]["score"] is None
+
+
+# -- what crafted files and rows cannot do (issue 27) ----------------------------------------
+def loom_cli(data: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m weave loom ...` on the store in `data`."""
+    return subprocess.run(
+        [sys.executable, "-m", "weave", "loom", *args], cwd=ROOT, capture_output=True,
+        text=True, timeout=120, env={**ENV, "LLOOM_DATA_DIR": str(data)},
+    )  # fmt: skip
+
+
+def one_error(done: subprocess.CompletedProcess, *parts: str) -> None:
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert all(part in done.stderr for part in parts), done.stderr
+
+
+def test_a_parent_cycle_written_into_the_file_is_one_error_naming_the_story_and_node(tmp_path):
+    store = LoomStore(tmp_path)
+    good, _ = store.create("good")
+    sid, loom = store.create("Once")
+    loom = store.update(sid, lambda lm: lm.accept(" upon").accept(" a time"))
+    first, second, _ = (n.id for n in loom.path()[1:])
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # another program, triggers dropped
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET parent = ? WHERE id = ?", (second, first))
+    message = f"story {sid} cannot be read: node {first!r} comes before its parent {second!r}"
+    for read in (store.load, store.export_json):
+        with pytest.raises(DamagedStory, match=message):
+            read(sid)
+    one_error(loom_cli(tmp_path, "show", sid), f"story {sid}", first)
+    one_error(loom_cli(tmp_path, "export", sid), f"story {sid}", first)
+    assert store.load(good).text() == "good"  # the others open
+
+
+def _document(tmp_path: Path) -> dict:
+    store = LoomStore(tmp_path / "source")
+    sid, _ = store.create("Once", token_ids=(7,), model="m")
+    store.update(sid, lambda lm: lm.accept(" upon", token_ids=(8,), model="m", score=-0.5))
+    return json.loads(store.export_json(sid))
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_an_import_nested_deep_is_one_error_naming_the_file(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": "lloom-loom", "nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    one_error(loom_cli(tmp_path, "import", str(deep)), str(deep), "nested deeper than 64")
+    doc, store = _document(tmp_path), LoomStore(tmp_path)
+    for place in ("settings", "suggestions"):
+        spoilt = {**doc, place: {doc["cursor"]: _nested(700)}}
+        with pytest.raises(BadImport, match="the file cannot be imported: it is nested deeper"):
+            store.import_json(json.dumps(spoilt))
+    doc["settings"] = {"deep": _nested(40)}  # a deep but sane value still imports
+    assert store.settings(store.import_json(json.dumps(doc))) == doc["settings"]
+    assert len(store.stories()) == 1
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda d: d.update(created=10**400), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=10**400), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=10**20), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=1e20), "score that is not a number within"),
+        (lambda d: d["nodes"][-1].update(created=1e300), "a time must be seconds"),
+        (lambda d: d["nodes"][-1].update(created=-5), "a time must be seconds"),
+        (lambda d: d["nodes"][-1].update(token_ids=[2**31]), "non-negative ints below"),
+        (lambda d: d["nodes"][-1].update(model=["m"]), "a model that is not a string"),
+    ],
+    ids=["created 10**400", "score 10**400", "score 10**20", "score 1e20", "time 1e300",
+         "time < 0", "id 2**31", "model"],
+)  # fmt: skip
+def test_numbers_out_of_range_in_an_import_are_refused(tmp_path, spoil, message):
+    doc = _document(tmp_path)
+    spoil(doc)
+    with pytest.raises(BadImport, match=message):
+        LoomStore(tmp_path).import_json(json.dumps(doc))
+    assert LoomStore(tmp_path).stories() == []
+
+
+def test_an_import_out_of_range_on_the_command_line_is_one_error_and_ids_a_model_lacks_pass(
+    tmp_path,
+):
+    doc = _document(tmp_path)
+    doc["nodes"][-1]["score"] = 10**400
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    one_error(loom_cli(tmp_path, "import", str(bad)), str(bad), "does not fit 64 bits")
+    doc["nodes"][-1].update(score=-1, token_ids=[1_000_000])  # no vocabulary check here:
+    sid = LoomStore(tmp_path).import_json(json.dumps(doc))  # the session makes that one
+    assert LoomStore(tmp_path).load(sid).node().token_ids == (1_000_000,)
+
+
+def test_loom_show_of_a_long_chain_grows_with_its_nodes_not_their_depth(tmp_path):
+    doc, n = _document(tmp_path), 50_000
+    root, first = doc["nodes"][:2]
+    chain = [{**first, "id": f"c{i}", "parent": f"c{i - 1}" if i else root["id"], "text": " w"}
+             for i in range(n)]  # fmt: skip
+    doc.update(nodes=[root, *chain], cursor=f"c{n - 1}", checkouts={}, suggestions={})
+    sid = LoomStore(tmp_path).import_json(json.dumps(doc))
+    shown = loom_cli(tmp_path, "show", sid)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert len(lines) == n + 1 and len(shown.stdout) < 30 * (n + 1)  # one column: no indent
+    assert lines[-1] == f"*  c{n - 1} ' w'"
+
+
+def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, loom = store.create("a")
+    for i in range(20):  # a comb: each node branches, so each level is indented
+        store.update(sid, lambda lm, i=i: lm.keep(f"x{i}").accept(f"b{i}"))
+    lines = loom_cli(tmp_path, "show", sid).stdout.splitlines()
+    indents = [len(line) - len(line[3:].lstrip()) - 3 for line in lines]
+    assert max(indents) == 2 * 16 and "(20) " in lines[-1]  # MAX_INDENT levels, then said
+    assert lines[-1].startswith("* ") and lines[-1].endswith("'b19'")
+
+
+def test_rows_another_program_wrote_read_back_with_the_story_whole(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, loom = store.create("Once", token_ids=(1,), model="m")
+    loom = store.update(sid, lambda lm: lm.accept(" upon", score=-1.0).accept(" a time"))
+    one, two, three = (n.id for n in loom.path()[1:])
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET text = CAST(text AS BLOB) WHERE id = ?", (one,))
+        db.execute("UPDATE nodes SET text = X'20ff', score = 'n/a' WHERE id = ?", (two,))
+        db.execute("UPDATE nodes SET token_ids = '[1, \"x\"]', params = '{bad', "
+                   "created = 'yesterday' WHERE id = ?", (three,))  # fmt: skip
+        db.execute("UPDATE stories SET title = CAST('Tale' AS BLOB) WHERE id = ?", (sid,))
+    loom = store.load(sid)
+    assert loom.text() == "Once \ufffd a time" and loom.node(two).score is None
+    assert (loom.node(three).token_ids, loom.node(three).created) == (None, 0.0)
+    shown = loom_cli(tmp_path, "show", sid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "Tale"
+    exported = loom_cli(tmp_path, "export", sid)
+    assert exported.returncode == 0, exported.stderr
+    assert store.load(store.import_json(exported.stdout)).text() == "Once \ufffd a time"

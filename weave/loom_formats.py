@@ -38,7 +38,6 @@ MAX_SCORE = 1e9  # a sum of log-probabilities (or of probabilities) is far insid
 MAX_TIME = 1e11  # seconds since the epoch: the year 5138
 TOKEN_ID_LIMIT = 1 << 31  # no vocabulary is larger
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _NODE_FIELDS = ("id", "parent", "text", "kind", "token_ids", "model", "params", "score", "created")
@@ -109,13 +108,15 @@ def bounded_json(data: str | bytes) -> Any:
     """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
     deep and its integers fit 64 bits; else a ValueError saying which it breaks.
 
-    The depth is counted on the brackets outside strings before parsing (in C: a regular
-    expression, a translation, an accumulation), so no input can exhaust the stack.
+    The depth is counted on the brackets outside strings before parsing (at C speed:
+    replacements, a split, a translation, an accumulation), so no input can exhaust the
+    stack.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_BYTES:
         raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")  # every '"' now delimits
+    brackets = b"".join(unescaped.split(b'"')[::2]).translate(None, _NOT_BRACKET)
     if brackets and max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH:
         raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
     try:

@@ -30,7 +30,6 @@ from weave.loom_formats import (
     TOKEN_ID_LIMIT,
     SavedStory,
     finite_only,
-    without_surrogates,
 )
 from weave.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
@@ -178,8 +177,12 @@ def checked(text: str) -> str:
     """`text`, when the store can keep it; raises `InvalidInput` saying why not."""
     if not isinstance(text, str):
         raise InvalidInput(f"a text must be a str, not {type(text).__name__}")
-    if without_surrogates(text) != text:
-        raise InvalidInput("a text holds a lone surrogate (not a character); clean it first")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "a text holds a lone surrogate (not a character); clean it first"
+        ) from None
     return text
 
 
