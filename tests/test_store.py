@@ -33,7 +33,7 @@ from weave.store_errors import (
     StorageUnwritable,
     StoryNotFound,
 )
-from weave.store_schema import APPLICATION_ID, FILE_NAME
+from weave.store_file import APPLICATION_ID, FILE_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = ROOT / "tests" / "store_writer.py"

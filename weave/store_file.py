@@ -1,5 +1,8 @@
-"""The story store's SQLite file: opening it, and every connection and transaction on it.
+"""The story store's SQLite file: its tables, opening it, and every connection on it.
 
+The tables: `stories` (a row a story: title, times, settings, root, cursor), `nodes`
+(only ever added: triggers refuse to change one, or to delete one of a story that is not
+deleted), and the small records beside them (`checkouts`, `bookmarks`, `suggestions`).
 Opening checks the header with plain file I/O before SQLite reads it (a foreign or
 damaged file is left untouched, a newer one or one of an unreleased older schema refused),
 and writes the schema into a new file. Every connection is made here:
@@ -24,7 +27,64 @@ from weave.store_errors import (
     from_sqlite,
     not_ours,
 )
-from weave.store_schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, SQLITE_MAGIC
+
+FILE_NAME = "stories.sqlite3"
+SCHEMA_VERSION = 3
+APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
+
+SCHEMA = (
+    """CREATE TABLE stories (
+        id TEXT PRIMARY KEY,
+        title TEXT,           -- NULL: the first words of its first node
+        created REAL NOT NULL,
+        updated REAL NOT NULL,
+        deleted REAL,         -- when it was deleted; NULL while it is not
+        settings TEXT,        -- JSON object
+        root TEXT NOT NULL,
+        cursor TEXT NOT NULL
+    )""",
+    """CREATE TABLE nodes (
+        story_id TEXT NOT NULL REFERENCES stories(id),
+        id TEXT NOT NULL,
+        seq INTEGER NOT NULL,     -- 0 (the root), 1, 2, ...: the order they were added
+        parent TEXT,
+        kind TEXT NOT NULL CHECK (kind IN ('typed', 'edited', 'accepted', 'sampled')),
+        token_ids TEXT,           -- JSON list of ints
+        model TEXT,
+        params TEXT,              -- JSON object
+        score REAL,
+        created REAL NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (story_id, id),
+        UNIQUE (story_id, seq),
+        FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE checkouts (
+        story_id TEXT NOT NULL, parent TEXT NOT NULL, child TEXT NOT NULL,
+        PRIMARY KEY (story_id, parent),
+        FOREIGN KEY (story_id, child) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE bookmarks (
+        story_id TEXT NOT NULL, node TEXT NOT NULL,
+        PRIMARY KEY (story_id, node),
+        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE suggestions (
+        story_id TEXT NOT NULL, node TEXT NOT NULL,
+        data TEXT NOT NULL,       -- JSON: the search shown at this node
+        PRIMARY KEY (story_id, node),
+        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TRIGGER nodes_stay BEFORE UPDATE ON nodes
+    BEGIN SELECT RAISE(ABORT, 'nodes are never changed'); END""",
+    """CREATE TRIGGER nodes_go_with_purge BEFORE DELETE ON nodes
+    WHEN (SELECT deleted FROM stories WHERE id = OLD.story_id) IS NULL
+    BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
+    """CREATE TRIGGER stories_go_with_purge BEFORE DELETE ON stories
+    WHEN OLD.deleted IS NULL
+    BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
+)
 
 
 @dataclass(frozen=True)
