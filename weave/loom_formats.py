@@ -21,7 +21,6 @@ Every problem with a document is a `ValueError` saying what is wrong.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
@@ -54,34 +53,16 @@ class SavedStory:
     suggestions: dict[str, dict] = field(default_factory=dict)  # node id -> search dict
 
 
-# -- writing ------------------------------------------------------------------------------
 def loom_document(story_id: str, story: SavedStory, updated: float) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
-    doc = {
-        "format": LOOM_FORMAT,
-        "version": LOOM_VERSION,
-        "id": story_id,
-        "title": story.title,
-        "created": story.created,
-        "updated": updated,
-        "settings": story.settings,
-        "root": loom.root,
-        "cursor": loom.cursor,
-        "checkouts": dict(loom.checkouts),
-        "bookmarks": sorted(loom.bookmarks),
-        "nodes": [_node_json(n) for n in loom.nodes.values()],
-        "suggestions": story.suggestions,
-    }
+    nodes = [{name: getattr(n, name) for name in _NODE_FIELDS} for n in loom.nodes.values()]
+    doc = {"format": LOOM_FORMAT, "version": LOOM_VERSION, "id": story_id, "title": story.title,
+           "created": story.created, "updated": updated, "settings": story.settings,
+           "root": loom.root, "cursor": loom.cursor, "checkouts": dict(loom.checkouts),
+           "bookmarks": sorted(loom.bookmarks), "nodes": nodes,
+           "suggestions": story.suggestions}  # fmt: skip
     return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
-
-
-def _node_json(node: Node) -> dict:
-    values = {name: getattr(node, name) for name in _NODE_FIELDS}
-    values["token_ids"] = None if node.token_ids is None else list(node.token_ids)
-    if node.score is not None and not math.isfinite(node.score):  # saved before scores were
-        values["score"] = None  # checked: JSON cannot hold it
-    return values
 
 
 def finite_only(story: SavedStory) -> SavedStory:
@@ -92,7 +73,6 @@ def finite_only(story: SavedStory) -> SavedStory:
     return replace(story, suggestions=suggestions, settings=settings)
 
 
-# -- reading ------------------------------------------------------------------------------
 def read_document(data: str | bytes) -> SavedStory:
     """A story from a "lloom-loom" file."""
     doc = bounded_json(data)
@@ -108,9 +88,8 @@ def bounded_json(data: str | bytes) -> Any:
     """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
     deep and its integers fit 64 bits; else a ValueError saying which it breaks.
 
-    The depth is counted on the brackets outside strings before parsing (at C speed:
-    replacements, a split, a translation, an accumulation), so no input can exhaust the
-    stack.
+    The depth is counted on the brackets outside strings before parsing, at C speed, so
+    no input can exhaust the stack.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_BYTES:
@@ -141,7 +120,7 @@ def _read_loom(doc: dict) -> SavedStory:
             f"version {LOOM_VERSION}: upgrade LLooM"
         )
     nodes: dict[str, Node] = {}
-    for item in _list(doc["nodes"], "nodes"):
+    for item in _list(doc["nodes"]):
         node = _node(item)
         if node.id in nodes:
             raise ValueError(f"node {node.id!r} appears twice")
@@ -153,14 +132,15 @@ def _read_loom(doc: dict) -> SavedStory:
     if root is None or root.text or root.id != doc["root"]:
         raise ValueError("its first node must be the root, with no text")
     checkouts, marks = doc["checkouts"], doc["bookmarks"]
-    named = [doc["cursor"], *checkouts.keys(), *checkouts.values(), *_list(marks, "bookmarks")]
+    named = [doc["cursor"], *checkouts.keys(), *checkouts.values(), *_list(marks)]
     if not all(isinstance(n, str) and n in nodes for n in named):
         raise ValueError("its cursor, checkouts or bookmarks name a node it does not hold")
     suggestions = doc["suggestions"]
     if not all(k in nodes and isinstance(v, dict) for k, v in suggestions.items()):
         raise ValueError("its suggestions must be objects kept under nodes it holds")
     loom = Loom(nodes, root.id, doc["cursor"], dict(checkouts), frozenset(marks))
-    return SavedStory(loom, _title(doc), _time(doc["created"]), _settings(doc), dict(suggestions))
+    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    return SavedStory(loom, _title(doc), _time(doc["created"]), settings, dict(suggestions))
 
 
 def _node(item: Any) -> Node:
@@ -169,12 +149,8 @@ def _node(item: Any) -> Node:
     if not all(isinstance(item[k], str) for k in ("id", "text", "kind")):
         raise ValueError("a node's id, text and kind are strings")
     ids, score, params, name = item["token_ids"], item["score"], item["params"], item["id"]
-    if ids is not None and not all(
-        type(i) is int and 0 <= i < TOKEN_ID_LIMIT for i in _list(ids, "token_ids")
-    ):
-        raise ValueError(
-            f"node {name!r} has token ids that are not non-negative ints below {TOKEN_ID_LIMIT}"
-        )
+    if ids is not None and not all(type(i) is int and 0 <= i < TOKEN_ID_LIMIT for i in _list(ids)):
+        raise ValueError(f"node {name!r} has token ids that are not non-negative ints below 2**31")
     if score is not None and not (type(score) in (int, float) and abs(score) <= MAX_SCORE):
         raise ValueError(f"node {name!r} has a score that is not a number within ±{MAX_SCORE:g}")
     if params is not None and not isinstance(params, dict):
@@ -182,7 +158,7 @@ def _node(item: Any) -> Node:
     if item["model"] is not None and not isinstance(item["model"], str):
         raise ValueError(f"node {name!r} has a model that is not a string")
     if item["kind"] not in KINDS:
-        raise ValueError(f"node {item['id']!r} has an unknown kind {item['kind']!r}")
+        raise ValueError(f"node {name!r} has an unknown kind {item['kind']!r}")
     return Node(
         item["id"], item["parent"], item["text"], item["kind"],
         None if ids is None else tuple(ids), item["model"], params,
@@ -190,14 +166,9 @@ def _node(item: Any) -> Node:
     )  # fmt: skip
 
 
-def without_surrogates(text: str) -> str:
-    """`text` with each lone surrogate (a code point UTF-8 cannot hold) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def _list(value: Any, what: str) -> list:
+def _list(value: Any) -> list:
     if not isinstance(value, list):
-        raise ValueError(f"its {what} must be a list")
+        raise ValueError(f"{value!r:.40} is not a list")
     return value
 
 
@@ -208,10 +179,6 @@ def _time(value: Any) -> float:
 
 
 def _title(doc: dict) -> str | None:
+    """The title, when it has a visible character; a lone surrogate becomes U+FFFD."""
     title = doc.get("title")
-    return without_surrogates(title) if isinstance(title, str) and title.strip() else None
-
-
-def _settings(doc: dict) -> dict:
-    settings = doc.get("settings")
-    return settings if isinstance(settings, dict) else {}
+    return _SURROGATE.sub("\ufffd", title) if isinstance(title, str) and title.strip() else None
