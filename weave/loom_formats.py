@@ -1,21 +1,15 @@
 """A loom as JSON: the one export format, written and read back exactly.
 
-The format is "lloom-loom", version 1: every node with all its fields, the cursor, the
-checked-out children, the bookmarks, the story's title and settings, and the suggestions
-kept per node. `loom_document` writes it and `read_document` reads it back. (LLooM never
-shipped another format: the page's session files and the story exports of the store before
-the loom lived in development builds only, and are no longer read.)
+"lloom-loom", version 1: every node with all its fields, the cursor, the checked-out
+children, the bookmarks, the story's title and settings, and the suggestions kept per
+node (`loom_document` writes it, `read_document` reads it). No release shipped another.
 
-Reading trusts nothing in the file: it is parsed with a bound on its size and its nesting
-(`MAX_BYTES`, `MAX_DEPTH`), every integer in it fits 64 bits, and each number is checked
-where it enters: times are seconds since the epoch, scores finite and within `MAX_SCORE`,
-token ids non-negative and below `TOKEN_ID_LIMIT` (whether a model has them is the
-session's to check). Documents are strict JSON (no NaN or infinities); suggestions or
-settings read back holding one (a file edited by hand) are not kept (`finite_only`): the
-page says so where it meets them (`weave.session`).
-
-This module is pure: it neither reads files nor knows SQLite (`weave.loom_store` does).
-Every problem with a document is a `ValueError` saying what is wrong.
+Reading trusts nothing: the file is parsed with a bound on its size and nesting
+(`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, and each number is checked
+where it enters: times since the epoch, scores within `MAX_SCORE`, token ids in
+0..`TOKEN_ID_LIMIT` (whether a model has them is the session's to check). Suggestions or
+settings holding NaN or an infinity are not kept (`finite_only`). Pure: no files, no
+SQLite. Every problem with a document is a `ValueError` saying what is wrong.
 """
 
 from __future__ import annotations

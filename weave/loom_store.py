@@ -1,19 +1,17 @@
 """Every story's loom in SQLite: `<data folder>/stories.sqlite3`, and the store's API.
 
-Nodes are rows that are only ever added (triggers refuse to change one, or to delete one
-of a story that is not deleted); the cursor, each parent's checked-out child, bookmarks,
-settings and the suggestions shown at a node are small records beside them. The tree is
-written through one method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE`
+Nodes are rows only ever added; the cursor, checked-out children, bookmarks, settings
+and the suggestions shown at a node are small records beside them. The tree is written
+through one method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE`
 transaction it reads the loom as stored (with the nodes other tabs and processes added),
 applies a pure move from `weave.loom`, and writes what the move added. So two writers
 on one story only ever add nodes, and nothing saved is lost when a process is killed.
-Every failure is a `StoreError` subclass whose message says what to check.
+Every failure is a `StoreError` whose message says what to check.
 
-This module owns the store's API, `LoomStore`, and the names the page and the command
-line import with it. The errors are `weave.store_errors`', the file, its tables and its
-connections `weave.store_file`'s, a story's rows `weave.store_rows`', the tree's moves
-`weave.loom`'s, the JSON documents `weave.loom_formats`'. None of them imports anything
-from the page, the session layer or the backends.
+This module owns `LoomStore` and the names the page and the command line import with it;
+the errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
+`weave.store_rows`', the JSON documents `weave.loom_formats`'. None of them imports the
+page, the session layer or the backends.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@
 The tables: `stories` (a row a story: title, times, settings, root, cursor), `nodes`
 (only ever added: triggers refuse to change one, or to delete one of a story that is not
 deleted), and the small records beside them (`checkouts`, `bookmarks`, `suggestions`).
-Opening checks the header with plain file I/O before SQLite reads it (a foreign or
-damaged file is left untouched, a newer one or one of an unreleased older schema refused),
-and writes the schema into a new file. Every connection is made here:
-WAL, `synchronous=FULL`, foreign keys, a busy timeout, one connection per operation, and
-any `sqlite3.Error` on it becomes the `StoreError` that says what to check
-(`weave.store_errors.from_sqlite`). What is read and written is `weave.store_rows`'s.
+Opening reads the header with plain file I/O before SQLite does: a foreign or damaged
+file is left untouched, a newer or older one refused; a new one gets the schema. Every
+connection is made here (WAL, `synchronous=FULL`, foreign keys, a busy timeout, one per
+operation), and any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from weave.store_errors import (
     NewerDatabase,
     NotLoomDatabase,
     StorageUnwritable,
-    StoreError,
     from_sqlite,
     not_ours,
 )
@@ -102,7 +99,7 @@ class StoreFile:
         try:
             yield db
         except sqlite3.Error as e:
-            raise self.error(e) from e
+            raise from_sqlite(e, self.path, self.busy_ms) from e
         finally:
             db.close()
 
@@ -114,24 +111,18 @@ class StoreFile:
         """One write transaction; the write lock is taken at once, so it cannot deadlock."""
         return self._transaction("BEGIN IMMEDIATE")
 
-    def error(self, e: sqlite3.Error) -> StoreError:
-        """The `StoreError` that says what to check about `e`."""
-        return from_sqlite(e, self.path, self.busy_ms)
-
     def _connect(self, *, create: bool = False) -> sqlite3.Connection:
-        uri = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}"
+        uri, db = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}", None
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
-        except sqlite3.Error as e:
-            raise self.error(e) from e
-        try:
             db.row_factory = sqlite3.Row
-            db.execute(f"PRAGMA busy_timeout = {int(self.busy_ms)}")
-            db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA synchronous = FULL")
+            for pragma in (f"busy_timeout = {int(self.busy_ms)}", "foreign_keys = ON",
+                           "synchronous = FULL"):  # fmt: skip
+                db.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as e:
-            db.close()  # a file that opened but will not take its settings
-            raise self.error(e) from e
+            if db is not None:
+                db.close()  # a file that opened but will not take its settings
+            raise from_sqlite(e, self.path, self.busy_ms) from e
         return db
 
     @contextmanager

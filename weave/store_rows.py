@@ -1,16 +1,12 @@
-"""A story's rows <-> its loom: reading a story's rows into a `weave.loom.Loom` (and the
-list of stories), and writing a new story or what a move added to one.
+"""A story's rows <-> its loom (and the list of stories), inside the caller's transaction.
 
-Values are written as strict JSON: NaN or an infinity is refused (`InvalidInput`), and a
-saved setting or search that is not JSON reads back as `DamagedStory`. Rows another
-program wrote are read so that the writer's story stays readable, since its text is what
-they wrote: a text stored as a BLOB is decoded (bad bytes as U+FFFD), a number stored as
-text is parsed, and a node's score, time, token ids, model or params that still cannot be
-read are dropped (they record how a node was made; ids are made again from the text).
-What would change the story's shape cannot be guessed: a node whose parent is missing or
-comes after it (a parent cycle), an unknown kind, a missing cursor or root are a
-`DamagedStory` naming the story and the node. Every function takes an open connection
-inside the caller's transaction (`weave.store_file`'s); the moves are `weave.loom`'s.
+Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows
+another program wrote are read so the writer's story stays readable, its text being what
+they wrote: a BLOB text is decoded (bad bytes as U+FFFD), a number stored as text parsed,
+and a node's score, time, ids, model or params that still cannot be read dropped (records
+of how it was made; ids are made again from the text). What would change the story's
+shape is a `DamagedStory` naming the story and node: a parent missing or after its child
+(a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
 """
 
 from __future__ import annotations
@@ -149,19 +145,16 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
         FROM stories s {where} ORDER BY s.updated DESC, s.created DESC, s.id""",
         () if story_id is None else (story_id,),
     )
-    return [
-        StoryInfo(
-            r["id"],  # the first bytes of a text may end inside a character: "ignore"
-            text_value(r["title"])
-            if r["title"] is not None
-            else title_for((r["opening"] or b"").decode("utf-8", "ignore")),
-            r["nodes"],
-            number(r["created"]) or 0.0,
-            number(r["updated"]) or 0.0,
-            r["deleted"] is not None,
-        )  # fmt: skip
-        for r in found
-    ]
+    return [StoryInfo(r["id"], _title(r["title"], r["opening"]), r["nodes"],
+                      number(r["created"]) or 0.0, number(r["updated"]) or 0.0,
+                      r["deleted"] is not None) for r in found]  # fmt: skip
+
+
+def _title(title: Any, opening: bytes | None) -> str:
+    """The title, else the first words of the opening (bytes that may end mid-character)."""
+    if title is None:
+        return title_for((opening or b"").decode("utf-8", "ignore"))
+    return text_value(title)
 
 
 def loads(value: str, story_id: str) -> Any:
