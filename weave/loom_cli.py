@@ -5,7 +5,7 @@
                                "kind"}...], "bookmarks": [...]}; a node's text is its own;
                                without --json an outline, indented where the story branches
     loom export STORY_ID       the whole loom as JSON on stdout
-    loom import FILE           a new story from such a file (or an older LLooM file); its id
+    loom import FILE           a new story from such a file; its id (or one error naming it)
 
 The data folder is the configured one (`LLOOM_DATA_DIR` overrides it). This module owns
 these subcommands' arguments and output; the stories are `weave.loom_store`'s, and
