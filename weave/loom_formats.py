@@ -45,14 +45,15 @@ class SavedStory:
     created: float = 0.0
     settings: dict = field(default_factory=dict)
     suggestions: dict[str, dict] = field(default_factory=dict)  # node id -> search dict
+    updated: float = 0.0  # its last change (an import's own is not kept: it is new here)
 
 
-def loom_document(story_id: str, story: SavedStory, updated: float) -> str:
+def loom_document(story_id: str, story: SavedStory) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
     nodes = [{name: getattr(n, name) for name in _NODE_FIELDS} for n in loom.nodes.values()]
     doc = {"format": LOOM_FORMAT, "version": LOOM_VERSION, "id": story_id, "title": story.title,
-           "created": story.created, "updated": updated, "settings": story.settings,
+           "created": story.created, "updated": story.updated, "settings": story.settings,
            "root": loom.root, "cursor": loom.cursor, "checkouts": dict(loom.checkouts),
            "bookmarks": sorted(loom.bookmarks), "nodes": nodes,
            "suggestions": story.suggestions}  # fmt: skip

@@ -143,8 +143,7 @@ class LoomStore:
     def export_json(self, story_id: str) -> str:
         """The whole story as "lloom-loom" JSON; `import_json` of it gives it back."""
         with self._file.read() as db:
-            story, updated = rows.read_story(db, story_id)
-        return loom_document(story_id, story, updated)
+            return loom_document(story_id, rows.read_story(db, story_id))
 
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
         """A new story from a "lloom-loom" file; its id.

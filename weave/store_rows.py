@@ -81,15 +81,16 @@ def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
     return Loom(nodes, story["root"], story["cursor"], checkouts, frozenset(marks & nodes.keys()))
 
 
-def read_story(db: sqlite3.Connection, story_id: str) -> tuple[SavedStory, float]:
-    """The whole story as an export holds it (less what JSON cannot hold), and when it
-    last changed."""
+def read_story(db: sqlite3.Connection, story_id: str) -> SavedStory:
+    """The whole story as an export holds it (less what JSON cannot hold)."""
     row = story_row(db, story_id)
     title = None if row["title"] is None else text_value(row["title"])
     settings = {} if row["settings"] is None else loads(row["settings"], story_id)
     loom, created = read_loom(db, story_id), number(row["created"]) or 0.0
-    story = SavedStory(loom, title, created, settings, suggestions(db, story_id))
-    return finite_only(story), number(row["updated"]) or 0.0
+    updated = number(row["updated"]) or 0.0
+    return finite_only(
+        SavedStory(loom, title, created, settings, suggestions(db, story_id), updated)
+    )
 
 
 def suggestions(db: sqlite3.Connection, story_id: str) -> dict[str, Any]:
