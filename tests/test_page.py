@@ -732,20 +732,23 @@ def test_a_bad_import_is_a_clear_message(fake, content):
     assert at.button(key="start")
 
 
-def test_an_old_session_file_imports_as_a_chain_and_bad_settings_fall_back(fake):
+def test_an_import_with_bad_settings_falls_back(fake):
+    node = dict.fromkeys(("token_ids", "model", "params", "score"), None)
     data = {
-        "format": "lloom-session",
-        "history": [{"text": "ab", "kind": "start"}, {"text": "ab \ud800 c", "kind": "edit"}],
-        "position": 99,
+        "format": "lloom-loom", "version": 1, "title": None, "created": 0, "root": "r",
+        "cursor": "b", "checkouts": {}, "bookmarks": [],
+        "nodes": [{**node, "id": "r", "parent": None, "text": "", "kind": "typed", "created": 0},
+                  {**node, "id": "a", "parent": "r", "text": "ab", "kind": "typed", "created": 0},
+                  {**node, "id": "b", "parent": "a", "text": " c", "kind": "edited", "created": 0}],
         "settings": {"max_depth": "deep", "cutoff": 7, "score": "nonsense"},
-        "search": {"params": {}, "tree": "nope"},
-    }
+        "suggestions": {"b": {"params": {}, "tree": "nope"}},
+    }  # fmt: skip
     at = app()
     blob = json.dumps(data).encode()
     at.file_uploader[0].set_value(("odd.json", blob, "application/json")).run()
     assert not at.exception
-    assert story(at) == "ab \ufffd c"
-    assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " \ufffd c"]
+    assert story(at) == "ab c"
+    assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " c"]
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # out of bounds: default
     assert at.slider(key="cfg_max_depth").value == 12  # unusable: the default
     [notice] = [w.value.replace("\\", "") for w in at.warning if "saved" in w.value]
