@@ -134,6 +134,30 @@ def test_a_new_start_replaces_the_run_and_a_tab_gone_stops_it():
     assert len(gated.calls) <= 2  # each run stopped after the depth it was in
 
 
+def test_asked_again_for_the_same_searches_a_run_goes_on_and_after_a_cancel_starts_again():
+    shown = searched(FakeBackend(seed=5), STORY)
+    plain = FakeBackend(seed=5)
+    for s in shown.suggestions[:2]:
+        searched(plain, STORY + list(s.token_ids))
+    gated = Gated(seed=5)
+    ahead = LookAhead(2)
+    ahead.start(gated, STORY, shown.suggestions, PARAMS)
+    assert gated.asked.acquire(timeout=30)
+    ahead.start(gated, STORY, shown.suggestions, PARAMS)  # a page rerun: nothing restarts
+    for _ in range(1000):
+        gated.gate.release()
+    ahead.join(timeout=30)
+    assert gated.calls == plain.calls
+    assert all(
+        ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS) for s in shown.suggestions[:2]
+    )
+    ahead.cancel()
+    ahead.start(gated, STORY, shown.suggestions[2:], replace(PARAMS, cutoff=0.3))
+    ahead.join(timeout=30)
+    assert ahead.ready("fake-model", STORY + list(shown.suggestions[2].token_ids),
+                       replace(PARAMS, cutoff=0.3))  # fmt: skip
+
+
 # -- settings ----------------------------------------------------------------------------
 def test_defaults_are_three_rows_on_mlx_and_off_for_openai():
     settings = load_settings(env={})

@@ -64,6 +64,7 @@ class LookAhead:
         self._lock = threading.Lock()
         self._generation = 0  # a run goes on while it is the latest one started
         self._thread: threading.Thread | None = None
+        self._planned: tuple[int, set[Ahead]] = (0, set())  # the latest run: its generation, plans
 
     # -- the page's side --------------------------------------------------------------
     def start(
@@ -76,14 +77,18 @@ class LookAhead:
         alive: Callable[[], bool] = always,
     ) -> None:
         """Search from the first `rows` exact suggestions after `context`, in their order,
-        on a thread; whatever ran before stops at its next depth. `alive()` False (the tab
-        is gone) stops it too. It must be cheap and thread-safe: a backend may call it on
-        its own worker thread."""
+        on a thread; whatever ran before stops at its next depth, unless it runs for these
+        very searches (then it goes on). `alive()` False (the tab is gone) stops it too;
+        it must be cheap and thread-safe: a backend may call it on its own worker thread."""
         plans = self.plans(backend.model_name, context, suggestions, params)
         with self._lock:
+            plans = [plan for plan in plans if plan not in self._done]
+            going = self.running() and self._planned[0] == self._generation
+            if going and set(plans) <= self._planned[1]:
+                return  # asked again for what runs now (a page rerun): let it go on
             self._generation += 1
             generation = self._generation
-            plans = [plan for plan in plans if plan not in self._done]
+            self._planned = (generation, set(plans))
         if not plans:
             return
 
