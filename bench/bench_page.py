@@ -111,15 +111,24 @@ def one_round(page: Page, url: str, opening: str) -> list[Timing]:
         times.append(timed(page, "Previous branch", find(probe.PREVIOUS),
                            ready=story_reads(page, taken)))  # fmt: skip
         times.append(timed(page, "Next branch", find(probe.NEXT), ready=story_reads(page, kept)))
-    find(probe.GO_TO).click()  # opening the picker runs nothing; picking does
-    option = page.get_by_role(probe.GO_TO_OPTION, name=here, exact=True)
-    times.append(timed(page, "Go to a node", option, ready=story_reads(page, taken)))
+    times.append(timed(page, "Go to a node", go_to_option(page, here),
+                       ready=story_reads(page, taken)))  # fmt: skip
     return times
 
 
 def go_to_label(page: Page) -> str:
     """The Go to picker's entry for the node shown now (the text its box shows)."""
     return probe.find(page, probe.GO_TO).first.input_value()
+
+
+def go_to_option(page: Page, label: str):
+    """Open the Go to picker (that runs nothing; picking does) and find its entry `label`."""
+    probe.find(page, probe.GO_TO).first.click()
+    options = probe.find(page, probe.GO_TO_OPTION)
+    texts = [" ".join(text.split()) for text in options.all_inner_texts()]
+    if " ".join(label.split()) not in texts:
+        raise probe.PageChanged(f"the Go to picker has no entry {label!r}, only {texts}")
+    return options.nth(texts.index(" ".join(label.split())))
 
 
 # -- the runs ----------------------------------------------------------------------------------
