@@ -90,30 +90,42 @@ def start(page: Page, url: str, opening: str) -> Timing:
 
 
 def one_round(page: Page, url: str, opening: str) -> list[Timing]:
-    """Start, then each action once; every node an action lands on has its suggestions
-    except where the action is a search (Start, accept)."""
+    """Start (at S), Keep, accept (at A), Bookmark, Undo (S), Redo (A), the other branch and
+    back, Go to S: each node an action lands on has its suggestions, except after Start and
+    accept (a search each)."""
     times = [start(page, url, opening)]
     find = lambda target, nth=0: probe.find(page, target).nth(nth)  # noqa: E731
-    before = probe.story_text(page)
+    before, label = probe.story_text(page), go_to_label(page)
     times.append(timed(page, "Keep (📌, no search)", find(probe.KEEP, 1)))
     accept = suggestions_shown(page, before)
     times.append(timed(page, "accept top → next suggestions", find(probe.ACCEPT), ready=accept))
     taken = probe.story_text(page)
     times.append(timed(page, "Bookmark", find(probe.BOOKMARK)))
-    here = go_to_label(page)
     times.append(timed(page, "Undo (node has suggestions)", find(probe.UNDO),
                        ready=story_reads(page, before)))  # fmt: skip
     times.append(timed(page, "Redo (node has suggestions)", find(probe.REDO),
                        ready=story_reads(page, taken)))  # fmt: skip
-    if probe.present(page, probe.NEXT):  # the kept branch: its first visit searches
-        probe.timed_click(page, find(probe.NEXT), ready=suggestions_shown(page, taken))
-        kept = probe.story_text(page)
-        times.append(timed(page, "Previous branch", find(probe.PREVIOUS),
-                           ready=story_reads(page, taken)))  # fmt: skip
-        times.append(timed(page, "Next branch", find(probe.NEXT), ready=story_reads(page, kept)))
-    times.append(timed(page, "Go to a node", go_to_option(page, here),
-                       ready=story_reads(page, taken)))  # fmt: skip
+    times += branches(page, taken)
+    times.append(timed(page, "Go to a node", go_to_option(page, label),
+                       ready=story_reads(page, before)))  # fmt: skip
     return times
+
+
+def branches(page: Page, taken: str) -> list[Timing]:
+    """From A to the kept branch (its first visit searches, untimed), then timed back to A
+    and over again: both nodes have their suggestions by then."""
+    moves = {"Previous branch": probe.PREVIOUS, "Next branch": probe.NEXT}
+    away = next((name for name, target in moves.items() if probe.present(page, target)), None)
+    if away is None:
+        return []
+    back = next(name for name in moves if name != away)
+    probe.timed_click(page, probe.find(page, moves[away]).first,
+                      ready=suggestions_shown(page, taken))  # fmt: skip
+    kept = probe.story_text(page)
+    return [
+        timed(page, back, probe.find(page, moves[back]).first, ready=story_reads(page, taken)),
+        timed(page, away, probe.find(page, moves[away]).first, ready=story_reads(page, kept)),
+    ]
 
 
 def go_to_label(page: Page) -> str:
@@ -123,12 +135,16 @@ def go_to_label(page: Page) -> str:
 
 def go_to_option(page: Page, label: str):
     """Open the Go to picker (that runs nothing; picking does) and find its entry `label`."""
-    probe.find(page, probe.GO_TO).first.click()
+    box = probe.find(page, probe.GO_TO).first
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":  # a click may only focus it
+        box.press("ArrowDown")
     options = probe.find(page, probe.GO_TO_OPTION)
     texts = [" ".join(text.split()) for text in options.all_inner_texts()]
-    if " ".join(label.split()) not in texts:
+    want = " ".join(label.split())
+    if want not in texts:
         raise probe.PageChanged(f"the Go to picker has no entry {label!r}, only {texts}")
-    return options.nth(texts.index(" ".join(label.split())))
+    return options.nth(texts.index(want))
 
 
 # -- the runs ----------------------------------------------------------------------------------
