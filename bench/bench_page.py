@@ -96,7 +96,7 @@ def one_round(page: Page, url: str, opening: str) -> list[Timing]:
     times = [start(page, url, opening)]
     find = lambda target, nth=0: probe.find(page, target).nth(nth)  # noqa: E731
     before, label = probe.story_text(page), go_to_label(page)
-    times.append(timed(page, "Keep (📌, no search)", find(probe.KEEP, 1)))
+    times.append(timed(page, "Keep (no search)", find(probe.KEEP, 1)))
     accept = suggestions_shown(page, before)
     times.append(timed(page, "accept top → next suggestions", find(probe.ACCEPT), ready=accept))
     taken = probe.story_text(page)
