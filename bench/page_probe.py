@@ -50,7 +50,7 @@ BOOKMARK = Target("button", "🔖 (Bookmark|Unmark)", "the 🔖 Bookmark button"
 GO_TO = Target("combobox", "^Go to$", "the Go to node picker")
 GO_TO_OPTION = Target("option", "", "an entry of the open Go to picker")
 STORY = Target("textbox", "^Story$", "the story box")
-STATUS = re.compile(r"(\d+) suggestions? (?:in|from cache,|from look-ahead,?) ?([\d.]+) s")
+STATUS = re.compile(r"(\d+) suggestions? (?:in|from cache,) ([\d.]+) s")
 SEARCHING = r"Weaving…|Reading the story…"  # the status line while a search runs
 STALE = '[data-stale="true"]'  # Streamlit: an element the running script has not redrawn
 APP = "[data-testid='stApp']"  # Streamlit: carries data-test-script-state
