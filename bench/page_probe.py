@@ -17,6 +17,7 @@ This module does not start apps or browsers, and decides no scenario.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -187,15 +188,20 @@ def timed_click(
     if not page.evaluate(ARM, [APP, SEARCHING]):
         raise PageChanged(f"no {APP} element carrying Streamlit's script state")
     element.click()
-    while True:
-        grace = 1000 if may_not_run else None
-        result = page.evaluate(SETTLE, [STALE, POLL_MS, CLEAN_POLLS, timeout_s * 1000, grace])
+    grace = 1000 if may_not_run else None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left_ms = (deadline - time.monotonic()) * 1000
+        result = page.evaluate(SETTLE, [STALE, POLL_MS, CLEAN_POLLS, left_ms, grace])
         if result["ms"] is None:
             raise TimeoutError(f"the page did not settle within {timeout_s:.0f} s of the click "
                                f"(clicked: {result.get('clicked')}, run began: "
                                f"{result['started']})")  # fmt: skip
         if ready is None or ready():
             return Settled(result["ms"] / 1000, result["searched"])
+    raise TimeoutError(
+        f"the page settled, but not with the click's outcome, within {timeout_s:.0f} s"
+    )
 
 
 # -- the layout ------------------------------------------------------------------------------
