@@ -185,6 +185,24 @@ class Backend(ABC):
         """The model's context window in tokens, when known."""
         return None
 
+    @property
+    def vocab_size(self) -> int | None:
+        """How many token ids the model has (valid ids are 0 .. vocab_size - 1); None when
+        the backend does not know."""
+        return None
+
+    def check_ids(self, ids: Sequence[object]) -> None:
+        """Raise a `BackendError` naming the first of `ids` that is not one of this model's
+        token ids (not an int, negative, or past `vocab_size`): an id the model has no
+        embedding row for must never reach it (MLX reads past the table, or crashes)."""
+        bad = invalid_id(ids, self.vocab_size)
+        if bad is not None:
+            known = "" if self.vocab_size is None else f" (0 to {self.vocab_size - 1:,})"
+            raise BackendError(
+                f"token id {ids[bad]!r:.40} is not one of the model's token ids{known}",
+                backend=self.name,
+            )
+
     # -- tokens --------------------------------------------------------------------
     @abstractmethod
     def tokenize(self, text: str) -> list[int]:
@@ -255,6 +273,16 @@ class Backend(ABC):
         `stats` as a search is.
         """
         raise BackendError("this backend cannot sample continuations", backend=self.name)
+
+
+def invalid_id(ids: Sequence[object], vocab_size: int | None) -> int | None:
+    """The position of the first of `ids` that is not an int in 0 .. vocab_size - 1 (any
+    int >= 0 when `vocab_size` is None), or None when all are."""
+    top = vocab_size if vocab_size is not None else float("inf")
+    for position, token_id in enumerate(ids):
+        if type(token_id) is not int or not 0 <= token_id < top:
+            return position
+    return None
 
 
 Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path
