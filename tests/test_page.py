@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest
 from backends import BackendError
 from tests.fake_backend import FakeBackend
 from tests.hostile_servers import hostile_server
+from tests.test_token_ids import oov_loom
 from weave import present, session
 from weave.loom_store import LoomStore
 
@@ -569,6 +570,41 @@ def test_two_tabs_add_to_one_tree_and_see_each_other(fake, data_dir):
     assert len(stored.children(start)) == 2
 
 
+def test_two_tabs_when_a_save_fails_in_one_lose_nothing_and_never_fail(fake, data_dir):
+    one = started()  # issue 27: the failing tab's next moves raised NoSuchNode on every rerun
+    sid, start = one.query_params["story"], workspace(one).cursor
+    two = app(story=sid)
+    workspace(one).store = LoomStore(data_dir, busy_ms=50)  # a lock fails its saves at once
+    first = offer(one).result.suggestions[0].text
+    holder = sqlite3.connect(LoomStore(data_dir).path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds the database
+    accept(one, 0)
+    accept(one, 0)  # a move at a node the store does not have yet
+    assert not one.exception and "could not be saved" in storage_alarm(one)
+    one.button(key="close").click().run()  # leaving would lose them: the tab stays
+    assert not one.exception and story(one).startswith(FIRST + first)
+    shown = story(one)
+    holder.execute("ROLLBACK")
+    holder.close()
+    accept(two, 0)  # the other tab saves the same suggestion first
+    assert not two.exception and story(two).startswith(FIRST + first)
+    one.run()  # the next rerun saves the pending moves, onto the other tab's node
+    assert not one.exception and not storage_alarm(one) and not notices(one)
+    assert story(one) == shown and not workspace(one).pending
+    stored = LoomStore(data_dir).load(sid)
+    assert [n.text for n in stored.children(start)] == [first]
+    assert workspace(one).cursor in stored.nodes and stored.text(workspace(one).cursor) == shown
+    assert one.query_params["node"] == workspace(one).cursor
+    two.run()
+    accept(two, 0)
+    one.run()
+    accept(one, 1)
+    assert not one.exception and not two.exception and not storage_alarm(one)
+    for tab in (one, two):
+        stored = LoomStore(data_dir).load(sid)
+        assert workspace(tab).cursor in stored.nodes and not workspace(tab).pending
+
+
 # -- the four page bugs of issue 10 ----------------------------------------------------------
 def test_after_a_reload_mid_search_no_earlier_suggestions_are_shown_as_current(fake):
     at = started()  # bug (2): the story's last search came back for a later state
@@ -812,6 +848,17 @@ def test_a_locked_database_keeps_the_moves_and_saves_them_once_free(tmp_path):
 
 
 # -- bad input ------------------------------------------------------------------------------
+def test_an_imported_loom_with_ids_outside_the_vocabulary_opens_and_searches(data_dir):
+    at = app()  # the real embedded model: such an id crashed the whole server (issue 27)
+    loom = json.dumps(oov_loom([1_000_000, 10**30])).encode()
+    at.file_uploader[0].set_value(("oov.json", loom, "application/json")).run()
+    assert not at.exception and not backend_error(at)
+    assert story(at) == "Once upon a time, there was" and suggestions(at)
+    again = app(story=at.query_params["story"], node=workspace(at).cursor)  # reopened by URL
+    assert not again.exception and not backend_error(again)
+    assert story(again) == "Once upon a time, there was" and suggestions(again)
+
+
 def test_a_hundred_thousand_character_story_works(fake):
     long = ("a b c. " * 15_000)[:100_000]
     at = started(long)

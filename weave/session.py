@@ -6,7 +6,10 @@ keeps no history of its own. A `Workspace` is a cursor over the stored loom: eve
 `refresh` reads the loom afresh on every rerun, so the nodes another tab added appear.
 A write that fails (a locked or full disk) stays pending: the page shows the move at
 once, says it is not saved (`save_error`), and the move is saved at the next change or
-rerun, with the node ids it was shown with.
+rerun, with the node ids it was shown with. Where another tab saved a node of the same
+text at the same place meanwhile, the store keeps that one (nodes are never doubled): our
+node's id then stands for it in the moves still pending, and the tab moves onto it. A
+tab does not leave a story while moves of it are unsaved.
 
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
@@ -29,12 +32,14 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from typing import Any
 
 from backends import Backend, BackendError, create_backend
+from backends.base import invalid_id
 from weave.config import Settings
 from weave.finite import non_finite
-from weave.loom import Loom, NoSuchNode, new_id
+from weave.loom import Loom, Node, NoSuchNode, new_id
 from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
@@ -48,6 +53,14 @@ AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is aske
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 Move = Callable[[Loom], Loom]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A move shown but not saved yet, and the id of the node it adds (if it adds one)."""
+
+    move: Move
+    made: str | None = None
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -153,7 +166,8 @@ class Workspace:
 
     def _clear(self) -> None:
         self.settings: dict = {}
-        self.pending: list[Move] = []  # moves shown but not yet saved
+        self.pending: list[Pending] = []  # moves shown but not yet saved
+        self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
         self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
         self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
@@ -194,7 +208,10 @@ class Workspace:
 
     # -- opening and closing ------------------------------------------------------------
     def start(self, text: str) -> bool:
-        """A new story holding `text`; False (see `save_error`) when the store cannot take it."""
+        """A new story holding `text`; False (see `save_error`) when the store cannot take it
+        or this tab's moves cannot be saved first."""
+        if not self._may_leave():
+            return False
         made = self._save(lambda: self.store.create(clean_text(text)))
         if made is None:
             return False
@@ -206,8 +223,11 @@ class Workspace:
     def open(self, story_id: str, node_id: str | None = None) -> bool:
         """Reopen a saved story at `node_id` (where it has that node), else where it was left.
 
-        Returns False when the store has no such story (or cannot read it: `save_error`).
+        Returns False when the store has no such story (or cannot read it, or this tab's
+        moves cannot be saved first: `save_error`).
         """
+        if not self._may_leave():
+            return False
         try:
             loom = self.store.load(story_id)
         except StoryNotFound:  # purged, or never here: the page says so, nothing failed
@@ -224,9 +244,28 @@ class Workspace:
         return True
 
     def close(self) -> None:
-        """Back to the start page; the story stays saved."""
+        """Back to the start page; the story stays saved (this tab stays while its moves
+        cannot be saved: `save_error`)."""
+        if not self._may_leave():
+            return
         self._clear()
         self.story_id, self.loom, self.title = None, None, ""
+
+    def _may_leave(self) -> bool:
+        """Save the pending moves; False (and why, in `save_error`) while any are unsaved."""
+        self._flush()
+        if self.pending:
+            count = f"{len(self.pending)} change{'s' * (len(self.pending) > 1)}"
+            self.save_error = (
+                f"{count} to this story are not saved yet ({self.save_error}); the story "
+                "stays open until they are"
+            )
+        return not self.pending
+
+    def _id(self, node_id: str) -> str:
+        """The stored node that `node_id` stands for (itself, unless another tab saved the
+        same text first)."""
+        return self._stand_ins.get(node_id, node_id)
 
     # -- moves ----------------------------------------------------------------------------
     def edit(self, text: str) -> None:
@@ -234,7 +273,7 @@ class Workspace:
         text = clean_text(text)
         if text != self.text:
             node_id, cursor = new_id(), self.cursor
-            self._move(lambda loom: loom.at(cursor).edit(text, id=node_id))
+            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
             self.auto_accepted = 0
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
@@ -246,33 +285,36 @@ class Workspace:
         if piece.node_id != self.cursor:
             self.keep(piece, shown, prefix_space=prefix_space)
             return
-        grow = self._grower(piece, shown, prefix_space=prefix_space)
-        self._move(lambda loom: grow(loom, "accept"))
+        grow, made = self._grower(piece, shown, prefix_space=prefix_space)
+        self._move(lambda loom: grow(loom, "accept"), made)
         self.auto_accepted = 0
 
     def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
-        grow = self._grower(piece, shown, prefix_space=prefix_space)
+        grow, made = self._grower(piece, shown, prefix_space=prefix_space)
         cursor = self.cursor
-        self._move(lambda loom: grow(loom, "keep").at(cursor))
+        self._move(lambda loom: grow(loom, "keep").at(self._id(cursor)), made)
 
     def _grower(
         self, piece: Piece, shown: str | None, *, prefix_space: bool
-    ) -> Callable[[Loom, str], Loom]:
+    ) -> tuple[Callable[[Loom, str], Loom], str]:
+        """How to grow `piece` (as shown) at its node, and the id of the node it adds."""
         text = piece.text_as(None if shown is None else clean_text(shown), prefix_space)
         exact = text == piece.text and piece.exact
+        made = new_id()
         node = {
-            "id": new_id(),
+            "id": made,
             "kind": piece.kind,
             "token_ids": piece.token_ids if exact else None,
             "model": piece.model if exact else None,
             "params": piece.params,
             "score": piece.score,
         }
-        return lambda loom, how: getattr(loom.at(piece.node_id), how)(text, **node)
+        at = piece.node_id
+        return lambda loom, how: getattr(loom.at(self._id(at)), how)(text, **node), made
 
     def go(self, node_id: str) -> None:
-        self._navigate(lambda loom: loom.go(node_id))
+        self._navigate(lambda loom: loom.go(self._id(node_id)))
 
     def lone_chain(self) -> LoneChain | None:
         """The lone suggestions accepted by themselves that led to the cursor, if any."""
@@ -289,29 +331,30 @@ class Workspace:
         by themselves, to where the first was accepted (one step undoes them all)."""
         cursor, chain = self.cursor, self.lone_chain()
         if chain is not None:
-            self._navigate(lambda loom: loom.go(chain.start))
+            self._navigate(lambda loom: loom.go(self._id(chain.start)))
             return
-        self._navigate(lambda loom: loom.at(cursor).undo())
+        self._navigate(lambda loom: loom.at(self._id(cursor)).undo())
 
     def redo(self) -> None:
         """To the checked-out child: back along the branch this tab came from."""
         cursor = self.cursor
-        self._navigate(lambda loom: loom.at(cursor).redo())
+        self._navigate(lambda loom: loom.at(self._id(cursor)).redo())
 
     def sibling(self, step: int) -> None:
         cursor = self.cursor
-        self._navigate(lambda loom: loom.at(cursor).sibling(step))
+        self._navigate(lambda loom: loom.at(self._id(cursor)).sibling(step))
 
     def bookmark(self, node_id: str, on: bool) -> None:
         cursor = self.cursor
-        self._move(lambda loom: loom.bookmark(node_id, on).at(cursor))
+        self._move(lambda loom: loom.bookmark(self._id(node_id), on).at(self._id(cursor)))
 
     def _navigate(self, move: Move) -> None:
         self._move(move)
         self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
 
-    def _move(self, move: Move) -> None:
-        """Show `move` at once; save it (and any before it) in the store.
+    def _move(self, move: Move, made: str | None = None) -> None:
+        """Show `move` (which adds the node `made`, if any) at once; save it (and any
+        before it) in the store.
 
         A move naming a node this story lacks (a click left on the page from another
         story) does nothing.
@@ -322,19 +365,39 @@ class Workspace:
             self.loom = move(self.loom)
         except NoSuchNode:
             return
-        self.pending.append(move)
+        self.pending.append(Pending(move, made))
         self.error, self.failed, self.notice = None, None, None
         self._flush()
 
     def _flush(self) -> None:
-        """Save the pending moves in order; those that fail stay, and are shown."""
+        """Save the pending moves in order; those that fail stay, and are shown. A move the
+        stored loom cannot take (it names a node the store lacks) is dropped, and said."""
         while self.pending:
-            saved = self._save(lambda: self.store.update(self.story_id, self.pending[0]))
-            if saved is None:
-                return
+            pending = self.pending[0]
+            try:
+                saved = self._save(partial(self.store.update, self.story_id, pending.move))
+            except (NoSuchNode, ValueError) as e:
+                self.notice = f"A change could not be saved and was dropped: {e}."
+                last = len(self.pending) == 1
+                saved = self._save(lambda: self.store.load(self.story_id)) if last else None
+            else:
+                if saved is None:
+                    return
+                self._stand_in(pending.made, saved)
             self.pending.pop(0)
-            if not self.pending:
-                self.loom = saved
+            if not self.pending and saved is not None:
+                cursor = self._id(self.cursor)
+                self.loom = saved.at(cursor) if cursor in saved.nodes else saved
+
+    def _stand_in(self, made: str | None, saved: Loom) -> None:
+        """When the node a saved move added is not in the store (another tab had saved the
+        same text there first, and the store kept theirs), ours stands for theirs."""
+        if made is None or made in saved.nodes or made not in self.loom.nodes:
+            return
+        ours = self.loom.nodes[made]
+        theirs = saved.child_with_text(self._id(ours.parent), ours.text)
+        if theirs is not None:
+            self._stand_ins[made] = theirs.id
 
     # -- the store's other stories ----------------------------------------------------
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
@@ -445,7 +508,7 @@ class Workspace:
         """The token ids of the story at `node_id`, the same every time it is asked for.
 
         A node's own ids (an accepted suggestion's beam) follow its parent's path ids;
-        from a node without ids for this model up, the path's text is tokenized. So the
+        from a node without usable ids for this model up, the path's text is tokenized. So the
         ids of a node the backend searched before are the ones it searched with: the MLX
         fragment tree holds their KV, and going back there costs no prefill.
         """
@@ -459,7 +522,7 @@ class Workspace:
             if node.parent is None:
                 base = ()
                 break
-            if node.token_ids is None or node.model != model:
+            if not self._usable(backend, node):
                 base = tuple(backend.tokenize(self.loom.text(node.id)))
                 self._remember_ids((model, node.id), base)
                 break
@@ -467,6 +530,15 @@ class Workspace:
         ids = base + tuple(i for piece in reversed(tail) for i in piece)
         self._remember_ids((model, node_id), ids)
         return ids
+
+    @staticmethod
+    def _usable(backend: Backend, node: Node) -> bool:
+        """Whether `node`'s stored ids can be fed to `backend`: the ids are only a cache of
+        the node's text (an imported or crafted loom may hold any), so ids made by another
+        model, or not valid token ids of this one, are read as unknown."""
+        if node.token_ids is None or node.model != backend.model_name:
+            return False
+        return invalid_id(node.token_ids, backend.vocab_size) is None
 
     def _remember_ids(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
         self._ids[key] = ids
