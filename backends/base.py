@@ -156,9 +156,11 @@ class Backend(ABC):
       prefers_chains  whether `greedy_chains` (when offered) beats depth-by-depth requests
                    by default; a server that batches a whole depth in one request gains
                    no round trips from chains, only extra tokens.
-    An instance attribute:
+    Instance attributes:
       special_token_ids  control tokens (end of text, chat markers) that the search never
                    offers as story text; a backend fills it when it knows them.
+      vocab_size   how many token ids the model has (valid ids are 0 .. vocab_size - 1);
+                   None where the backend does not know. `check_ids` reads it.
     """
 
     name: str = "backend"
@@ -168,6 +170,7 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.stats = BackendStats()
         self.special_token_ids: frozenset[int] = frozenset()
+        self.vocab_size: int | None = None
 
     # -- what the page shows -------------------------------------------------------
     @property
@@ -183,12 +186,6 @@ class Backend(ABC):
     @property
     def context_length(self) -> int | None:
         """The model's context window in tokens, when known."""
-        return None
-
-    @property
-    def vocab_size(self) -> int | None:
-        """How many token ids the model has (valid ids are 0 .. vocab_size - 1); None when
-        the backend does not know."""
         return None
 
     def check_ids(self, ids: Sequence[object]) -> None:

@@ -112,7 +112,8 @@ class MLXBackend(Backend):
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
         self._pieces_count = len(self._pieces)
-        self._vocab_size = min(self._pieces_count, _embedding_rows(self.model))
+        # ids the model embeds and the tokenizer names: any other id is refused
+        self.vocab_size = min(self._pieces_count, _embedding_rows(self.model))
         self._kv_shape = _kv_shape(self.model)
         self._rows_attention = rows_attention and install(self.model)
         install_swiglu(self.model)  # module-wide: every forward of this architecture
@@ -126,11 +127,6 @@ class MLXBackend(Backend):
     @property
     def context_length(self) -> int | None:
         return self._context_length
-
-    @property
-    def vocab_size(self) -> int:
-        """Ids the model embeds and the tokenizer names: any other id is refused."""
-        return self._vocab_size
 
     def tokenize(self, text: str) -> list[int]:
         try:
