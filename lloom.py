@@ -19,19 +19,21 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from graphviz import Digraph  # the type of the page's graph
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+import backends
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import present, session
 from weave.config import ConfigError, Settings, load_settings
 from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
+from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
 from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
 from weave.render import render_tree
 from weave.search import Progress, SearchParams, SearchStats
-from weave.story import branch_text, display_text
 from weave.story_graph import StoryNode, opening, render_story_tree
 from weave.tree import Suggestion
 
@@ -90,7 +92,7 @@ def release(backend: Backend) -> None:
 )
 def shared_backend() -> Backend:
     """The one backend every session uses (the MLX backend serialises its own work)."""
-    return session.make_backend(shared_settings())
+    return backends.create_backend(shared_settings())
 
 
 @st.cache_resource(show_spinner=False)
@@ -111,21 +113,22 @@ def main() -> None:
     sync_url(ws)  # before any search, so a refresh during a long one finds the node
     storage_ui(ws, problem)
     start_page = st.empty()  # on the story page an empty slot: the start page is gone at once
-    offer = None
+    offer, graph = None, None
     if ws.started:
-        offer = story_page(settings, ws, backend)
+        offer, graph = story_page(settings, ws, backend)
     else:
         with start_page.container():
             start_error_ui()
             start_ui(settings, ws)
             library_ui(ws)
-    sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
+    sidebar_ui(settings, ws, backend, offer, graph)  # last: it shows the search this run made
 
 
 def story_page(
     settings: Settings, ws: session.Workspace, backend: Backend | None
-) -> session.Offer | None:
-    """The story, its moves, this node's suggestions and the graphs; returns what it showed."""
+) -> tuple[Offer | None, Digraph | None]:
+    """The story, its moves, this node's suggestions and the graphs; returns the search it
+    showed and its graph (built once a run)."""
     st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
@@ -141,7 +144,8 @@ def story_page(
         hint = present.few_suggestions_hint(len(offer.result.suggestions), offer.params)
         if hint:
             st.caption(f"💡 {md(hint)}")
-    graphs_ui(ws, offer)
+    graph = page_graph(ws, offer) if offer is not None else None
+    graphs_ui(ws, graph)
     story_end_ui(ws)
     if draw is not None:
         samples_ui(ws, draw, prefix_space)
@@ -151,17 +155,17 @@ def story_page(
         suggestions_ui(ws, offer, prefix_space, shading)
     elif not ws.text:
         st.info("The story is empty here: write something, or go forward (↪ Redo).")
-    return offer
+    return offer, graph
 
 
-def graphs_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+def graphs_ui(ws: session.Workspace, graph: Digraph | None) -> None:
     """The story tree and this search's token tree, full width, one tab each."""
     tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search's token tree"])
     with tree_tab:
         loom_ui(ws)
     with search_tab:
-        if offer is not None:
-            graph_ui(ws, offer)
+        if graph is not None:
+            graph_ui(graph)
         else:
             st.caption("No search at this node yet.")
 
@@ -454,7 +458,7 @@ def apply_edit(ws: session.Workspace) -> None:
 # -- searching ------------------------------------------------------------------------------
 def search_ui(
     ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
-) -> session.Offer | None:
+) -> Offer | None:
     """Search at this node when it has no suggestions for these parameters; a live status.
 
     Returns the suggestions to show: this node's only (on failure, its earlier ones).
@@ -500,7 +504,8 @@ def first_label(ws: session.Workspace) -> str:
 def live(p: Progress) -> str:
     if p.depth == 0:
         return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
-    latest = f" · latest: “{md(shorten(p.latest, 60))}”" if p.latest else ""
+    latest = present.shorten(present.one_line(p.latest), 60)
+    latest = f" · latest: “{md(latest)}”" if latest else ""
     return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
 
 
@@ -518,9 +523,7 @@ def error_ui(ws: session.Workspace) -> None:
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
-def sample_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None
-) -> session.Draw | None:
+def sample_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Draw | None:
     """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
     with st.expander("🎲 Sample continuations (temperature, min-p)"):
         columns = st.columns(len(SAMPLE_SLIDERS))
@@ -550,7 +553,7 @@ def drawn(result: RamifyResult) -> str:
     return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
 
 
-def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) -> None:
+def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
     """The samples drawn here, each with its log-probability, editable, 📌 and ➡️."""
     st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
     space = "p" if prefix_space else "n"
@@ -569,38 +572,28 @@ def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
     """The story's last tokens shaded by their probability; pick one, then one of the
     model's alternatives there, and the loom branches at that token."""
     with st.expander("🔍 Alternatives at any token"):
-        key = ("alternatives", ws.story_id, ws.cursor)
         if st.button("Show the story's tokens", key="alt_show",
                      disabled=backend is None or not ws.text,
                      help=f"The last {ALTERNATIVE_TOKENS} tokens, each with the model's "
                      f"top {ALTERNATIVES_K} there"):  # fmt: skip
-            st.session_state.alternatives = (key, token_alternatives(ws, backend))
+            st.session_state.alternatives = ws.alternatives(
+                backend, k=ALTERNATIVES_K, last=ALTERNATIVE_TOKENS
+            )
         shown = st.session_state.get("alternatives")
-        if shown is None or shown[0] != key:
+        if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
             return
-        rows = shown[1]
-        if rows is None:
+        if shown.unsupported:
             st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
                     "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
             return
-        if isinstance(rows, str):
-            st.error(f"**No alternatives here.** {md(rows)}", icon="🔌")
+        if shown.error is not None:
+            st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
             return
-        alternatives_picker(ws, rows)
+        alternatives_picker(ws, shown)
 
 
-def token_alternatives(ws: session.Workspace, backend: Backend) -> list | str | None:
-    """`Backend.alternatives` for the story's last tokens; None: the backend cannot; a
-    string: why it failed."""
-    try:
-        ids = list(ws.path_ids(backend, ws.cursor))
-        return backend.alternatives(ids, ALTERNATIVES_K,
-                                    start=max(1, len(ids) - ALTERNATIVE_TOKENS))  # fmt: skip
-    except BackendError as e:
-        return str(e)
-
-
-def alternatives_picker(ws: session.Workspace, rows: list) -> None:
+def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
+    rows = shown.rows
     st.markdown(present.story_tokens_html(rows), unsafe_allow_html=True)
     st.caption("Shaded by the probability the model gave each token (hover for it and the "
                "likeliest alternatives).")  # fmt: skip
@@ -615,7 +608,7 @@ def alternatives_picker(ws: session.Workspace, rows: list) -> None:
         format_func=lambda i: present.alternative_label(row.top[i]),
     )
     go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
-              args=(ws, rows, row, row.top[pick]),
+              args=(ws, shown, row, row.top[pick]),
               help="A new branch: the story up to this token, then the alternative")  # fmt: skip
 
 
@@ -623,11 +616,11 @@ def token_label(row, i: int) -> str:
     return f"{i + 1}. {present.editable_text(row.text) or '∅'}"
 
 
-def branch_at(ws: session.Workspace, rows: list, row, choice) -> None:
+def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
-        ws.edit(branch_text(ws.text, rows, row, choice))
+        ws.edit(branch_text(ws.text, shown.rows, row, choice))
     except ValueError as e:  # the tokens do not spell this story's end
-        st.session_state.alternatives = (("alternatives", ws.story_id, ws.cursor), str(e))
+        st.session_state.alternatives = shown.failed(str(e))
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -651,9 +644,7 @@ def story_end_ui(ws: session.Workspace) -> None:
     st.markdown(f"> …{md(tail)}".replace("  \n", "  \n> "))
 
 
-def suggestions_ui(
-    ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
-) -> None:
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool) -> None:
     """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
 
     The widgets are named after the search and the prefix-space choice, so a box never
@@ -677,7 +668,7 @@ class Row:
     """One offered continuation on the page: where it came from, and its widgets' key."""
 
     ws: session.Workspace
-    piece: session.Piece
+    piece: Piece
     key: str
     prefix_space: bool
 
@@ -695,7 +686,7 @@ def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
     editing = st.session_state.get(f"{row.key}_editing", False)
     with text:
         if editing:
-            shown = present.shown_text(suggestion, prefix_space=row.prefix_space)
+            shown = present.shown_text(suggestion.text, prefix_space=row.prefix_space)
             st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
                           label_visibility="collapsed",
                           help="↵ is a new line, ␣ a space at the start")  # fmt: skip
@@ -718,7 +709,7 @@ def toggle_edit(row: Row) -> None:
 
 def text_box(row: Row, label: str) -> None:
     """The offered text, editable (prefix space: shown without its leading space)."""
-    shown = display_text(row.piece) if row.prefix_space else row.piece.text
+    shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
     st.text_input(label, value=present.editable_text(shown), key=row.key,
                   label_visibility="collapsed")  # fmt: skip
 
@@ -772,8 +763,7 @@ def pick_node(ws: session.Workspace, key: str) -> None:
     ws.go(st.session_state[key])
 
 
-def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
-    graph = page_graph(ws, offer)
+def graph_ui(graph: Digraph) -> None:
     st.graphviz_chart(graph)
     dot_button, png_button = st.columns(2)
     dot_button.download_button("DOT", graph.source, "lloom.dot", "text/vnd.graphviz",
@@ -785,7 +775,7 @@ def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
         png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
 
 
-def page_graph(ws: session.Workspace, offer: session.Offer):
+def page_graph(ws: session.Workspace, offer: Offer) -> Digraph:
     result = offer.result
     best = result.suggestions[0].token_ids if result.suggestions else None
     return render_tree(result.tree, best=best, story_tail=ws.loom.text(offer.node_id)[-60:])
@@ -797,7 +787,11 @@ def has_dot() -> bool:
 
 # -- the sidebar ----------------------------------------------------------------------------
 def sidebar_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: session.Offer | None
+    settings: Settings,
+    ws: session.Workspace,
+    backend: Backend | None,
+    offer: Offer | None,
+    graph: Digraph | None,
 ) -> None:
     """The story's title and bookmarks, the model, this node's search and the downloads."""
     with st.sidebar:
@@ -814,7 +808,7 @@ def sidebar_ui(
         if draw is not None:
             stats_ui("This node's samples", draw.result.stats)
         if ws.started:
-            downloads_ui(ws, offer)
+            downloads_ui(ws, offer, graph)
         import_ui(ws)
         st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
 
@@ -834,7 +828,8 @@ def bookmarks_ui(ws: session.Workspace) -> None:
         return
     st.subheader("Bookmarks")
     for node_id in marked:
-        st.button(f"🔖 {shorten(loom.text(node_id)[-40:], 40)}", key=f"mark_{node_id}",
+        label = present.shorten(present.one_line(loom.text(node_id)[-40:]), 40)
+        st.button(f"🔖 {label}", key=f"mark_{node_id}",
                   on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
                   width="stretch")  # fmt: skip
 
@@ -895,7 +890,7 @@ def stats_ui(title: str, s: SearchStats) -> None:
     )
 
 
-def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+def downloads_ui(ws: session.Workspace, offer: Offer | None, graph: Digraph | None) -> None:
     """The story shown (.txt, .md), the whole loom (.json), and this node's search."""
     st.subheader("Downloads")
     text, title = ws.text, ws.title
@@ -904,12 +899,11 @@ def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-    if offer is None:
+    if offer is None or graph is None:
         return
     tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
                               allow_nan=False)  # fmt: skip
     download(two, "Tree .json", tree, "tree.json", "application/json")
-    graph = page_graph(ws, offer)
     download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")
     if has_dot():
         download(two, "Graph .png", lambda: graph.pipe(format="png"), "lloom.png", "image/png")
@@ -940,11 +934,6 @@ def code(text: str) -> str:
 
 MARKDOWN = set("\\`*_[]<>$~|")
 LINE_START = set("#-+=")
-
-
-def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 if __name__ == "__main__":

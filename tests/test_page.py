@@ -1,7 +1,7 @@
 """The page's flows through Streamlit's AppTest: elements asserted, never an exception.
 
 Most flows run on the deterministic fake model (the flow is under test, not the model),
-installed through `weave.session.backend_factory`; two run on the real embedded model,
+installed by patching `backends.create_backend`; two run on the real embedded model,
 and a few on real llama.cpp-shaped servers that answer badly (tests/hostile_servers.py).
 Every test gets its own data folder (LLOOM_DATA_DIR, a real SQLite store) and a fresh
 shared backend. The four page bugs of issue 10 each have a regression test here.
@@ -21,12 +21,14 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import backends
 from backends import BackendError
 from tests.fake_backend import FakeBackend
 from tests.hostile_servers import hostile_server
 from tests.test_token_ids import oov_loom
 from weave import present, session
 from weave.loom_store import LoomStore
+from weave.offers import Offer, Piece
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -69,7 +71,7 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def fake(data_dir, monkeypatch) -> StoryFake:
     backend = StoryFake(seed=1)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
     return backend
 
 
@@ -81,7 +83,7 @@ def spaced_table(beam: tuple[str, ...]) -> dict[str, float]:
 @pytest.fixture
 def spaced(data_dir, monkeypatch) -> StoryFake:
     backend = StoryFake(table=spaced_table)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
     return backend
 
 
@@ -150,11 +152,9 @@ def workspace(at: AppTest) -> session.Workspace:
     return at.session_state["ws"]
 
 
-def offer(at: AppTest) -> session.Offer:
-    """The suggestions the page shows (those of the current node, with its parameters)."""
-    ws = workspace(at)
-    return next(session.Offer(n, p, r) for (n, p), r in reversed(ws.results.items())
-                if n == ws.cursor)  # fmt: skip
+def offer(at: AppTest) -> Offer:
+    """The suggestions the page shows (the current node's latest search)."""
+    return workspace(at).earlier_offer()
 
 
 def branch(at: AppTest) -> str:
@@ -303,7 +303,7 @@ def test_undo_and_redo_move_in_the_tree(fake):
 
 def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, monkeypatch):
     certain = StoryFake(table=lambda beam: {"a": 0.95})  # one beam: nothing clears the cutoff
-    monkeypatch.setattr(session, "backend_factory", lambda settings: certain)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: certain)
     at = started()
     assert not at.exception
     path = workspace(at).loom.path()
@@ -355,7 +355,7 @@ def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatc
     def broken(settings):
         raise BackendError("no server address: set LLAMA_API_URL", backend="llamacpp")
 
-    monkeypatch.setattr(session, "backend_factory", broken)
+    monkeypatch.setattr(backends, "create_backend", broken)
     at = started()
     assert not at.exception
     assert story(at) == FIRST
@@ -389,7 +389,7 @@ def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch, varia
 # -- the real embedded model ----------------------------------------------------------------
 @pytest.mark.slow
 def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefill(data_dir):
-    at = started()  # session.backend_factory is the real registry: MLX, embedded model
+    at = started()  # backends.create_backend is the real registry: MLX, embedded model
     assert not at.exception and not backend_error(at)
     first = offer(at).result
     assert first.stats.backend == "mlx" and first.stats.model == "SmolLM2-135M-Instruct"
@@ -442,7 +442,7 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     assert {c.kind for c in loom.children(start)} == {"sampled"}
     assert len(loom.children(start)) == (2 if drawn[1].text != drawn[0].text else 1)
     assert samples(at) == []  # they belong to the node they were drawn at
-    searched = [r for (node, _), r in workspace(at).results.items() if node == taken.id]
+    searched = [r for (node, _), r in workspace(at).offers.results.items() if node == taken.id]
     assert searched[0].stats.prefill_tokens == 0  # the search after a sample reads nothing again
     undo_to(at, start)
     assert len(samples(at)) == 3
@@ -651,7 +651,7 @@ def test_a_move_naming_another_storys_node_does_nothing(tmp_path):
     first, second = session.Workspace(store), session.Workspace(store)
     assert first.start("ab") and second.start("ab ab")
     second.go(first.cursor)
-    second.accept(session.Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
+    second.accept(Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
                   prefix_space=True)  # fmt: skip
     assert second.text == "ab ab" and not second.pending and second.save_error is None
     assert len(store.load(second.story_id).nodes) == 2  # the root and its one node
@@ -967,7 +967,7 @@ class GgufNamed(StoryFake):
 
 
 def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_dir, monkeypatch):
-    monkeypatch.setattr(session, "backend_factory", lambda settings: GgufNamed(seed=1))
+    monkeypatch.setattr(backends, "create_backend", lambda settings: GgufNamed(seed=1))
     at = started()
     assert not at.exception
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
@@ -1002,7 +1002,7 @@ def lookalike_table(context: tuple[str, ...]) -> dict[str, float]:
 
 def test_suggestions_alike_but_for_a_leading_space_are_one_row(data_dir, monkeypatch):
     lookalike = StoryFake(table=lookalike_table)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: lookalike)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: lookalike)
     at = started()
     assert sorted(suggestions(at)) == ["a.", "b."]  # " a." and "a." pooled, as v0.3 did
     pooled = next(s for s in offer(at).result.suggestions if s.text.endswith("a."))
@@ -1059,7 +1059,7 @@ def test_the_start_page_says_first_that_the_model_cannot_be_used(data_dir, monke
     def broken(settings):
         raise BackendError("connection refused", backend="fake", url="http://127.0.0.1:9")
 
-    monkeypatch.setattr(session, "backend_factory", broken)
+    monkeypatch.setattr(backends, "create_backend", broken)
     at = app()
     assert not at.exception
     [error] = [e for e in at.error if e.icon == "🔌"]
@@ -1088,7 +1088,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
     assert not at.exception
     tokens = " ".join(m.value for m in at.markdown if "title=" in m.value)
     assert "upon" in tokens and "background-color" in tokens  # shaded, with tooltips
-    rows_shown = at.session_state["alternatives"][1]
+    rows_shown = at.session_state["alternatives"].rows
     index = next(i for i, row in enumerate(rows_shown) if row.text == " upon")
     at.selectbox(key="alt_token").set_value(index).run()
     pick, choice = next((j, c) for j, c in enumerate(rows_shown[index].top) if c.text != " upon")
@@ -1102,7 +1102,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
 
 def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
     spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
-    monkeypatch.setattr(session, "backend_factory", lambda settings: spaces)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: spaces)
     at = started()
     at.slider(key="cfg_max_depth").set_value(1).run()  # one token: " " alone is a suggestion
     blank = next(row for row in shaded(at) if "a" not in re.sub(r"<[^>]+>", "", row))

@@ -46,9 +46,19 @@ def visible(text: str) -> str:
     return "".join(out)
 
 
-def shown_text(suggestion: Suggestion, *, prefix_space: bool) -> str:
-    """The suggestion's text as a row shows it: without the prefix space when it is on."""
-    return without_prefix_space(suggestion.text) if prefix_space else suggestion.text
+def shown_text(text: str, *, prefix_space: bool) -> str:
+    """A suggestion's text as a row shows it: without the prefix space when it is on."""
+    return without_prefix_space(text) if prefix_space else text
+
+
+def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
+    """What is appended when a suggestion of `text`, shown (and maybe edited) as `shown`,
+    is accepted (None: unchanged): the leading space taken off for display comes back
+    when `text` had one and "prefix space" is on."""
+    if shown is None:
+        return text
+    space = " " if prefix_space and text.startswith(" ") else ""
+    return space + shown
 
 
 def editable_text(text: str) -> str:
@@ -87,7 +97,7 @@ def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool
         is HTML-escaped and markdown's special characters are entities.
     """
     spans = token_spans(suggestion)
-    if prefix_space and shown_text(suggestion, prefix_space=True) and spans[0][0][:1] == " ":
+    if prefix_space and shown_text(suggestion.text, prefix_space=True) and spans[0][0][:1] == " ":
         spans[0] = (spans[0][0][1:], spans[0][1])  # a lone space stays, to be seen
     blank = not "".join(text for text, _ in spans).strip()
     parts, leading = [], True
@@ -259,3 +269,8 @@ def few_suggestions_hint(count: int, params: SearchParams) -> str | None:
 def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, ending in '…' when cut."""
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: each run of whitespace (newlines too) one space."""
+    return " ".join(text.split())

@@ -1,4 +1,4 @@
-"""One tab's place in a story's loom, without Streamlit: a story id, a cursor, its searches.
+"""One tab's place in a story's loom, without Streamlit: a story id, a cursor, its moves.
 
 The story is a loom (`weave.loom`) kept by `weave.loom_store.LoomStore`; this module
 keeps no history of its own. A `Workspace` is a cursor over the stored loom: every move
@@ -14,43 +14,41 @@ tab does not leave a story while moves of it are unsaved.
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
 
-Suggestions belong to the node they were made for: a search's result is kept per
-(node, parameters), in memory and in the store beside that node, and a node shows only
-its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
-or kept as a branch. The page (`lloom.py`) draws widgets and calls a `Workspace`, so that everything
-it does to a story can be tested without a browser. Searching is `weave.search`'s.
-
-`backend_factory` is the one hook for building the shared backend: the page calls
-`make_backend`, and page tests set the factory to a fake.
+What a node offers (searches, samples, alternatives) is `weave.offers`'; the token ids of
+a path are `weave.token_ids`'; searching is `weave.search`'s. The page (`lloom.py`) draws
+widgets and calls a `Workspace`, so that everything it does to a story can be tested
+without a browser.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import tempfile
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from backends import Backend, BackendError, create_backend
-from backends.base import invalid_id
-from weave.config import Settings
-from weave.finite import non_finite
-from weave.loom import Loom, Node, NoSuchNode, new_id
+from backends import Backend, BackendError
+from weave.loom import Loom, NoSuchNode, new_id
+from weave.loom_formats import without_surrogates
 from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
-from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
-from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
-from weave.story import accepted_text
-from weave.tree import Suggestion, TreeNode
+from weave.offers import (
+    Alternatives,
+    Draw,
+    Offer,
+    Offers,
+    Piece,
+    search_from_dict,
+    search_to_dict,
+    token_alternatives,
+    unshowable,
+    unshowable_import,
+)
+from weave.ramify import RamifyParams, ramify
+from weave.search import ProgressCallback, SearchParams, expand
+from weave.token_ids import TokenIds
 
-backend_factory: Callable[[Settings], Backend] = create_backend
-KEPT_RESULTS = 16  # searches remembered per tab (going back shows a node's at once)
-KEPT_IDS = 64  # token-id paths remembered per tab
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Move = Callable[[Loom], Loom]
 
@@ -63,16 +61,6 @@ class Pending:
     made: str | None = None
 
 
-def make_backend(settings: Settings) -> Backend:
-    """The backend the settings choose (or, in page tests, the fake they install)."""
-    return backend_factory(settings)
-
-
-def clean_text(text: str) -> str:
-    """Text a tokenizer and a UTF-8 database accept: lone surrogates become U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
 def open_store(folder) -> tuple[LoomStore, str | None]:
     """The store in the data folder; where it cannot open, one in a temporary folder and why."""
     try:
@@ -82,72 +70,12 @@ def open_store(folder) -> tuple[LoomStore, str | None]:
 
 
 @dataclass(frozen=True)
-class Piece:
-    """A continuation offered at a node (a suggestion or a sample), and what made it."""
-
-    node_id: str  # the node it was made for: taking it adds a child there
-    text: str
-    token_ids: tuple[int, ...]
-    exact: bool  # `token_ids` spell `text` exactly
-    model: str
-    params: dict[str, Any]
-    score: float
-    kind: str = "accepted"
-
-    def text_as(self, shown: str | None, prefix_space: bool) -> str:
-        """The text taken when the box showed `shown` (None: unchanged)."""
-        return accepted_text(self, shown, prefix_space=prefix_space)
-
-
-def _tag(node_id: str, params, stats: SearchStats) -> str:
-    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
-    another run never show its texts."""
-    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
-
-
-@dataclass(frozen=True)
-class Offer:
-    """A search's suggestions for one node: what the page shows there, and nowhere else."""
-
-    node_id: str
-    params: SearchParams
-    result: SearchResult
-
-    @property
-    def tag(self) -> str:
-        """Names this search's widgets, so that another search's never show its texts."""
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, suggestion: Suggestion) -> Piece:
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
-
-
-@dataclass(frozen=True)
 class LoneChain:
     """Lone suggestions accepted by themselves one after another: from `start` to `end`."""
 
     start: str  # the node the first was accepted at: one undo goes back there
     end: str
     texts: tuple[str, ...]  # what each appended, in order
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
-
-    node_id: str
-    params: RamifyParams
-    result: RamifyResult
-
-    @property
-    def tag(self) -> str:
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, sample: Sample) -> Piece:
-        """A sample to take: its text is the detokenization of exactly its ids."""
-        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
 
 
 class Workspace:
@@ -168,9 +96,8 @@ class Workspace:
         self.settings: dict = {}
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
-        self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
-        self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
-        self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
+        self.offers = Offers()  # this tab's searches and draws, per node
+        self._ids = TokenIds()
         self.error: str | None = None
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
         self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
@@ -212,7 +139,7 @@ class Workspace:
         or this tab's moves cannot be saved first."""
         if not self._may_leave():
             return False
-        made = self._save(lambda: self.store.create(clean_text(text)))
+        made = self._save(lambda: self.store.create(without_surrogates(text)))
         if made is None:
             return False
         self._clear()
@@ -270,7 +197,7 @@ class Workspace:
     # -- moves ----------------------------------------------------------------------------
     def edit(self, text: str) -> None:
         """The writer's own edit: a branch from the longest common prefix (nothing lost)."""
-        text = clean_text(text)
+        text = without_surrogates(text)
         if text != self.text:
             node_id, cursor = new_id(), self.cursor
             self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
@@ -299,7 +226,7 @@ class Workspace:
         self, piece: Piece, shown: str | None, *, prefix_space: bool
     ) -> tuple[Callable[[Loom, str], Loom], str]:
         """How to grow `piece` (as shown) at its node, and the id of the node it adds."""
-        text = piece.text_as(None if shown is None else clean_text(shown), prefix_space)
+        text = piece.text_as(None if shown is None else without_surrogates(shown), prefix_space)
         exact = text == piece.text and piece.exact
         made = new_id()
         node = {
@@ -404,7 +331,7 @@ class Workspace:
         return self._save(lambda: self.store.stories(deleted=deleted)) or []
 
     def rename(self, title: str) -> None:
-        title = clean_text(title)
+        title = without_surrogates(title)
         self._save(lambda: self.store.rename(self.story_id, title))
         self.title = self._save(lambda: self.store.info(self.story_id).title) or title
 
@@ -432,7 +359,7 @@ class Workspace:
             self.save_error = str(e)
             return str(e)
         self.open(story_id)
-        self.notice = _unshowable_import(data)
+        self.notice = unshowable_import(data)
         return None
 
     def export(self) -> str:
@@ -460,22 +387,19 @@ class Workspace:
         """The suggestions made here with `params` (by `model`), from this tab or the store."""
         if self.loom is None:
             return None
-        key = (self.cursor, params)
-        if key not in self.results and not self.pending:
+        kept = self.offers.offer(self.cursor, params)
+        if kept is None and not self.pending:
             saved = self._save(lambda: self.store.suggestions(self.story_id, self.cursor))
-            self.notice = _unshowable(saved, "The saved suggestions") or self.notice
+            self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if restored and restored[1] == params and restored[0].stats.model == model:
-                self._keep(key, restored[0])
-        result = self.results.get(key)
-        return None if result is None else Offer(self.cursor, params, result)
+                kept = Offer(self.cursor, params, restored[0])
+                self.offers.keep(kept)
+        return kept
 
     def earlier_offer(self) -> Offer | None:
         """This node's latest search with other parameters (shown while a new one fails)."""
-        for (node_id, params), result in reversed(self.results.items()):
-            if node_id == self.cursor:
-                return Offer(node_id, params, result)
-        return None
+        return self.offers.latest(self.cursor) if self.loom is not None else None
 
     def needs_search(self, params: SearchParams, *, model: str | None) -> bool:
         if self.loom is None or not self.text:
@@ -498,64 +422,31 @@ class Workspace:
             self.error, self.failed = str(e), (node_id, params)
             return None
         self.error, self.failed = None, None
-        self._keep((node_id, params), result)
+        offer = Offer(node_id, params, result)
+        self.offers.keep(offer)
         if not self.pending:
             data = search_to_dict(result, params)
             self._save(lambda: self.store.save_suggestions(self.story_id, node_id, data))
-        return Offer(node_id, params, result)
+        return offer
 
     def path_ids(self, backend: Backend, node_id: str) -> tuple[int, ...]:
-        """The token ids of the story at `node_id`, the same every time it is asked for.
+        """The token ids of the story at `node_id`, the same every time it is asked for
+        (`weave.token_ids`)."""
+        return self._ids.path_ids(backend, self.loom, node_id)
 
-        A node's own ids (an accepted suggestion's beam) follow its parent's path ids;
-        from a node without usable ids for this model up, the path's text is tokenized. So the
-        ids of a node the backend searched before are the ones it searched with: the MLX
-        fragment tree holds their KV, and going back there costs no prefill.
-        """
-        model, path = backend.model_name, self.loom.path(node_id)
-        tail: list[tuple[int, ...]] = []
-        for node in reversed(path):
-            known = self._ids.get((model, node.id))
-            if known is not None:
-                base = known
-                break
-            if node.parent is None:
-                base = ()
-                break
-            if not self._usable(backend, node):
-                base = tuple(backend.tokenize(self.loom.text(node.id)))
-                self._remember_ids((model, node.id), base)
-                break
-            tail.append(node.token_ids)
-        ids = base + tuple(i for piece in reversed(tail) for i in piece)
-        self._remember_ids((model, node_id), ids)
-        return ids
-
-    @staticmethod
-    def _usable(backend: Backend, node: Node) -> bool:
-        """Whether `node`'s stored ids can be fed to `backend`: the ids are only a cache of
-        the node's text (an imported or crafted loom may hold any), so ids made by another
-        model, or not valid token ids of this one, are read as unknown."""
-        if node.token_ids is None or node.model != backend.model_name:
-            return False
-        return invalid_id(node.token_ids, backend.vocab_size) is None
-
-    def _remember_ids(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
-        self._ids[key] = ids
-        self._ids.move_to_end(key)
-        while len(self._ids) > KEPT_IDS:
-            self._ids.popitem(last=False)
-
-    def _keep(self, key: tuple[str, SearchParams], result: SearchResult) -> None:
-        self.results[key] = result
-        self.results.move_to_end(key)
-        while len(self.results) > KEPT_RESULTS:
-            self.results.popitem(last=False)
+    def alternatives(self, backend: Backend, *, k: int, last: int) -> Alternatives:
+        """What the model offered at the last `last` tokens of the story at the cursor."""
+        where = (self.story_id, self.cursor)
+        try:
+            ids = self.path_ids(backend, self.cursor)
+        except BackendError as e:
+            return Alternatives(*where, error=str(e))
+        return token_alternatives(backend, ids, where, k=k, last=last)
 
     def draw(self) -> Draw | None:
         """The samples last drawn at the cursor in this tab (they are not saved until taken
         or kept)."""
-        return self.draws.get(self.cursor) if self.loom is not None else None
+        return self.offers.draws.get(self.cursor) if self.loom is not None else None
 
     def sample(
         self, backend: Backend, params: RamifyParams, progress: ProgressCallback | None = None
@@ -568,11 +459,9 @@ class Workspace:
             self.error = str(e)
             return None
         self.error = None
-        self.draws[node_id] = Draw(node_id, params, result)
-        self.draws.move_to_end(node_id)
-        while len(self.draws) > KEPT_RESULTS:
-            self.draws.popitem(last=False)
-        return self.draws[node_id]
+        draw = Draw(node_id, params, result)
+        self.offers.keep_draw(draw)
+        return draw
 
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
@@ -592,58 +481,3 @@ class Workspace:
             first, texts = (chain.start, chain.texts) if chain else (start, ())
             self.lone = LoneChain(first, self.cursor, (*texts, piece.text))
         return True
-
-
-# -- searches as JSON ---------------------------------------------------------------------
-def search_to_dict(result: SearchResult, params: SearchParams) -> dict:
-    """A search as JSON: parameters, stats, the ranked suggestions and the whole tree."""
-    return {
-        "params": asdict(params),
-        "stats": result.stats.to_dict(),
-        "suggestions": [asdict(s) for s in result.suggestions],
-        "tree": result.tree.to_dict(),
-        "context_tokens": len(result.context_ids),
-    }
-
-
-def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
-    """`search_to_dict`'s inverse; None when the data is not a search we can show
-    (one holding NaN or an infinity, say)."""
-    if non_finite(data):
-        return None
-    try:
-        params = SearchParams(**_known(SearchParams, data["params"]))
-        suggestions = [_suggestion(s) for s in data["suggestions"]]
-        stats = SearchStats(**_known(SearchStats, data["stats"]))
-        tree = TreeNode.from_dict(data["tree"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    return SearchResult(suggestions, tree, stats, context_ids=()), params
-
-
-def _unshowable(search: object, what: str, where: str = "search") -> str | None:
-    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
-    broken = non_finite(search, where)
-    if broken is None:
-        return None
-    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
-
-
-def _unshowable_import(data: bytes | str) -> str | None:
-    """Why an imported file's suggestions were left out (the store keeps none holding NaN
-    or an infinity): the loom's per node, or an older file's one search."""
-    doc = json.loads(data)  # the store has read it: it is a JSON object
-    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
-    return _unshowable(searches, "The file's suggestions", "")
-
-
-def _suggestion(data: dict) -> Suggestion:
-    values = _known(Suggestion, data)
-    for name in ("token_ids", "token_pieces", "token_logprobs"):
-        values[name] = tuple(values[name])
-    return Suggestion(**values)
-
-
-def _known(cls, data: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
