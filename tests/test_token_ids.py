@@ -89,12 +89,12 @@ def test_a_story_holding_ids_outside_the_vocabulary_opens_and_searches(tmp_path,
     story_id = store.import_json(json.dumps(oov_loom([bad, 5])))
     ws = Workspace(store)
     assert ws.open(story_id, "b") and ws.text == "Once upon a time, there was"
-    ids = ws.path_ids(mlx_backend, "b")
+    ids = ws.offers.ids.path_ids(mlx_backend, ws.loom, "b")
     assert ids == tuple(mlx_backend.tokenize("Once upon a time, there was"))
-    offer = ws.suggest(mlx_backend, SearchParams(max_depth=3, max_suggestions=5))
-    assert ws.error is None and offer is not None and offer.result.suggestions
-    draw = ws.sample(mlx_backend, RamifyParams(n=2, max_tokens=3))
-    assert ws.error is None and draw is not None and len(draw.result.samples) == 2
+    offer = ws.offers.suggest(mlx_backend, ws.spot, SearchParams(max_depth=3, max_suggestions=5))
+    assert ws.offers.error is None and offer is not None and offer.result.suggestions
+    draw = ws.offers.sample(mlx_backend, ws.spot, RamifyParams(n=2, max_tokens=3))
+    assert ws.offers.error is None and draw is not None and len(draw.result.samples) == 2
 
 
 def test_valid_stored_ids_are_still_used_as_searched(tmp_path, mlx_backend):
@@ -105,7 +105,7 @@ def test_valid_stored_ids_are_still_used_as_searched(tmp_path, mlx_backend):
     story_id = store.import_json(json.dumps(oov_loom(beam)))
     ws = Workspace(store)
     assert ws.open(story_id, "b")
-    assert ws.path_ids(mlx_backend, "b")[-len(beam) :] == tuple(beam)
+    assert ws.offers.ids.path_ids(mlx_backend, ws.loom, "b")[-len(beam) :] == tuple(beam)
 
 
 IMPORT_AND_OPEN = """

@@ -1,13 +1,13 @@
 """What a node offers a writer: a search's suggestions, a draw's samples, the model's
 alternatives at the story's tokens, and the one JSON form of a search.
 
-Suggestions belong to the node they were made for: `Offers` keeps a tab's searches per
-(node, parameters) and its samples per node, the latest few of each, so that going back
-shows a node's own at once. A `Piece` is one continuation to take (a suggestion or a
-sample) with what made it. `search_to_dict`/`search_from_dict` are the one codec of a
-search, for the store and the command line. This module searches nothing (`weave.search`,
-`weave.ramify`), stores nothing (`weave.loom_store`) and moves no cursor
-(`weave.session`).
+Suggestions belong to the node they were made for: `Offers` runs a tab's searches and
+draws at a `Spot` (a node of a story) and keeps them per (node, parameters) and per
+node, the latest few of each, so that going back shows a node's own at once; a search
+is also saved beside its node, and read back from there. A `Piece` is one continuation
+to take (a suggestion or a sample) with what made it. `search_to_dict`/`search_from_dict`
+are the one codec of a search, for the store and the command line. The search itself is
+`weave.search`'s and `weave.ramify`'s; the cursor and its moves are `weave.session`'s.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from typing import Any
 
 from backends.base import Backend, BackendError, Candidate, TokenAlternatives
 from weave.finite import non_finite
+from weave.library import Library
+from weave.loom import Loom
 from weave.present import accepted_text
-from weave.ramify import RamifyParams, RamifyResult, Sample
-from weave.search import SearchParams, SearchResult, SearchStats
+from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
+from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
+from weave.token_ids import TokenIds
 from weave.tree import Suggestion, TreeNode
 
 KEPT_RESULTS = 16  # searches (and draws) remembered per tab
@@ -88,29 +91,125 @@ class Draw:
                      asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
 
 
-class Offers:
-    """A tab's latest searches per (node, parameters) and draws per node."""
+@dataclass(frozen=True)
+class Spot:
+    """Where a tab is: the node at `loom`'s cursor in story `story_id`; `saved` when no
+    move of the tab is pending (what is made here may then be stored beside the node)."""
 
-    def __init__(self) -> None:
+    story_id: str
+    loom: Loom
+    saved: bool
+
+    @property
+    def node_id(self) -> str:
+        return self.loom.cursor
+
+
+class Offers:
+    """A tab's searches per (node, parameters) and draws per node, and how the last went:
+    `error` (a backend's), `failed` (not searched again until asked), `notice` (a saved
+    search not shown, and why)."""
+
+    def __init__(self, library: Library) -> None:
+        self.library = library
+        self.ids = TokenIds()
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
         self.draws: OrderedDict[str, Draw] = OrderedDict()
+        self.settle()
+        self.forced = False  # 'Suggest again': search even where a result is kept
 
-    def offer(self, node_id: str, params: SearchParams) -> Offer | None:
-        result = self.results.get((node_id, params))
-        return None if result is None else Offer(node_id, params, result)
+    def settle(self) -> None:
+        """Forget how the last search went (the writer moved)."""
+        self.error: str | None = None
+        self.failed: tuple[str, SearchParams] | None = None
+        self.notice: str | None = None
+
+    def offer(self, spot: Spot, params: SearchParams, *, model: str | None) -> Offer | None:
+        """The suggestions made at `spot` with `params` (by `model`), kept or saved."""
+        result = self.results.get((spot.node_id, params))
+        if result is None and spot.saved:
+            store = self.library.store
+            saved = self.library.save(lambda: store.suggestions(spot.story_id, spot.node_id))
+            self.notice = unshowable(saved, "The saved suggestions") or self.notice
+            restored = search_from_dict(saved) if saved else None
+            if restored and restored[1] == params and restored[0].stats.model == model:
+                result = restored[0]
+                _keep(self.results, (spot.node_id, params), result)
+        return None if result is None else Offer(spot.node_id, params, result)
 
     def latest(self, node_id: str) -> Offer | None:
-        """The node's latest search, whatever its parameters."""
+        """The node's latest search, whatever its parameters (shown while a new one fails)."""
         for (at, params), result in reversed(self.results.items()):
             if at == node_id:
                 return Offer(at, params, result)
         return None
 
-    def keep(self, offer: Offer) -> None:
-        _keep(self.results, (offer.node_id, offer.params), offer.result)
+    def needs_search(self, spot: Spot, params: SearchParams, *, model: str | None) -> bool:
+        if not spot.loom.text():
+            return False
+        key = (spot.node_id, params)
+        return self.forced or (self.offer(spot, params, model=model) is None and key != self.failed)
 
-    def keep_draw(self, draw: Draw) -> None:
-        _keep(self.draws, draw.node_id, draw)
+    def retry(self) -> None:
+        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
+        self.forced, self.failed = True, None
+
+    def suggest(
+        self,
+        backend: Backend,
+        spot: Spot,
+        params: SearchParams,
+        progress: ProgressCallback | None = None,
+    ) -> Offer | None:
+        """Search at `spot`; on a backend error keep everything and remember why.
+
+        Returns the suggestions, or None when the search failed (see `error`).
+        """
+        node_id, self.forced = spot.node_id, False
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, node_id)
+            result = expand(backend, list(ids), params, progress=progress)
+        except (BackendError, ValueError) as e:
+            self.error, self.failed = str(e), (node_id, params)
+            return None
+        self.error, self.failed = None, None
+        _keep(self.results, (node_id, params), result)
+        if spot.saved:
+            data, store = search_to_dict(result, params), self.library.store
+            self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
+        return Offer(node_id, params, result)
+
+    def draw(self, node_id: str) -> Draw | None:
+        """The samples last drawn at the node in this tab (not saved until taken or kept)."""
+        return self.draws.get(node_id)
+
+    def sample(
+        self,
+        backend: Backend,
+        spot: Spot,
+        params: RamifyParams,
+        progress: ProgressCallback | None = None,
+    ) -> Draw | None:
+        """Draw `params.n` continuations at `spot`; None on a backend error (see `error`)."""
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+            result = ramify(backend, list(ids), params, progress)
+        except (BackendError, ValueError) as e:
+            self.error = str(e)
+            return None
+        self.error = None
+        draw = Draw(spot.node_id, params, result)
+        _keep(self.draws, spot.node_id, draw)
+        return draw
+
+    def alternatives(self, backend: Backend, spot: Spot, *, k: int, last: int) -> Alternatives:
+        """What the model offered at the last `last` tokens of the story at `spot`."""
+        where = (spot.story_id, spot.node_id)
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+        except BackendError as e:
+            return Alternatives(*where, error=str(e))
+        return token_alternatives(backend, ids, where, k=k, last=last)
 
 
 def _keep(kept: OrderedDict, key, value) -> None:

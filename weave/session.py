@@ -14,39 +14,22 @@ tab does not leave a story while moves of it are unsaved.
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
 
-What a node offers (searches, samples, alternatives) is `weave.offers`'; the token ids of
-a path are `weave.token_ids`'; searching is `weave.search`'s. The page (`lloom.py`) draws
-widgets and calls a `Workspace`, so that everything it does to a story can be tested
-without a browser.
+What a node offers (searches, samples, alternatives) is `weave.offers`'; the store's
+stories as a list are `weave.library`'s. The page (`lloom.py`) draws widgets and calls a
+`Workspace`, so that everything it does to a story can be tested without a browser.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
-from backends import Backend, BackendError
+from weave.library import Library
 from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_formats import without_surrogates
-from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
-from weave.offers import (
-    Alternatives,
-    Draw,
-    Offer,
-    Offers,
-    Piece,
-    search_from_dict,
-    search_to_dict,
-    token_alternatives,
-    unshowable,
-    unshowable_import,
-)
-from weave.ramify import RamifyParams, ramify
-from weave.search import ProgressCallback, SearchParams, expand
-from weave.token_ids import TokenIds
+from weave.loom_store import LoomStore, StoreError, StoryNotFound
+from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
 
@@ -61,14 +44,6 @@ class Pending:
     made: str | None = None
 
 
-def open_store(folder) -> tuple[LoomStore, str | None]:
-    """The store in the data folder; where it cannot open, one in a temporary folder and why."""
-    try:
-        return LoomStore(folder), None
-    except StoreError as e:
-        return LoomStore(tempfile.mkdtemp(prefix="lloom-unsaved-")), str(e)
-
-
 @dataclass(frozen=True)
 class LoneChain:
     """Lone suggestions accepted by themselves one after another: from `start` to `end`."""
@@ -79,29 +54,32 @@ class LoneChain:
 
 
 class Workspace:
-    """This tab's cursor in one story of `store`, and the searches made at its nodes.
-
-    A failure to save is kept in `save_error` and never raised.
-    """
+    """This tab's cursor in one story of `store`: its moves, its `offers` there, and its
+    `library` of other stories. A failure to save is kept in `save_error`, never raised."""
 
     def __init__(self, store: LoomStore) -> None:
-        self.store = store
+        self.library = Library(store)
+        self._save = self.library.save
         self.story_id: str | None = None
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
-        self.save_error: str | None = None
         self._clear()
+
+    @property
+    def store(self) -> LoomStore:
+        return self.library.store
+
+    @property
+    def save_error(self) -> str | None:
+        """What failed last in the store (None once an action works again)."""
+        return self.library.save_error
 
     def _clear(self) -> None:
         self.settings: dict = {}
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
-        self.offers = Offers()  # this tab's searches and draws, per node
-        self._ids = TokenIds()
-        self.error: str | None = None
+        self.offers = Offers(self.library)  # this tab's searches and draws, per node
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
-        self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
-        self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
         self.lone: LoneChain | None = None  # the last run of lone suggestions taken
 
@@ -129,7 +107,7 @@ class Workspace:
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
         except StoreError as e:
-            self.save_error = str(e)
+            self.library.save_error = str(e)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
 
@@ -144,15 +122,12 @@ class Workspace:
             return False
         self._clear()
         self.story_id, self.loom = made
-        self.title = self._save(lambda: self.store.info(self.story_id).title) or ""
+        self.title = self.library.title(self.story_id)
         return True
 
     def open(self, story_id: str, node_id: str | None = None) -> bool:
-        """Reopen a saved story at `node_id` (where it has that node), else where it was left.
-
-        Returns False when the store has no such story (or cannot read it, or this tab's
-        moves cannot be saved first: `save_error`).
-        """
+        """Reopen a saved story at `node_id` (where it has that node), else where it was left;
+        False when the store has no such story (or `save_error` says what failed)."""
         if not self._may_leave():
             return False
         try:
@@ -160,12 +135,12 @@ class Workspace:
         except StoryNotFound:  # purged, or never here: the page says so, nothing failed
             return False
         except StoreError as e:
-            self.save_error = str(e)
+            self.library.save_error = str(e)
             return False
         self._clear()
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
-        self.title = self._save(lambda: self.store.info(story_id).title) or ""
+        self.title = self.library.title(story_id)
         self.settings = self._save(lambda: self.store.settings(story_id)) or {}
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
@@ -182,10 +157,9 @@ class Workspace:
         """Save the pending moves; False (and why, in `save_error`) while any are unsaved."""
         self._flush()
         if self.pending:
-            count = f"{len(self.pending)} change{'s' * (len(self.pending) > 1)}"
-            self.save_error = (
-                f"{count} to this story are not saved yet ({self.save_error}); the story "
-                "stays open until they are"
+            self.library.save_error = (
+                f"{len(self.pending)} change(s) to this story are not saved yet "
+                f"({self.save_error}); the story stays open until they are"
             )
         return not self.pending
 
@@ -228,15 +202,9 @@ class Workspace:
         """How to grow `piece` (as shown) at its node, and the id of the node it adds."""
         text = piece.text_as(None if shown is None else without_surrogates(shown), prefix_space)
         exact = text == piece.text and piece.exact
-        made = new_id()
-        node = {
-            "id": made,
-            "kind": piece.kind,
-            "token_ids": piece.token_ids if exact else None,
-            "model": piece.model if exact else None,
-            "params": piece.params,
-            "score": piece.score,
-        }
+        made, ids = new_id(), {"token_ids": piece.token_ids, "model": piece.model}
+        node = {"id": made, "kind": piece.kind, "params": piece.params, "score": piece.score}
+        node |= ids if exact else {}
         at = piece.node_id
         return lambda loom, how: getattr(loom.at(self._id(at)), how)(text, **node), made
 
@@ -280,12 +248,8 @@ class Workspace:
         self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
 
     def _move(self, move: Move, made: str | None = None) -> None:
-        """Show `move` (which adds the node `made`, if any) at once; save it (and any
-        before it) in the store.
-
-        A move naming a node this story lacks (a click left on the page from another
-        story) does nothing.
-        """
+        """Show `move` (which adds the node `made`, if any) at once, then save it (and any
+        before it). A move naming a node this story lacks (a stale click) does nothing."""
         if self.loom is None:
             return
         try:
@@ -293,7 +257,8 @@ class Workspace:
         except NoSuchNode:
             return
         self.pending.append(Pending(move, made))
-        self.error, self.failed, self.notice = None, None, None
+        self.notice = None
+        self.offers.settle()
         self._flush()
 
     def _flush(self) -> None:
@@ -326,38 +291,18 @@ class Workspace:
         if theirs is not None:
             self._stand_ins[made] = theirs.id
 
-    # -- the store's other stories ----------------------------------------------------
-    def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
-        return self._save(lambda: self.store.stories(deleted=deleted)) or []
-
+    # -- the story's title, settings and file ------------------------------------------
     def rename(self, title: str) -> None:
-        title = without_surrogates(title)
-        self._save(lambda: self.store.rename(self.story_id, title))
-        self.title = self._save(lambda: self.store.info(self.story_id).title) or title
-
-    def delete(self, story_id: str) -> None:
-        """Move a story to the deleted ones (recoverable until purged)."""
-        self._save(lambda: self.store.delete(story_id))
-
-    def restore(self, story_id: str) -> None:
-        self._save(lambda: self.store.restore(story_id))
-
-    def purge(self, story_id: str) -> None:
-        """Remove a deleted story for good."""
-        self._save(lambda: self.store.purge(story_id))
+        self.title = self.library.rename(self.story_id, title)
 
     def import_file(self, data: bytes | str) -> str | None:
         """Open an exported story (the loom JSON, or an older session file) as a new story.
 
         Returns None when it worked, else what is wrong with the file.
         """
-        try:
-            story_id = self.store.import_json(data)
-        except ValueError as e:
-            return str(e)
-        except StoreError as e:
-            self.save_error = str(e)
-            return str(e)
+        story_id, problem = self.library.import_json(data)
+        if story_id is None:
+            return problem
         self.open(story_id)
         self.notice = unshowable_import(data)
         return None
@@ -372,100 +317,15 @@ class Workspace:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
 
-    def _save(self, action: Callable[[], Any]) -> Any:
-        """Run a store action; a failure is kept in `save_error`, never raised."""
-        try:
-            value = action()
-        except StoreError as e:
-            self.save_error = str(e)
-            return None
-        self.save_error = None
-        return value
-
-    # -- searching ----------------------------------------------------------------------
-    def offer(self, params: SearchParams, *, model: str | None) -> Offer | None:
-        """The suggestions made here with `params` (by `model`), from this tab or the store."""
-        if self.loom is None:
-            return None
-        kept = self.offers.offer(self.cursor, params)
-        if kept is None and not self.pending:
-            saved = self._save(lambda: self.store.suggestions(self.story_id, self.cursor))
-            self.notice = unshowable(saved, "The saved suggestions") or self.notice
-            restored = search_from_dict(saved) if saved else None
-            if restored and restored[1] == params and restored[0].stats.model == model:
-                kept = Offer(self.cursor, params, restored[0])
-                self.offers.keep(kept)
-        return kept
-
-    def earlier_offer(self) -> Offer | None:
-        """This node's latest search with other parameters (shown while a new one fails)."""
-        return self.offers.latest(self.cursor) if self.loom is not None else None
-
-    def needs_search(self, params: SearchParams, *, model: str | None) -> bool:
-        if self.loom is None or not self.text:
-            return False
-        key = (self.cursor, params)
-        return self.forced or (self.offer(params, model=model) is None and key != self.failed)
-
-    def suggest(
-        self, backend: Backend, params: SearchParams, progress: ProgressCallback | None = None
-    ) -> Offer | None:
-        """Search at the cursor; on a backend error keep everything and remember why.
-
-        Returns the suggestions, or None when the search failed (see `error`).
-        """
-        node_id, self.forced = self.cursor, False
-        try:
-            ids = self.path_ids(backend, node_id)
-            result = expand(backend, list(ids), params, progress=progress)
-        except (BackendError, ValueError) as e:
-            self.error, self.failed = str(e), (node_id, params)
-            return None
-        self.error, self.failed = None, None
-        offer = Offer(node_id, params, result)
-        self.offers.keep(offer)
-        if not self.pending:
-            data = search_to_dict(result, params)
-            self._save(lambda: self.store.save_suggestions(self.story_id, node_id, data))
-        return offer
-
-    def path_ids(self, backend: Backend, node_id: str) -> tuple[int, ...]:
-        """The token ids of the story at `node_id`, the same every time it is asked for
-        (`weave.token_ids`)."""
-        return self._ids.path_ids(backend, self.loom, node_id)
-
-    def alternatives(self, backend: Backend, *, k: int, last: int) -> Alternatives:
-        """What the model offered at the last `last` tokens of the story at the cursor."""
-        where = (self.story_id, self.cursor)
-        try:
-            ids = self.path_ids(backend, self.cursor)
-        except BackendError as e:
-            return Alternatives(*where, error=str(e))
-        return token_alternatives(backend, ids, where, k=k, last=last)
-
-    def draw(self) -> Draw | None:
-        """The samples last drawn at the cursor in this tab (they are not saved until taken
-        or kept)."""
-        return self.offers.draws.get(self.cursor) if self.loom is not None else None
-
-    def sample(
-        self, backend: Backend, params: RamifyParams, progress: ProgressCallback | None = None
-    ) -> Draw | None:
-        """Draw `params.n` continuations at the cursor; None on a backend error (see `error`)."""
-        node_id = self.cursor
-        try:
-            result = ramify(backend, list(self.path_ids(backend, node_id)), params, progress)
-        except (BackendError, ValueError) as e:
-            self.error = str(e)
-            return None
-        self.error = None
-        draw = Draw(node_id, params, result)
-        self.offers.keep_draw(draw)
-        return draw
+    # -- what is offered here --------------------------------------------------------------
+    @property
+    def spot(self) -> Spot:
+        """Where this tab is, for `offers`' searches and draws (the story must be open)."""
+        return Spot(self.story_id, self.loom, not self.pending)
 
     def retry(self) -> None:
-        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
-        self.forced, self.failed = True, None
+        """'Suggest again': search once more; lone suggestions are shown, not taken."""
+        self.offers.retry()
         self.auto_accepted = 0
 
     def take_lone(self, offer: Offer, *, prefix_space: bool) -> bool:
