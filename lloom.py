@@ -28,12 +28,14 @@ from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import present, session
 from weave.config import ConfigError, Settings, load_settings
+from weave.library import open_store
 from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
+from weave.present import code, md
 from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
 from weave.render import render_tree
-from weave.search import Progress, SearchParams, SearchStats
+from weave.search import SearchParams, SearchStats
 from weave.story_graph import StoryNode, opening, render_story_tree
 from weave.tree import Suggestion
 
@@ -44,7 +46,6 @@ STORY_END = 600  # characters; a longer story's end is shown above the suggestio
 STORY_TAIL = 300  # characters of it shown there
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
-LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
     "cfg_max_depth": "max_depth",
@@ -98,7 +99,7 @@ def shared_backend() -> Backend:
 @st.cache_resource(show_spinner=False)
 def shared_store() -> tuple[LoomStore, str | None]:
     """The story store in the data folder, or a temporary one with the reason it failed."""
-    return session.open_store(shared_settings().data_dir)
+    return open_store(shared_settings().data_dir)
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -178,22 +179,44 @@ def settings_or_stop() -> Settings:
         st.stop()
 
 
+@dataclass
+class PageState:
+    """What the page keeps for one browser session besides its widgets' values."""
+
+    ws: session.Workspace
+    url_read: bool = False  # the URL's story and node were opened (once per session)
+    url_missing: str | None = None  # a story the URL named that is not here (said once)
+    backend_error: str | None = None  # why the backend cannot be used (until retried)
+    confirm_delete: str | None = None  # the story whose deletion awaits a yes
+    confirm_purge: str | None = None
+    settings_for: str | None = None  # the story whose settings the sliders hold
+    story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
+    alternatives: Alternatives | None = None  # the last alternatives asked for
+    imports: int = 0  # files imported (each import gets a fresh uploader)
+    import_error: str | None = None
+
+
+def page() -> PageState:
+    """This browser session's state (`workspace` makes it)."""
+    return st.session_state.page
+
+
 def workspace(store: LoomStore) -> session.Workspace:
     """This browser session's workspace, made once."""
-    if "ws" not in st.session_state:
-        st.session_state.ws = session.Workspace(store)
-    return st.session_state.ws
+    if "page" not in st.session_state:
+        st.session_state.page = PageState(session.Workspace(store))
+    return page().ws
 
 
 def open_from_url(ws: session.Workspace) -> None:
     """A new session (a refreshed tab) reopens the story and the node its URL names, once."""
-    if st.session_state.get("url_read"):
+    if page().url_read:
         return
-    st.session_state.url_read = True
+    page().url_read = True
     story_id = st.query_params.get("story")
     opened = story_id and ws.open(story_id, st.query_params.get("node"))
     if story_id and not opened and ws.save_error is None:  # else storage_ui says why
-        st.session_state.url_missing = story_id
+        page().url_missing = story_id
 
 
 def sync_url(ws: session.Workspace) -> None:
@@ -223,7 +246,7 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             "to be safe.",
             icon="💾",
         )
-    missing = st.session_state.pop("url_missing", None)
+    missing, page().url_missing = page().url_missing, None
     if missing:
         st.warning(f"No saved story {md(missing)} here: it may have been purged.", icon="🔎")
 
@@ -234,23 +257,23 @@ def backend_or_none() -> Backend | None:
     A failure is not retried on every rerun (a dead server could cost a timeout each
     time): only when the writer asks, with the button `error_ui` shows.
     """
-    if st.session_state.get("backend_error"):
+    if page().backend_error:
         return None
     try:
         return shared_backend()
     except BackendError as e:
-        st.session_state.backend_error = str(e)
+        page().backend_error = str(e)
         return None
 
 
 def retry_backend() -> None:
-    st.session_state.pop("backend_error", None)
+    page().backend_error = None
 
 
 # -- start ----------------------------------------------------------------------------------
 def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
-    reason = st.session_state.get("backend_error")
+    reason = page().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
                  "saved stories; to write with the model, fix the backend, then try again.",
@@ -274,12 +297,12 @@ def start_ui(settings: Settings, ws: session.Workspace) -> None:
 
 def library_ui(ws: session.Workspace) -> None:
     """Saved stories to reopen (title, nodes, last edited), each deletable; then the deleted."""
-    entries = ws.stories()
+    entries = ws.library.stories()
     if entries:
         st.subheader("Your stories")
     for entry in entries:
         story_row(ws, entry)
-    deleted = ws.stories(deleted=True)
+    deleted = ws.library.stories(deleted=True)
     if deleted:
         with st.expander(f"Deleted stories ({len(deleted)}): kept until purged"):
             for entry in deleted:
@@ -290,7 +313,7 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
     title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
     edited.caption(f"{entry.nodes} nodes · edited {when(entry.updated)}")
-    if st.session_state.get("confirm_delete") != entry.id:
+    if page().confirm_delete != entry.id:
         delete.button("🗑️ Delete", key=f"delete_{entry.id}",
                       help="Delete (recoverable until purged)",
                       on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
@@ -298,28 +321,31 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     st.warning(f"Delete “{md(entry.title)}”? It stays recoverable until you purge it.")
     yes, no = st.columns(2)
     yes.button("Yes, delete", key=f"delete_yes_{entry.id}", on_click=confirm,
-               args=("confirm_delete", ws.delete, entry.id))  # fmt: skip
+               args=("confirm_delete", ws.library.delete, entry.id))  # fmt: skip
     no.button("Cancel", key=f"delete_no_{entry.id}", on_click=ask, args=("confirm_delete", None))
 
 
 def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, restore, purge = st.columns([6, 2, 2], vertical_alignment="center")
     title.markdown(f"{md(entry.title)} · deleted, edited {when(entry.updated)}")
-    restore.button("Restore", key=f"restore_{entry.id}", on_click=ws.restore, args=(entry.id,))
-    if st.session_state.get("confirm_purge") != entry.id:
+    restore.button(
+        "Restore", key=f"restore_{entry.id}", on_click=ws.library.restore, args=(entry.id,)
+    )
+    if page().confirm_purge != entry.id:
         purge.button("Purge…", key=f"purge_{entry.id}", on_click=ask,
                      args=("confirm_purge", entry.id))  # fmt: skip
         return
     purge.button("Purge forever", key=f"purge_yes_{entry.id}", type="primary",
-                 on_click=confirm, args=("confirm_purge", ws.purge, entry.id))  # fmt: skip
+                 on_click=confirm, args=("confirm_purge", ws.library.purge, entry.id))  # fmt: skip
 
 
 def ask(flag: str, value: str | None) -> None:
-    st.session_state[flag] = value
+    """Set `flag` ("confirm_delete" or "confirm_purge"): the story awaiting a yes."""
+    setattr(page(), flag, value)
 
 
 def confirm(flag: str, action, story_id: str) -> None:
-    st.session_state[flag] = None
+    setattr(page(), flag, None)
     action(story_id)
 
 
@@ -337,8 +363,8 @@ def config_ui(
     change is saved with the story.
     """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if st.session_state.get("settings_for") != ws.story_id:
-        st.session_state.settings_for = ws.story_id
+    if page().settings_for != ws.story_id:
+        page().settings_for = ws.story_id
         load_settings_into_widgets(ws.settings, defaults)
     for key, field in CONFIG_KEYS.items():
         st.session_state.setdefault(key, widget_value(key, getattr(defaults, field)))
@@ -420,9 +446,9 @@ def display_ui() -> tuple[bool, bool]:
 def story_ui(ws: session.Workspace) -> None:
     """The editable story (Ctrl+Enter applies: a new branch), then the moves in the tree."""
     shown = (ws.story_id, ws.cursor, ws.text)
-    if st.session_state.get("story_shown") != shown:  # another node, or another tab's edit
+    if page().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
-        st.session_state.story_shown = shown
+        page().story_shown = shown
     st.text_area("Story", key="story_text", height=170, on_change=apply_edit, args=(ws,),
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
     moves_ui(ws)
@@ -464,10 +490,12 @@ def search_ui(
     Returns the suggestions to show: this node's only (on failure, its earlier ones).
     """
     model = backend.model_name if backend else None
-    if backend is not None and ws.needs_search(params, model=model):
+    if backend is not None and ws.offers.needs_search(ws.spot, params, model=model):
+        first = present.first_status(ws.text)
         try:
-            with st.status(first_label(ws), expanded=False) as status, while_open(backend):
-                offer = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
+            with st.status(first, expanded=False) as status, while_open(backend):
+                report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+                offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
                 if offer is None:
                     status.update(label="No suggestions: see below", state="error")
                 else:
@@ -476,12 +504,12 @@ def search_ui(
             st.stop()
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
-        return offer or ws.earlier_offer()
-    offer = ws.offer(params, model=model)
+        return offer or ws.offers.latest(ws.cursor)
+    offer = ws.offers.offer(ws.spot, params, model=model)
     if offer is not None:
         st.caption(f"✔️ {md(present.search_status(offer.result))}")
         return offer
-    return ws.earlier_offer()
+    return ws.offers.latest(ws.cursor)
 
 
 def while_open(backend: Backend):
@@ -495,31 +523,18 @@ def while_open(backend: Backend):
     return hook(lambda: runtime.is_active_session(session_id))
 
 
-def first_label(ws: session.Workspace) -> str:
-    if len(ws.text) < LONG_STORY:
-        return "Weaving…"
-    return "Weaving… (a long story is read once and then kept: on a CPU this takes a while)"
-
-
-def live(p: Progress) -> str:
-    if p.depth == 0:
-        return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
-    latest = present.shorten(present.one_line(p.latest), 60)
-    latest = f" · latest: “{md(latest)}”" if latest else ""
-    return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
-
-
 def error_ui(ws: session.Workspace) -> None:
-    reason = st.session_state.get("backend_error")
+    reason = page().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
                  "fix the backend, then try again.", icon="🔌")  # fmt: skip
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
-    elif ws.error:
-        st.error(f"**The model did not answer.** {md(ws.error)}\n\nYour story and the last "
+    elif ws.offers.error:
+        st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
-    if ws.notice:
-        st.warning(md(ws.notice), icon="⚠️")
+    for notice in (ws.notice, ws.offers.notice):
+        if notice:
+            st.warning(md(notice), icon="⚠️")
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
@@ -535,12 +550,13 @@ def sample_ui(settings: Settings, ws: session.Workspace, backend: Backend | None
     if clicked:
         values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
         sample(ws, backend, replace(settings.sample, **values))
-    return ws.draw()
+    return ws.offers.draw(ws.cursor)
 
 
 def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
     with st.status("Sampling…", expanded=False) as status:
-        draw = ws.sample(backend, params, progress=lambda p: status.update(label=live(p)))
+        report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+        draw = ws.offers.sample(backend, ws.spot, params, progress=report)
         if draw is None:
             status.update(label="No samples: see below", state="error")
         else:
@@ -576,10 +592,10 @@ def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
                      disabled=backend is None or not ws.text,
                      help=f"The last {ALTERNATIVE_TOKENS} tokens, each with the model's "
                      f"top {ALTERNATIVES_K} there"):  # fmt: skip
-            st.session_state.alternatives = ws.alternatives(
-                backend, k=ALTERNATIVES_K, last=ALTERNATIVE_TOKENS
+            page().alternatives = ws.offers.alternatives(
+                backend, ws.spot, k=ALTERNATIVES_K, last=ALTERNATIVE_TOKENS
             )
-        shown = st.session_state.get("alternatives")
+        shown = page().alternatives
         if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
             return
         if shown.unsupported:
@@ -620,7 +636,7 @@ def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
         ws.edit(branch_text(ws.text, shown.rows, row, choice))
     except ValueError as e:  # the tokens do not spell this story's end
-        st.session_state.alternatives = shown.failed(str(e))
+        page().alternatives = shown.failed(str(e))
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -804,7 +820,7 @@ def sidebar_ui(
         if hasattr(backend, "cache_bytes"):
             st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                        f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-        draw = ws.draw()
+        draw = ws.offers.draw(ws.cursor) if ws.started else None
         if draw is not None:
             stats_ui("This node's samples", draw.result.stats)
         if ws.started:
@@ -840,10 +856,10 @@ def rename(ws: session.Workspace, key: str) -> None:
 
 def import_ui(ws: session.Workspace) -> None:
     """Open an exported story (.json: the loom, or an older session) as a new story."""
-    key = f"import_{st.session_state.get('imports', 0)}"
+    key = f"import_{page().imports}"
     st.file_uploader("Import a story (.json)", type=["json"], key=key,
                      on_change=import_file, args=(ws, key))  # fmt: skip
-    problem = st.session_state.get("import_error")
+    problem = page().import_error
     if problem:
         st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
 
@@ -853,9 +869,9 @@ def import_file(ws: session.Workspace, key: str) -> None:
     if upload is None:
         return
     problem = ws.import_file(upload.getvalue())
-    st.session_state.import_error = problem
+    page().import_error = problem
     if problem is None:
-        st.session_state.imports = st.session_state.get("imports", 0) + 1  # a fresh uploader
+        page().imports += 1  # a fresh uploader
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
@@ -917,23 +933,6 @@ def download(column, label: str, data, file_name: str, mime: str) -> None:
     """A download that does not rerun the page (data may be a function, run on click)."""
     key = "dl_" + file_name.replace(".", "_").replace("-", "_")
     column.download_button(label, data, file_name, mime, key=key, on_click="ignore")
-
-
-# -- small helpers --------------------------------------------------------------------------
-def md(text: str) -> str:
-    """Text shown literally inside Streamlit markdown (messages, names, URLs)."""
-    escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
-    lines = ("\\" + line if line[:1] in LINE_START else line for line in escaped.split("\n"))
-    return "  \n".join(lines)
-
-
-def code(text: str) -> str:
-    """A path or URL as inline code (shown as it is), or escaped where it holds a backtick."""
-    return f"`{text}`" if "`" not in text and "\n" not in text else md(text)
-
-
-MARKDOWN = set("\\`*_[]<>$~|")
-LINE_START = set("#-+=")
 
 
 if __name__ == "__main__":

@@ -149,12 +149,12 @@ def backend_error(at: AppTest) -> str:
 
 
 def workspace(at: AppTest) -> session.Workspace:
-    return at.session_state["ws"]
+    return at.session_state["page"].ws
 
 
 def offer(at: AppTest) -> Offer:
     """The suggestions the page shows (the current node's latest search)."""
-    return workspace(at).earlier_offer()
+    return workspace(at).offers.latest(workspace(at).cursor)
 
 
 def branch(at: AppTest) -> str:
@@ -429,7 +429,7 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     at.slider(key="smp_max_tokens").set_value(8).run()
     at.button(key="sample").click().run()
     assert not at.exception and not backend_error(at)
-    drawn = workspace(at).draw().result.samples
+    drawn = workspace(at).offers.draw(workspace(at).cursor).result.samples
     assert len(samples(at)) == 3 and all(s.token_ids for s in drawn)
     assert "This node's samples" in " ".join(h.value for h in at.sidebar.subheader)
     boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
@@ -456,7 +456,10 @@ def draw_samples(at: AppTest, n: int) -> AppTest:
 def test_samples_are_taken_or_kept_as_branches_and_stay_at_their_node(fake):
     at = draw_samples(started(), 3)
     assert not at.exception and len(samples(at)) == 3
-    start, drawn = workspace(at).cursor, workspace(at).draw().result.samples
+    start, drawn = (
+        workspace(at).cursor,
+        workspace(at).offers.draw(workspace(at).cursor).result.samples,
+    )
     boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
     at.button(key=f"{boxes_[2].key}_keep").click().run()
     assert workspace(at).cursor == start and len(samples(at)) == 3  # kept: nothing moved
@@ -574,7 +577,7 @@ def test_two_tabs_when_a_save_fails_in_one_lose_nothing_and_never_fail(fake, dat
     one = started()  # issue 27: the failing tab's next moves raised NoSuchNode on every rerun
     sid, start = one.query_params["story"], workspace(one).cursor
     two = app(story=sid)
-    workspace(one).store = LoomStore(data_dir, busy_ms=50)  # a lock fails its saves at once
+    workspace(one).library.store = LoomStore(data_dir, busy_ms=50)  # a lock fails saves at once
     first = offer(one).result.suggestions[0].text
     holder = sqlite3.connect(LoomStore(data_dir).path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another program holds the database
@@ -870,13 +873,12 @@ def test_a_hundred_thousand_character_story_works(fake):
 
 
 def test_the_status_tells_how_far_a_long_story_has_been_read():
-    import lloom
     from weave.search import Progress
 
     reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
-    assert lloom.live(reading) == "Reading the story… 512 of 30,000 tokens"
+    assert present.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
     weaving = Progress(2, 1, 3, 40, 3.5, " the king")
-    assert lloom.live(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
+    assert present.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
 
 
 ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
@@ -1088,7 +1090,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
     assert not at.exception
     tokens = " ".join(m.value for m in at.markdown if "title=" in m.value)
     assert "upon" in tokens and "background-color" in tokens  # shaded, with tooltips
-    rows_shown = at.session_state["alternatives"].rows
+    rows_shown = at.session_state["page"].alternatives.rows
     index = next(i for i, row in enumerate(rows_shown) if row.text == " upon")
     at.selectbox(key="alt_token").set_value(index).run()
     pick, choice = next((j, c) for j, c in enumerate(rows_shown[index].top) if c.text != " upon")
