@@ -29,14 +29,13 @@ from backends.mlx_batching import Cancelled
 from weave import present, session
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
-from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
+from weave.loom_view import node_label, story_tree
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
 from weave.present import code, md
 from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
 from weave.render import render_tree
 from weave.search import SearchParams, SearchStats
-from weave.story_graph import StoryNode, opening, render_story_tree
 from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
@@ -754,25 +753,12 @@ def loom_ui(ws: session.Workspace) -> None:
     """The story tree (current path highlighted, a click on a node goes there) and a
     picker to go to any node, the folded ones too."""
     loom = ws.loom
-    on_path = {node.id for node in loom.path()}
-    nodes = [StoryNode(n.id, n.parent, n.text, on_path=n.id in on_path,
-                       bookmarked=n.id in loom.bookmarks) for n in loom.nodes.values()]  # fmt: skip
-    story_id = ws.story_id
-    graph = render_story_tree(nodes, cursor=ws.cursor,
-                              url=lambda node_id: f"?story={story_id}&node={node_id}")  # fmt: skip
-    st.graphviz_chart(graph)
+    st.graphviz_chart(story_tree(loom, ws.story_id))
     ids = list(loom.nodes)
     st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
                  format_func=lambda node_id: node_label(loom, node_id),
                  on_change=pick_node, args=(ws, f"go_{ws.story_id}_{ws.cursor}"),
                  help="Any node of the story tree")  # fmt: skip
-
-
-def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, opening words and a 🔖 when bookmarked."""
-    depth = len(loom.path(node_id)) - 1
-    mark = " 🔖" if node_id in loom.bookmarks else ""
-    return f"{'·' * depth} {opening(loom.node(node_id))}{mark}"
 
 
 def pick_node(ws: session.Workspace, key: str) -> None:
