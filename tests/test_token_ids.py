@@ -134,3 +134,24 @@ def test_an_imported_loom_with_an_id_outside_the_vocabulary_opens_in_a_fresh_pro
     opened = subprocess.run(page, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert opened.returncode == 0, opened.stderr[-2000:]
     assert opened.stdout.strip().endswith("Once upon a time, there was")
+
+
+@pytest.mark.slow
+def test_the_llamacpp_backend_refuses_ids_outside_its_vocabulary(llama_url):
+    from backends.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(llama_url)
+    try:
+        assert backend.vocab_size == 49_152  # from the server's model
+        story = backend.tokenize("Once upon a time,")
+        for call in (
+            lambda ids: backend.top_logprobs([story, ids], 3),
+            lambda ids: backend.alternatives(ids, 3),
+            lambda ids: backend.sample(ids, n=1, temperature=1.0, min_p=0.0, max_tokens=2),
+            backend.detokenize,
+        ):
+            with pytest.raises(BackendError, match=r"token id 49152 is not one of the model's"):
+                call([*story, 49_152])
+        assert len(backend.top_logprobs([story], 3)[0]) == 3
+    finally:
+        backend.close()
