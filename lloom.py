@@ -149,7 +149,10 @@ def story_page(
     if offer is not None:
         if offer.params != params:
             st.caption("⚠️ These suggestions were made here with other settings.")
-        suggestions_ui(ws, offer, prefix_space, shading)
+        ready = ws.offers.ahead_ready(backend, ws.spot, offer) if backend else set()
+        suggestions_ui(ws, offer, prefix_space, shading, ready)
+        if backend is not None and offer.params == params:
+            look_ahead(settings, ws, backend, offer)
     elif not ws.text:
         st.info("The story is empty here: write something, or go forward (↪ Redo).")
     return offer, graph
@@ -506,7 +509,8 @@ def search_ui(
                 if offer is None:
                     status.update(label="No suggestions: see below", state="error")
                 else:
-                    status.update(label=present.search_status(offer.result), state="complete")
+                    label = present.search_status(offer.result, ahead=ws.offers.from_ahead(offer))
+                    status.update(label=label, state="complete")
         except Cancelled:  # the tab is gone: no one to show anything to
             st.stop()
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
@@ -514,7 +518,8 @@ def search_ui(
         return offer or ws.offers.latest(ws.cursor)
     offer = ws.offers.offer(ws.spot, params, model=model)
     if offer is not None:
-        st.caption(f"✔️ {md(present.search_status(offer.result))}")
+        ahead = ws.offers.from_ahead(offer)
+        st.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
         return offer
     return ws.offers.latest(ws.cursor)
 
@@ -668,8 +673,22 @@ def story_end_ui(ws: session.Workspace) -> None:
     st.markdown(f"> …{md(tail)}".replace("  \n", "  \n> "))
 
 
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool) -> None:
-    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
+def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
+    """While the writer reads these suggestions, search from the top ones as if each were
+    accepted (`weave.lookahead`, on a thread of its own: this returns at once)."""
+    ctx = get_script_run_ctx()
+    alive = lambda: True  # noqa: E731
+    if ctx is not None and Runtime.exists():
+        runtime, session_id = Runtime.instance(), ctx.session_id
+        alive = lambda: runtime.is_active_session(session_id)  # noqa: E731
+    rows = settings.lookahead_rows(backend.name)
+    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=alive)
+
+
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,
+                   ready: set[tuple[int, ...]]) -> None:  # fmt: skip
+    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜;
+    ⚡ on the bar of those whose next suggestions look-ahead has made (`ready`).
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -684,7 +703,8 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
     space = "p" if prefix_space else "n"
     for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
         row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-        suggestion_row(row, suggestion, share, max(shares), shading)
+        suggestion_row(row, suggestion, share, max(shares), shading,
+                       ahead=suggestion.token_ids in ready)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -703,10 +723,11 @@ class Row:
 
 
 def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
-                   shading: bool) -> None:  # fmt: skip
+                   shading: bool, *, ahead: bool = False) -> None:  # fmt: skip
     bar, text, edit, keep, go = st.columns([1.2, 7, 1.1, 1.2, 0.6], gap="xsmall",
                                            vertical_alignment="center")  # fmt: skip
-    bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
+    mark = " ⚡" if ahead else ""  # its next suggestions are ready: accepting shows them at once
+    bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}{mark}")
     editing = st.session_state.get(f"{row.key}_editing", False)
     with text:
         if editing:

@@ -14,9 +14,12 @@ import pytest
 from backends.mlx import MLXWorker
 from backends.mlx_batching import Batcher, Cancelled, Forward
 from tests.fake_backend import FakeBackend
+from weave import present
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.lookahead import LookAhead
+from weave.loom_store import LoomStore
 from weave.search import SearchParams, expand
+from weave.session import Workspace
 
 STORY = [6, 0, 6, 1]  # " a b"
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
@@ -204,7 +207,7 @@ class Recorder:
         self.held = threading.Event()
         self.go = threading.Event()
 
-    def __call__(self, contexts, k):
+    def __call__(self, contexts, k, background=False):
         self.calls.append(set(contexts))
         if self.hold.is_set():
             self.held.set()
@@ -306,3 +309,61 @@ def test_look_ahead_no_longer_wanted_is_dropped_unrun():
     finally:
         busy.set()
         worker.stop()
+
+
+# -- through a tab's offers (weave.offers, weave.session) ------------------------------------
+def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
+    backend = FakeBackend(seed=5)
+    ws = Workspace(LoomStore(tmp_path))
+    assert ws.start("a b")
+    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
+    ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
+    ws.ahead.join(timeout=30)
+    top = shown.result.suggestions[0]
+    assert ws.offers.ahead_ready(backend, ws.spot, shown) == {
+        s.token_ids for s in shown.result.suggestions[:2]
+    }
+    ws.accept(shown.piece(top), None, prefix_space=False)
+    calls = len(backend.calls)
+    offer = ws.offers.suggest(backend, ws.spot, PARAMS)
+    assert len(backend.calls) == calls  # nothing asked of the model
+    assert ws.offers.from_ahead(offer)
+    assert "from look-ahead" in present.search_status(offer.result, ahead=True)
+    ids = ws.offers.ids.path_ids(backend, ws.spot.loom, ws.cursor)
+    assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
+
+
+def test_an_edited_suggestion_searches_normally_and_a_move_stops_look_ahead(tmp_path):
+    backend = FakeBackend(seed=5)
+    ws = Workspace(LoomStore(tmp_path))
+    assert ws.start("a b")
+    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
+    ws.offers.look_ahead(backend, ws.spot, shown, rows=3)
+    ws.ahead.join(timeout=30)
+    top = shown.result.suggestions[0]
+    ws.accept(shown.piece(top), top.text + "a", prefix_space=False)  # edited before accepting
+    offer = ws.offers.suggest(backend, ws.spot, PARAMS)
+    assert not ws.offers.from_ahead(offer)
+    ids = ws.offers.ids.path_ids(backend, ws.spot.loom, ws.cursor)
+    assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
+    gated = Gated(seed=5)
+    ws.offers.look_ahead(gated, ws.spot, offer, rows=3)
+    assert gated.asked.acquire(timeout=30)
+    ws.undo()  # the writer moves: look-ahead stops at its next depth
+    gated.gate.release()
+    ws.ahead.join(timeout=30)
+    assert gated.calls == [1]
+
+
+def test_suggest_again_searches_anew_even_where_look_ahead_made_it(tmp_path):
+    backend = FakeBackend(seed=5)
+    ws = Workspace(LoomStore(tmp_path))
+    assert ws.start("a b")
+    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
+    ws.offers.look_ahead(backend, ws.spot, shown, rows=1)
+    ws.ahead.join(timeout=30)
+    ws.accept(shown.piece(shown.result.suggestions[0]), None, prefix_space=False)
+    ws.retry()
+    calls = len(backend.calls)
+    offer = ws.offers.suggest(backend, ws.spot, PARAMS)
+    assert len(backend.calls) > calls and not ws.offers.from_ahead(offer)
