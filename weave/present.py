@@ -222,7 +222,7 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if ahead:
-        return f"{found} from look-ahead, searched while you read ({s.seconds:.1f} s)"
+        return f"{found} from look-ahead, {s.seconds:.1f} s while you read"
     if from_cache(s):
         return f"{found} from cache, {s.seconds:.1f} s"
     rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
