@@ -58,7 +58,6 @@ class LookAhead:
 
     def __init__(self, rows: int, *, kept: int = KEPT) -> None:
         self.rows = rows
-        self.error: str | None = None  # why the last run stopped early (None: it did not)
         self._kept = kept
         self._done: OrderedDict[Ahead, SearchResult] = OrderedDict()
         self._lock = threading.Lock()
@@ -150,10 +149,10 @@ class LookAhead:
                         backend, list(plan.context), plan.params, progress=between_depths
                     )
                     self._keep(plan, result)
-        except (_Dropped, Cancelled):
+        except (_Dropped, Cancelled, BackendError, ValueError):
+            # Dropped or failed: nothing is kept, and a writer who accepts one of these
+            # suggestions searches as usual (and sees the backend's error, if it stays).
             return
-        except (BackendError, ValueError) as e:  # the writer's own search will say it again
-            self.error = str(e)
 
     def _keep(self, plan: Ahead, result: SearchResult) -> None:
         with self._lock:
