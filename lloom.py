@@ -43,6 +43,9 @@ SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 STORY_END = 600  # characters; a longer story's end is shown above the suggestions
 STORY_TAIL = 300  # characters of it shown there
+# Look-ahead begins this long after the suggestions are drawn: started at once, its forwards
+# took the CPU from the page and the browser still drawing them (bench_page.py lookahead).
+LOOKAHEAD_AFTER_S = 1.0
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -682,7 +685,7 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
         runtime, session_id = Runtime.instance(), ctx.session_id
         alive = lambda: runtime.is_active_session(session_id)  # noqa: E731
     rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=alive)
+    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=alive, after=LOOKAHEAD_AFTER_S)
 
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,

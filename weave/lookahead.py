@@ -19,6 +19,7 @@ offer cache is the one place a writer's suggestions come from.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from weave.search import Progress, SearchParams, SearchResult, expand
 from weave.tree import Suggestion
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
+PAUSE_S = 0.05  # how often a run waiting to begin checks that it is still wanted
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,14 @@ class LookAhead:
         params: SearchParams,
         *,
         alive: Callable[[], bool] = always,
+        after: float = 0.0,
     ) -> None:
         """Search from the first `rows` exact suggestions after `context`, in their order,
-        on a thread; whatever ran before stops at its next depth, unless it runs for these
-        very searches (then it goes on). `alive()` False (the tab is gone) stops it too;
-        it must be cheap and thread-safe: a backend may call it on its own worker thread."""
+        on a thread, the first request `after` seconds from now (a page finishes drawing
+        the suggestions before the model takes the CPU); whatever ran before stops at its
+        next depth, unless it runs for these very searches (then it goes on). `alive()`
+        False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
+        may call it on its own worker thread."""
         plans = self.plans(backend.model_name, context, suggestions, params)
         with self._lock:
             plans = [plan for plan in plans if plan not in self._done]
@@ -95,7 +100,10 @@ class LookAhead:
             return self._generation == generation and alive()
 
         self._thread = threading.Thread(
-            target=self._run, args=(backend, plans, wanted), name="lloom-lookahead", daemon=True
+            target=self._run,
+            args=(backend, plans, wanted, time.monotonic() + after),
+            name="lloom-lookahead",
+            daemon=True,
         )
         self._thread.start()
 
@@ -135,11 +143,17 @@ class LookAhead:
             thread.join(timeout)
 
     # -- the run ----------------------------------------------------------------------
-    def _run(self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool]) -> None:
+    def _run(
+        self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool], begin: float
+    ) -> None:
         def between_depths(_: Progress) -> None:
             if not wanted():
                 raise _Dropped
 
+        while time.monotonic() < begin:
+            if not wanted():
+                return
+            time.sleep(min(PAUSE_S, max(begin - time.monotonic(), 0.0)))
         try:
             with backend.background(wanted):
                 for plan in plans:

@@ -187,11 +187,12 @@ class Offers:
         return Offer(node_id, params, result)
 
     def look_ahead(
-        self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always
+        self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always, after=0.0
     ) -> None:
         """While the writer reads `offer` at `spot`, search from its top `rows` exact
-        suggestions as if each were accepted (`weave.lookahead`), so that `suggest` after
-        accepting one finds its search made; a move stops it (`settle`). Returns at once."""
+        suggestions as if each were accepted (`weave.lookahead`, beginning `after` seconds
+        from now), so that `suggest` after accepting one finds its search made; a move
+        stops it (`settle`). Returns at once."""
         self.ahead.rows = rows
         if not rows or offer.node_id != spot.node_id:
             return
@@ -199,7 +200,8 @@ class Offers:
             ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
         except BackendError:  # the writer's own next search says why
             return
-        self.ahead.start(backend, ids, offer.result.suggestions, offer.params, alive=alive)
+        suggestions = offer.result.suggestions
+        self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after)
 
     def ahead_ready(self, backend: Backend, spot: Spot, offer: Offer) -> set[tuple[int, ...]]:
         """The token ids of `offer`'s suggestions whose next suggestions look-ahead made."""
