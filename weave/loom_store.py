@@ -8,6 +8,12 @@ transaction it reads the loom as stored (with the nodes other tabs and processes
 applies a pure move from `weave.loom`, and writes what the move added. So two writers
 on one story only ever add nodes, and nothing saved is lost when a process is killed.
 
+A store is one writer's view of the file (`writer`; `as_writer` gives another's): it
+lists, opens, changes, exports and imports only that writer's stories, and another
+writer's story is `StoryNotFound` to it. The filter is `weave.store_rows`' alone, so no
+caller can forget it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands
+one to another writer.
+
 The file: WAL, `synchronous=FULL`, a busy timeout, one connection per operation (share a
 store between threads and processes). It is opened only when its header says it is ours
 (SQLite with our application id); a foreign or damaged file is left untouched, a newer
@@ -28,11 +34,13 @@ anything from the page, the session layer or the backends.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +73,12 @@ from weave.store_rows import (
     story_row,
     title_value,
 )
-from weave.store_schema import APPLICATION_ID, FILE_NAME, SCHEMA, SCHEMA_VERSION
+from weave.store_schema import APPLICATION_ID, FILE_NAME, LOCAL_WRITER, SCHEMA, SCHEMA_VERSION
 
 __all__ = [
     "APPLICATION_ID",
     "FILE_NAME",
+    "LOCAL_WRITER",
     "SCHEMA",
     "SCHEMA_VERSION",
     "TITLE_BYTES",
@@ -90,18 +99,28 @@ __all__ = [
 
 
 class LoomStore:
-    """Stories in `folder/stories.sqlite3`; the folder and file are made when missing.
+    """`writer`'s stories in `folder/stories.sqlite3`; the folder and file are made when
+    missing.
 
     Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign or damaged file,
     left untouched), `NewerDatabase` or `DatabaseLocked`. Holds no connection.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], *, busy_ms: int = 5000):
+    def __init__(
+        self, folder: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
+    ):
         self.folder = Path(folder).expanduser().absolute()
         self.path = self.folder / FILE_NAME
         self.busy_ms = busy_ms
-        self._file = StoreFile(self.path, busy_ms)
+        self.writer = writer
+        self._file = StoreFile(self.path, busy_ms, writer)
         self._file.prepare()
+
+    def as_writer(self, writer: str) -> LoomStore:
+        """This store's file as `writer` sees it (opened already: not checked again)."""
+        store = copy.copy(self)
+        store.writer, store._file = writer, replace(self._file, writer=writer)
+        return store
 
     # -- stories ------------------------------------------------------------------------
     def create(
@@ -153,6 +172,12 @@ class LoomStore:
                 "UPDATE stories SET deleted = ? WHERE id = ? AND deleted IS NULL",
                 (time.time(), story_id),
             )
+
+    def give(self, story_id: str, writer: str) -> None:
+        """Hand one of this writer's stories to `writer`: it leaves this writer's list."""
+        if not isinstance(writer, str) or not writer.strip():
+            raise InvalidInput("a story can only be given to a writer named by a login")
+        self._set(story_id, "owner", writer)
 
     def restore(self, story_id: str) -> None:
         self._set(story_id, "deleted", None)

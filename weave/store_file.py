@@ -5,7 +5,9 @@ damaged file is left untouched, a newer one refused), writes the schema into a n
 and migrates one of schema 2 (`weave.store_migration`). Every connection is made here:
 WAL, `synchronous=FULL`, foreign keys, a busy timeout, one connection per operation, and
 any `sqlite3.Error` on it becomes the `StoreError` that says what to check
-(`weave.store_errors.from_sqlite`). What is read and written is `weave.store_rows`'s.
+(`weave.store_errors.from_sqlite`). Each connection belongs to one writer: SQL's
+`writer()` names them, and `weave.store_rows` reads and writes only that writer's stories.
+What is read and written is `weave.store_rows`'s.
 """
 
 from __future__ import annotations
@@ -25,15 +27,23 @@ from weave.store_errors import (
     not_ours,
 )
 from weave.store_migration import migrate
-from weave.store_schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, SQLITE_MAGIC
+from weave.store_schema import (
+    APPLICATION_ID,
+    LOCAL_WRITER,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SQLITE_MAGIC,
+)
 
 
 @dataclass(frozen=True)
 class StoreFile:
-    """The database at `path`, whose locks are waited for `busy_ms` milliseconds."""
+    """The database at `path`, whose locks are waited for `busy_ms` milliseconds, as
+    `writer` sees it."""
 
     path: Path
     busy_ms: int
+    writer: str = LOCAL_WRITER
 
     # -- connections ----------------------------------------------------------------------
     @contextmanager
@@ -67,6 +77,8 @@ class StoreFile:
             raise self.error(e) from e
         try:
             db.row_factory = sqlite3.Row
+            writer = self.writer
+            db.create_function("writer", 0, lambda: writer, deterministic=True)
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_ms)}")
             db.execute("PRAGMA foreign_keys = ON")
             db.execute("PRAGMA synchronous = FULL")

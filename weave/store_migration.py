@@ -1,9 +1,12 @@
-"""The migration of a store file from schema 2 (the store before the loom) to schema 3.
+"""The migration of a store file from schema 2 (the store before the loom) or 3 (before
+owners) to the schema now.
 
 Schema 2 kept a log per story: its states (whole texts) and undo/redo rows. `migrate`
 copies the file to a backup beside it, then in one transaction replays each story's log
 into a loom (`weave.loom_formats.loom_from_log`) and writes it as schema 3's rows
-(`weave.store_rows`). Deciding when to migrate, and turning an `sqlite3.Error` into a
+(`weave.store_rows`). Schema 3 files gain an owner column in one transaction (no copy:
+it only adds a column). Every story migrated belongs to the machine's local writer: it was
+made before login. Deciding when to migrate, and turning an `sqlite3.Error` into a
 `StoreError`, are `weave.store_file`'s.
 """
 
@@ -18,11 +21,15 @@ from pathlib import Path
 from weave.loom_formats import LogRow, SavedStory, loom_from_log, without_surrogates
 from weave.store_errors import NotLoomDatabase, StorageUnwritable
 from weave.store_rows import insert_story
-from weave.store_schema import SCHEMA, SCHEMA_VERSION
+from weave.store_schema import LOCAL_WRITER, SCHEMA, SCHEMA_VERSION
 
 
 def migrate(db: sqlite3.Connection, path: Path, version: int) -> None:
-    """Schema 2 to 3 in one transaction, after a backup copy beside the file."""
+    """Schema 3 to now in one transaction; schema 2 likewise, after a backup copy beside
+    the file."""
+    if version == 3:
+        _add_owners(db)
+        return
     if version != 2:
         raise NotLoomDatabase(
             f"the database at {path} has schema {version}, from a LLooM too old "
@@ -54,6 +61,21 @@ def migrate(db: sqlite3.Connection, path: Path, version: int) -> None:
     try:
         if db.execute("PRAGMA user_version").fetchone()[0] == 2:  # not another process
             _migrate_2_to_3(db)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _add_owners(db: sqlite3.Connection) -> None:
+    """Schema 3 to 4: each story gets an owner, the local writer (see `LOCAL_WRITER`)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] == 3:  # not another process
+            db.execute(
+                f"ALTER TABLE stories ADD COLUMN owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'"
+            )
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")
@@ -99,8 +121,8 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
         story = SavedStory(loom, title, old["created"], settings, shown)
         insert_story(db, old["id"], story)
         db.execute(
-            "UPDATE stories SET updated = ?, deleted = ? WHERE id = ?",
-            (old["updated"], old["deleted"], old["id"]),
+            "UPDATE stories SET updated = ?, deleted = ?, owner = ? WHERE id = ?",
+            (old["updated"], old["deleted"], LOCAL_WRITER, old["id"]),
         )
     db.execute("DROP TABLE log_v2")
     db.execute("DROP TABLE stories_v2")

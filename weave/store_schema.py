@@ -1,6 +1,7 @@
 """The story store's file format: its name, schema version, application id and tables.
 
-The tables, as SQL: `stories` (a row a story: title, times, settings, root, cursor),
+The tables, as SQL: `stories` (a row a story: title, times, settings, root, cursor, and
+its owner: the writer who may see it),
 `nodes` (only ever added: triggers refuse to change one, or to delete one of a story that
 is not deleted), and the small records beside them (`checkouts`, `bookmarks`,
 `suggestions`). This module is facts only; opening and creating the file are
@@ -10,12 +11,13 @@ is not deleted), and the small records beside them (`checkouts`, `bookmarks`,
 from __future__ import annotations
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: stories have an owner
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
+LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
 
 SCHEMA = (
-    """CREATE TABLE stories (
+    f"""CREATE TABLE stories (
         id TEXT PRIMARY KEY,
         title TEXT,           -- NULL: the first words of its first node
         created REAL NOT NULL,
@@ -23,7 +25,8 @@ SCHEMA = (
         deleted REAL,         -- when it was deleted; NULL while it is not
         settings TEXT,        -- JSON object
         root TEXT NOT NULL,
-        cursor TEXT NOT NULL
+        cursor TEXT NOT NULL,
+        owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'  -- the writer who may see it
     )""",
     """CREATE TABLE nodes (
         story_id TEXT NOT NULL REFERENCES stories(id),
