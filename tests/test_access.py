@@ -3,7 +3,11 @@ each writer's stories are their own, below the page and the session layer."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -106,3 +110,26 @@ def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_
     with sqlite3.connect(store.path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     db.close()
+
+
+def test_loom_give_hands_a_pre_login_story_to_a_login(tmp_path):
+    store = LoomStore(tmp_path)
+    draft, _ = store.create("A draft before login.")
+
+    def loom(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
+            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+        )  # fmt: skip
+
+    done = loom("give", draft, "Alice@Example.org")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{draft} is now {ALICE}'s"
+    assert [s.id for s in store.as_writer(ALICE).stories()] == [draft]
+    assert json.loads(loom("list", "--json").stdout) == []  # gone from this machine's list
+    again = loom("give", draft, BOB)  # not the local writer's any more
+    assert again.returncode == 2 and again.stderr.startswith(f"error: no story {draft}")
+    kept, _ = store.create("Another draft.")
+    wrong = loom("give", kept, "alice")
+    assert wrong.returncode == 2 and "'alice' is not an e-mail address" in wrong.stderr
+    assert [s.id for s in store.stories()] == [kept]

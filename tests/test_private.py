@@ -145,7 +145,9 @@ def new_page(browser, url: str):
 
 def settled(page) -> str:
     """The page's text once its script has run."""
-    page.locator("[data-testid='stMain'] [data-testid='stElementContainer']").first.wait_for()
+    page.locator(
+        "[data-testid='stMain'] [data-testid='stElementContainer'] >> visible=true"
+    ).first.wait_for()
     wait_idle(page)
     return page.locator("[data-testid='stApp']").inner_text()
 
@@ -284,6 +286,7 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
 
         # log out: the page asks for a login again, and shows no story
         bob.get_by_role("button", name="Log out").click()
+        bob.get_by_role("button", name="End session").click()  # the provider's own page
         bob.get_by_role("button", name="Log in").wait_for()
         assert "harbour" not in settled(bob)
     assert {s.title for s in local.stories()} == {
