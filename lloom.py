@@ -178,8 +178,9 @@ def settings_or_stop() -> Settings:
 def writer_or_stop(settings: Settings) -> str:
     """The writer this page is for (`weave.access`); else a login button or the reason."""
     login = st.secrets.load_if_toml_exists() and "auth" in st.secrets
+    proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
-        address=st.get_option("server.address") or "", login=login,
+        address=st.get_option("server.address") or "", proxied=proxied, login=login,
         open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
         email=st.user.get("email") if login else None,
     )  # fmt: skip

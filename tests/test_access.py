@@ -43,6 +43,12 @@ def test_beyond_loopback_without_login_the_page_is_nobodys_and_says_how_to_share
     assert opened.writer == LOCAL_WRITER
 
 
+def test_through_a_reverse_proxy_loopback_is_no_longer_this_machine_only():
+    verdict = decide(address="127.0.0.1", proxied=True, login=False, open_page=False,
+                     logged_in=False, email=None)  # fmt: skip
+    assert verdict.writer is None and "through a proxy" in verdict.refusal
+
+
 @pytest.mark.parametrize("address", ["127.0.0.1", "0.0.0.0"])
 def test_with_login_configured_only_a_logged_in_address_is_a_writer(address):
     asked = decide(address=address, login=True, open_page=True, logged_in=False, email=None)

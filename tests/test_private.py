@@ -135,8 +135,9 @@ def browser():
         chromium.close()
 
 
-def new_page(browser, url: str):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+def new_page(browser, url: str, headers: dict | None = None):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True,
+                                  extra_http_headers=headers)  # fmt: skip
     page = context.new_page()
     page.set_default_timeout(60_000)
     page.goto(url)
@@ -186,6 +187,16 @@ def test_on_every_interface_without_login_it_shows_how_to_share_and_nothing_else
             assert "[sharing] open = true" in text
             assert "private opening" not in text and "Start" not in text
     assert watchman.calls == 0  # the model was never asked
+
+
+def test_through_a_reverse_proxy_a_loopback_page_asks_for_a_login_too(tmp_path, browser, watchman):
+    LoomStore(tmp_path).create("A private opening nobody else may read.")
+    with page_server(tmp_path, env=no_model(tmp_path, watchman)) as (_, port):
+        url = f"http://127.0.0.1:{port}/"
+        text = settled(new_page(browser, url, {"X-Forwarded-For": "203.0.113.9"}))
+        assert "through a proxy" in text and "Your stories" not in text
+        assert watchman.calls == 0  # the model was never asked
+        assert "Your stories" in settled(new_page(browser, url))  # from this machine
 
 
 def test_an_open_page_is_opened_on_purpose_in_the_config(tmp_path, browser, watchman):

@@ -1,12 +1,14 @@
 """Who may use the page: the writer whose stories it shows, or why it shows none.
 
-A pure decision from four facts the page reads (the address the server listens on, whether
-a login is configured in `.streamlit/secrets.toml` `[auth]`, `[sharing] open` in
-config.toml, and who logged in): on loopback, without a login, the page is the machine's
-own writer's (`LOCAL_WRITER`, the CLI's too); with a login, it is the logged-in writer's,
-named by their e-mail address; on any other address without a login, it is nobody's
-unless the config opens it on purpose. Logging in is Streamlit's (`st.login`); the
-filter by writer is the store's (`weave.loom_store`). This module imports neither.
+A pure decision from the facts the page reads (the address the server listens on, whether
+the request came through a proxy, whether a login is configured in
+`.streamlit/secrets.toml` `[auth]`, `[sharing] open` in config.toml, and who logged in):
+on loopback, without a login, the page is the machine's own writer's (`LOCAL_WRITER`, the
+CLI's too); with a login, it is the logged-in writer's, named by their e-mail address; on
+any other address, or through a reverse proxy (which makes loopback reachable from
+afar), without a login, it is nobody's unless the config opens it on purpose. Logging in
+is Streamlit's (`st.login`); the filter by writer is the store's (`weave.loom_store`).
+This module imports neither.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from dataclasses import dataclass
 from weave.store_schema import LOCAL_WRITER
 
 UNIX_SOCKET = "unix://"  # Streamlit's prefix for a server on a Unix socket: local
+PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-Ip")  # a proxy names the client
 
 SET_UP_LOGIN = """\
-**This page is reachable from other machines ({address}), and no login is set up**, so
+**This page is reachable from other machines ({where}), and no login is set up**, so
 it shows no story and runs no model: anyone on this network could read your stories.
 
 - To keep it to this machine, run it as README says: `.venv/bin/streamlit run lloom.py`
@@ -47,12 +50,14 @@ class Access:
 
 
 def decide(
-    *, address: str, login: bool, open_page: bool, logged_in: bool, email: str | None
-) -> Access:
+    *, address: str, proxied: bool = False, login: bool, open_page: bool, logged_in: bool,
+    email: str | None,
+) -> Access:  # fmt: skip
     """Who the page is for.
 
     Args: `address`, the server's `server.address` ("" is Streamlit's default: every
-    interface); `login`, whether `[auth]` is configured; `open_page`, config's
+    interface); `proxied`, whether the request names a client it was forwarded for
+    (`PROXY_HEADERS`); `login`, whether `[auth]` is configured; `open_page`, config's
     `[sharing] open`; `logged_in` and `email`, from `st.user`.
     """
     if login:
@@ -60,9 +65,10 @@ def decide(
             return Access(None, ask_login=True)
         writer = writer_for(email or "")
         return Access(writer) if writer else Access(None, refusal=NO_EMAIL)
-    if is_loopback(address) or open_page:
+    if (is_loopback(address) and not proxied) or open_page:
         return Access(LOCAL_WRITER)
-    return Access(None, refusal=SET_UP_LOGIN.format(address=address or "every interface"))
+    where = "through a proxy" if proxied else f"listening on {address or 'every interface'}"
+    return Access(None, refusal=SET_UP_LOGIN.format(where=where))
 
 
 def writer_for(email: str) -> str | None:
