@@ -193,7 +193,7 @@ def writer_or_stop(settings: Settings) -> str:
         st.error(verdict.refusal, icon="🔒")
     if login and st.user.is_logged_in:
         with st.sidebar:
-            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name', ''))}**")
+            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name') or '')}**")
             if st.button("Log out", key="logout"):
                 st.logout()
     if verdict.writer is None:
