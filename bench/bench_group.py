@@ -1,7 +1,8 @@
 """A writing group on one page server: 8 writers logged in as themselves, searching at once.
 
 Starts `streamlit run lloom.py` with a login (`[auth]` against `oidc-provider-mock`, a real
-OpenID Connect provider on loopback) and the shared local MLX backend, then in headless
+OpenID Connect provider on loopback) and the shared local MLX backend (or, with
+`--backend vllm`, a vLLM server on loopback serving the embedded model), then in headless
 Chromium logs each writer in through Streamlit's own callback, starts a story of their
 own and accepts a suggestion `--rounds - 1` times, all writers at once; the same for one
 writer alone first. Every search must be answered with no error on the page, and no
@@ -9,7 +10,7 @@ writer may see another's story (on the page or in their view of the store). Prin
 median and 95th-percentile search time (the engine's own `stats.seconds`, as saved with
 each node's suggestions) of one writer alone and of the group, side by side.
 
-    .venv/bin/python -m bench.bench_group [--writers 8] [--rounds 3]
+    .venv/bin/python -m bench.bench_group [--writers 8] [--rounds 3] [--backend mlx|vllm]
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+from backends.embedded import ensure_embedded_model
 from scripts.screenshot import ACCEPT, launch_browser, wait_for_suggestions, wait_idle
 from tests.servers import free_port
 from tests.test_private import log_in, page_server, settled
+from tests.vllm_server import vllm_server
+from weave.config import load_settings
 from weave.loom_store import LoomStore
 
 OWN_STORY = "✍️ Write my own"
@@ -92,12 +97,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backend", choices=["mlx", "vllm"], default="mlx")
     args = parser.parse_args()
     import oidc_provider_mock
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the provider's request log
 
     with (
+        ExitStack() as stack,
         tempfile.TemporaryDirectory(prefix="lloom-group-") as folder,
         oidc_provider_mock.run_server_in_thread() as provider,
         sync_playwright() as p,
@@ -112,10 +119,15 @@ def main() -> int:
             f'server_metadata_url = "http://localhost:{provider.server_port}'
             '/.well-known/openid-configuration"\n'
         )
+        env = {"LLOOM_BACKEND": args.backend}
+        if args.backend == "vllm":
+            model = ensure_embedded_model(load_settings().cache_dir)
+            env["VLLM_API_URL"] = stack.enter_context(vllm_server(model, data / "vllm.log"))
         store = LoomStore(data)
         browser = launch_browser(p)
         login = ("--secrets.files", str(secrets_file))
-        with page_server(data, *login, env={"LLOOM_BACKEND": "mlx"}, port=port):
+        print(f"backend: {args.backend}; the machine may be shared and loaded")
+        with page_server(data, *login, env=env, port=port):
             url = f"http://127.0.0.1:{port}"
             rows = []
             for label, writers in (
