@@ -91,6 +91,11 @@ class LookAheadSettings:
 
 
 @dataclass(frozen=True)
+class SharingSettings:
+    open: bool = False  # true: served beyond loopback without a login, on purpose
+
+
+@dataclass(frozen=True)
 class Settings:
     search: SearchParams = field(default_factory=SearchParams)
     model_search: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -101,6 +106,7 @@ class Settings:
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
     lookahead: LookAheadSettings = field(default_factory=LookAheadSettings)
+    sharing: SharingSettings = field(default_factory=SharingSettings)
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
 
@@ -189,7 +195,7 @@ def _check_key_parts(text: str, path: Path) -> None:
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
-                        "openai", "lookahead", "stories", "data"}, where)  # fmt: skip
+                        "openai", "lookahead", "stories", "data", "sharing"}, where)  # fmt: skip
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
@@ -218,6 +224,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         vllm=_section(VLLMSettings, table, "vllm", where),
         openai=_section(OpenAISettings, table, "openai", where),
         lookahead=_section(LookAheadSettings, table, "lookahead", where),
+        sharing=_section(SharingSettings, table, "sharing", where),
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
     )
