@@ -43,8 +43,8 @@ SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 STORY_END = 600  # characters; a longer story's end is shown above the suggestions
 STORY_TAIL = 300  # characters of it shown there
-# Look-ahead begins this long after the suggestions are drawn: started at once, its forwards
-# took the CPU from the page and the browser still drawing them (bench_page.py lookahead).
+# Look-ahead begins this long after the script run that drew the suggestions: started at
+# once, its forwards took the CPU from the browser still drawing them (bench_page.py lookahead).
 LOOKAHEAD_AFTER_S = 1.0
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
@@ -123,6 +123,8 @@ def main() -> None:
             start_ui(settings, ws)
             library_ui(ws)
     sidebar_ui(settings, ws, backend, offer, graph)  # last: it shows the search this run made
+    if offer is not None and backend is not None and not ws.offers.error:
+        look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
 
 
 def story_page(
@@ -155,8 +157,6 @@ def story_page(
             st.caption("⚠️ These suggestions were made here with other settings.")
         ready = ws.offers.ahead_ready(backend, ws.spot, offer) if backend else set()
         suggestions_ui(ws, offer, prefix_space, shading, ready)
-        if backend is not None and offer.params == params:
-            look_ahead(settings, ws, backend, offer)
     elif not ws.text:
         st.info("The story is empty here: write something, or go forward (↪ Redo).")
     return offer, graph
@@ -706,7 +706,8 @@ def story_end_ui(ws: session.Workspace) -> None:
 
 def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
     """While the writer reads these suggestions, search from the top ones as if each were
-    accepted (`weave.lookahead`, on a thread of its own: this returns at once)."""
+    accepted (`weave.lookahead`, on a thread of its own: this returns at once). Not after
+    a failed search: the suggestions shown are then an earlier one's."""
     ctx = get_script_run_ctx()
     alive = lambda: True  # noqa: E731
     if ctx is not None and Runtime.exists():
