@@ -49,13 +49,16 @@ class BackendError(RuntimeError):
 
     The message often quotes a server, which may echo a request's credentials: anything
     that looks like one is redacted here, so no error shown or logged can carry a key.
+    It is one line: a server's text may hold many (an HTML page, an echoed request), and
+    every run of whitespace becomes one space (after redaction, whose patterns end at a
+    line's end).
     """
 
     def __init__(self, message: str, *, backend: str, url: str | None = None):
         self.backend = backend
         self.url = url
         where = f" at {url}" if url else ""
-        super().__init__(redacted(f"{backend}{where}: {message}"))
+        super().__init__(" ".join(redacted(f"{backend}{where}: {message}").split()))
 
 
 CREDENTIALS = (  # (what names it, then its value)

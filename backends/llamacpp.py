@@ -57,6 +57,7 @@ from backends.llamacpp_slots import SlotBook
 
 log = logging.getLogger(__name__)
 
+MAX_SLOTS = 1024  # a server's parallel slots (-np); past it /props is not believed
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
 
@@ -72,9 +73,7 @@ class LlamaCppBackend(GreedyPathBackend):
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
-        self.slots = SlotBook(
-            replies.count(props.get("total_slots"), self.client.error, "/props total_slots") or 0
-        )
+        self.slots = SlotBook(self._total_slots() or 0)
         self.vocab_size = self._vocab_size()
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
@@ -96,7 +95,17 @@ class LlamaCppBackend(GreedyPathBackend):
         settings = self._props.get("default_generation_settings")
         settings = settings if isinstance(settings, dict) else {}
         n_ctx = settings.get("n_ctx") or self._props.get("n_ctx")
-        return replies.count(n_ctx or None, self.client.error, "/props n_ctx")
+        return replies.count(
+            n_ctx or None, self.client.error, "/props n_ctx", least=replies.MIN_CONTEXT
+        )
+
+    def _total_slots(self) -> int | None:
+        return replies.count(
+            self._props.get("total_slots"),
+            self.client.error,
+            "/props total_slots",
+            most=MAX_SLOTS,
+        )
 
     def tokenize(self, text: str) -> list[int]:
         return self._token_ids(text)
@@ -195,16 +204,12 @@ class LlamaCppBackend(GreedyPathBackend):
             # The server stops after the token whose text holds a stop string. Only a
             # stream reports that token's probabilities (a whole reply drops them).
             body["stop"], body["stream"] = list(stops), True
-            results = _gathered(self.client.post_events("/completion", body))
+            events = self.client.post_events("/completion", body)
+            results = _gathered(events, len(group), self.client.error)
         else:
-            reply = self.client.post("/completion", body)
-            results = reply if isinstance(reply, list) else [reply]
+            results = _ordered(self.client.post("/completion", body), len(group),
+                               self.client.error)  # fmt: skip
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
-        for i, result in enumerate(results):
-            replies.of_type(result, dict, self.client.error, f"/completion result {i}")
-            replies.of_type(result.get("index", 0), int, self.client.error,
-                            f"/completion result {i} index")  # fmt: skip
-        results = sorted(results, key=lambda r: r.get("index", 0))
         usage = Usage(forward_calls=1)
         chains = []
         for prompt, result in zip(group, results, strict=True):
@@ -271,7 +276,7 @@ class LlamaCppBackend(GreedyPathBackend):
             raise error(FA_HINT)
         logprob = replies.logprob(option["logprob"], error, f"{what}.logprob")
         token_id = replies.token_id(option["id"], error, f"{what}.id", self.vocab_size)
-        raw = _token_bytes(option.get("bytes"), error, f"{what}.bytes")
+        raw = replies.token_bytes(option.get("bytes"), error, f"{what}.bytes")
         token = replies.of_type(option.get("token", ""), str, error, f"{what}.token")
         text = raw.decode("utf-8", errors="replace") if raw is not None else token
         return None if logprob is None else Candidate(token_id, text, logprob, raw)
@@ -339,8 +344,7 @@ class LlamaCppBackend(GreedyPathBackend):
         one before. A server that answers fewer is asked again for the rest, seeds going on.
         `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
         seed = secrets.randbits(31) if seed is None else seed
-        slots = replies.count(self._props.get("total_slots"), self.client.error,
-                              "/props total_slots") or 1  # fmt: skip
+        slots = self._total_slots() or 1
         drawn: list[Continuation] = []
         while len(drawn) < n:
             body = {
@@ -357,14 +361,9 @@ class LlamaCppBackend(GreedyPathBackend):
                 "cache_prompt": True,
                 "stop": [],
             }
-            reply = self.client.post("/completion", body)
-            results = reply if isinstance(reply, list) else [reply]
+            results = _ordered(self.client.post("/completion", body), body["n_cmpl"],
+                               self.client.error)  # fmt: skip
             expect(bool(results), self.client, "no completions")
-            for i, result in enumerate(results):
-                replies.of_type(result, dict, self.client.error, f"/completion result {i}")
-                replies.of_type(result.get("index", 0), int, self.client.error,
-                                f"/completion result {i} index")  # fmt: skip
-            results.sort(key=lambda r: r.get("index", 0))
             self.stats.add(forward_calls=1, **_sampling_usage(results))
             drawn += [self._continuation(result) for result in results]
         return drawn[:n]
@@ -391,7 +390,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 raise error(FA_HINT)
             ids.append(token)
             logprob += replies.drawn_logprob(position["logprob"], error, f"{what}.logprob")
-            raw = _token_bytes(position.get("bytes"), error, f"{what}.bytes")
+            raw = replies.token_bytes(position.get("bytes"), error, f"{what}.bytes")
             text = replies.of_type(position.get("token", ""), str, error, f"{what}.token")
             pieces.append(raw if raw is not None else text.encode("utf-8"))
         text = b"".join(pieces).decode("utf-8", errors="replace")
@@ -411,7 +410,7 @@ def _sampling_usage(results: list[dict]) -> dict[str, int]:
 def _piece_bytes(piece: object, error: replies.Error, what: str) -> bytes:
     """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
     if isinstance(piece, list):
-        return _token_bytes(piece, error, what)
+        return replies.token_bytes(piece, error, what)
     return replies.of_type(piece, str, error, what).encode("utf-8")
 
 
@@ -429,15 +428,39 @@ def _merged(position: dict) -> bool:
     return not (isinstance(mine, list) and isinstance(shown, list) and mine[: len(shown)] == shown)
 
 
-def _gathered(events: list) -> list[dict]:
+def _ordered(reply: object, asked: int, error: replies.Error) -> list[dict]:
+    """A `/completion` reply's results (one object, or a list of them) in `index` order:
+    at most `asked`, each index (its place where absent) naming a distinct prompt."""
+    results = reply if isinstance(reply, list) else [reply]
+    if len(results) > asked:
+        raise error(f"unexpected reply: /completion gave {len(results)} results, {asked} asked")
+    indices = [
+        _index(replies.of_type(result, dict, error, f"/completion result {i}").get("index", i),
+               asked, error, f"/completion result {i} index")
+        for i, result in enumerate(results)
+    ]  # fmt: skip
+    if len(set(indices)) < len(indices):
+        raise error(f"unexpected reply: /completion results share an index ({indices})")
+    return [result for _, result in sorted(zip(indices, results, strict=True))]
+
+
+def _index(value: object, asked: int, error: replies.Error, what: str) -> int:
+    """A result's `index`: which of the `asked` prompts (or completions) it answers."""
+    replies.of_type(value, int, error, what)
+    if not 0 <= value < asked:
+        raise replies.wrong(error, what, value, f"an index in 0..{asked - 1}")
+    return value
+
+
+def _gathered(events: list, asked: int, error: replies.Error) -> list[dict]:
     """A stream's events made into one result per prompt, as a whole reply gives them:
     its positions in order, its generated tokens, and the final event's fields."""
     results: dict[int, dict] = {}
     for event in events:
         if not isinstance(event, dict):
             continue
-        result = results.setdefault(_count_of(event.get("index")), {
-            "completion_probabilities": [], "tokens": []})  # fmt: skip
+        index = _index(event.get("index", 0), asked, error, "/completion (streamed) index")
+        result = results.setdefault(index, {"completion_probabilities": [], "tokens": []})
         for key in ("completion_probabilities", "tokens"):
             part = event.get(key)
             result[key] += part if isinstance(part, list) else []
@@ -445,16 +468,6 @@ def _gathered(events: list) -> list[dict]:
             result.update({key: event[key] for key in ("timings", "id_slot", "tokens_cached",
                            "index", "tokens_predicted") if key in event})  # fmt: skip
     return [results[i] for i in sorted(results)]
-
-
-def _token_bytes(value: object, error: replies.Error, what: str) -> bytes | None:
-    """A token's bytes, from the list of byte values the server gives (or None)."""
-    if value is None:
-        return None
-    items = replies.of_type(value, list, error, what)
-    if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in items):
-        raise replies.wrong(error, what, value, "a list of byte values 0..255")
-    return bytes(items)
 
 
 def _count_of(value: object) -> int:

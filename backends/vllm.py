@@ -226,7 +226,8 @@ class VLLMBackend(GreedyPathBackend):
                 expect(isinstance(entry.get("id"), str), self.client, "a model without an id")
                 length = entry.get("max_model_len")
                 return entry["id"], replies.count(length, self.client.error,
-                                                  "/v1/models max_model_len")  # fmt: skip
+                                                  "/v1/models max_model_len",
+                                                  least=replies.MIN_CONTEXT)  # fmt: skip
         served = ", ".join(str(m.get("id")) for m in models)
         raise self.client.error(
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
