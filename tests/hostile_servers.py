@@ -214,7 +214,7 @@ FLAVOURS = {"llamacpp": llamacpp, "vllm": vllm, "openai": openai}
 
 
 # -- the server ---------------------------------------------------------------------------
-MULTILINE = 'Traceback (most recent call last):\n  File "server.py", line 1\n' * 20
+MULTILINE = "upstream failed\n  while handling POST\n  request echoed:\n" * 20
 HTML_404 = "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n" \
     "<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n</body>\n</html>\n"  # fmt: skip
 STREAM_ERROR = {"error": {"message": "the model failed:\n  at decode\n  at step 3\n"}}

@@ -60,7 +60,7 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "positive": r"is 0\.5, expected a log-probability \(at most 0\)",
     "huge_logprob": r"is 1000000000.*, expected a number a float holds",
     "deep": "nested over 32 levels deep",
-    "multiline": r"HTTP 500: Traceback \(most recent call last\): File",
+    "multiline": r"HTTP 500: upstream failed while handling POST request echoed: upstream",
     "html_404": r"HTTP 404: <!DOCTYPE html> <html>|not found \(404\)",
     "huge_id": "token id 1000000000000, outside the vocabulary",
     "negative_id": "token id -5, outside the vocabulary",
