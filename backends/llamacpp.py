@@ -7,7 +7,7 @@ so one is prepended when the model wants it), with `n_probs`, `cache_prompt: tru
 Doing only the work the tree needs. A CPU server's cost is the tokens it evaluates
 (`timings.prompt_n + predicted_n`); the least a search can cost is the story once plus
 one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
-- Greedy chains by default (`prefers_chains`): one prompt answers a beam's whole greedy
+- Greedy chains by default: one prompt answers a beam's whole greedy
   path (`top_k: 1`, `n_predict` up to the remaining depth), each of its tokens evaluated
   once, in place, in its slot; only tokens that split start new prompts.
 - Chains stop where the beam does: the search's auto-stop strings go as `stop`, so the
@@ -45,9 +45,9 @@ from backends import replies
 from backends.base import (
     BackendError,
     Candidate,
-    Chain,
     Continuation,
     GreedyPathBackend,
+    Positions,
     TokenAlternatives,
     Usage,
     token_texts,
@@ -65,7 +65,6 @@ class LlamaCppBackend(GreedyPathBackend):
     """llama-server at `url`."""
 
     name = "llamacpp"
-    prefers_chains = True
 
     def __init__(self, url: str, *, timeout: float = 60.0):
         super().__init__()
@@ -152,7 +151,9 @@ class LlamaCppBackend(GreedyPathBackend):
         return token_texts(pieces, start - lead)
 
     # -- requests --------------------------------------------------------------------
-    def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
+    def _complete(
+        self, contexts: list[list[int]], k: int, length: int, stops=()
+    ) -> list[Positions]:
         """Top-k at `length` greedy positions per context (fewer where the text reached one
         of `stops`): one request per slot used, in parallel."""
         prompts = [self._bos + list(ctx) for ctx in contexts]
@@ -163,7 +164,7 @@ class LlamaCppBackend(GreedyPathBackend):
                                                  length, stops), plan)
             )  # fmt: skip
         spent = Usage()
-        answers: list[Chain] = [[] for _ in contexts]
+        answers: list[Positions] = [[] for _ in contexts]
         for work, (chains, usage) in zip(plan, replies, strict=True):
             spent += usage
             for i, chain in zip(work.rows, chains, strict=True):
@@ -181,7 +182,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 chains[i] = first
         return chains, usage
 
-    def _post(self, slot, group, k: int, length: int, stops) -> tuple[list[Chain], Usage]:
+    def _post(self, slot, group, k: int, length: int, stops) -> tuple[list[Positions], Usage]:
         body = {
             "prompt": group,
             "n_predict": length,
@@ -234,7 +235,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 self.slots.hold(slot, tuple(prompt), tuple(prompt + generated)[:cached], read)
 
     # -- parsing ---------------------------------------------------------------------
-    def _chain(self, result: dict, k: int) -> Chain:
+    def _chain(self, result: dict, k: int) -> Positions:
         """The positions of a greedy path, up to the first the server merged away.
 
         While generated text ends inside a UTF-8 character the server holds back that

@@ -1,6 +1,6 @@
 """The OpenAI backend: chat (or legacy completions) log-probabilities via the `openai` client.
 
-A text-only backend (`token_native = False`): the API takes text and answers token
+A text-only backend: the API takes text and answers token
 strings and bytes, no ids. The search still passes id lists, so this backend keeps a
 vocabulary of its own that interns token *bytes* to ids: `tokenize(story)` is one
 pseudo-token holding the whole story, each candidate token another, and `detokenize`
@@ -51,7 +51,7 @@ from urllib.parse import urlparse
 
 from backends import openai_replies as shapes
 from backends import replies
-from backends.base import Backend, BackendError, Candidate, Continuation, redacted
+from backends.base import Backend, BackendError, Candidate, Continuation, WholeChain, redacted
 from backends.deadline import TooSlow, bounded, within
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
@@ -76,7 +76,6 @@ APPENDED = ", the suggestion so far appended to it (OpenAI cannot continue an an
 
 class OpenAIBackend(Backend):
     name = "openai"
-    token_native = False
 
     def __init__(
         self,
@@ -144,7 +143,8 @@ class OpenAIBackend(Backend):
         return [chain[0] for chain in self._chains(contexts, k, [1] * len(contexts))]
 
     def greedy_chains(self, contexts, k, lengths, *, stops=()):
-        return self._chains(contexts, k, lengths)  # stops unused: chains run their length
+        chains = self._chains(contexts, k, lengths)  # stops unused: chains run their length
+        return [WholeChain(chain) for chain in chains]
 
     def close(self) -> None:
         self._client.close()
