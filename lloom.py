@@ -807,7 +807,7 @@ def sidebar_ui(
         backend_info_ui(settings, backend)
         if offer is not None:
             stats_ui("This node's search", offer.result.stats)
-        if backend.cache_bytes is not None:
+        if backend is not None and backend.cache_bytes is not None:
             st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                        f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
         draw = ws.draw()
@@ -878,7 +878,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
-    note = backend.note
+    note = backend.note if backend is not None else None
     if note:
         st.info(md(note))
 
