@@ -38,6 +38,7 @@ class MLXSettings:
     kv_cache_mb: int = 1024
     prefill_chunk: int = 512
     batch_window_ms: float = 20.0
+    dequantize_mb: int = 4096
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,7 @@ ENVIRONMENT = {
 LIMITS = {
     ("mlx", "kv_cache_mb"): (lambda v: v >= 0, "a whole number of MiB, 0 or more"),
     ("mlx", "prefill_chunk"): (lambda v: v > 0, "a whole number of tokens above 0"),
+    ("mlx", "dequantize_mb"): (lambda v: v >= 0, "a whole number of MiB, 0 or more"),
     ("mlx", "batch_window_ms"): (
         lambda v: math.isfinite(v) and v >= 0,
         "milliseconds: a finite number, 0 or more",
