@@ -55,7 +55,6 @@ WHOLE = (
     "max_position_embeddings",
 )
 REAL = ("rms_norm_eps", "rope_theta")
-REQUIRED = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size")
 
 
 @dataclass(frozen=True)
@@ -112,9 +111,8 @@ def read_config(folder: Path) -> dict:
         raise fail(f"cannot read {path}: {e}", str(folder)) from e
     if not isinstance(config, dict):
         raise fail(f"{path} holds a {type(config).__name__}, not a JSON object", str(folder))
-    missing = [key for key in REQUIRED if key not in config]
-    if missing:
-        raise fail(f"{path} lacks {', '.join(missing)}", str(folder))
+    if "model_type" not in config:
+        raise fail(f"{path} lacks model_type", str(folder))
     for key in WHOLE + REAL:
         value = config.get(key)
         kinds = int if key in WHOLE else (int, float)
@@ -131,7 +129,10 @@ def load_checked(name: str) -> Loaded:
     config = read_config(folder)
     try:
         model, tokenizer = load(str(folder))
-    except (ValueError, OSError, RuntimeError, KeyError, TypeError) as e:  # mlx: RuntimeError
+    except (TypeError, KeyError) as e:  # the model's arguments, from config.json
+        message = f"{folder / 'config.json'} does not describe a model mlx-lm can build ({e})"
+        raise fail(message, str(folder)) from e
+    except (ValueError, OSError, RuntimeError) as e:  # mlx: RuntimeError
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise fail(
             f"cannot load an mlx-lm model from {folder} ({first}); set LLOOM_MODEL to an "

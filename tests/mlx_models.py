@@ -38,6 +38,7 @@ _TINY = dict(
     rms_norm_eps=1e-5,
     vocab_size=VOCAB,
     max_position_embeddings=2048,
+    rope_theta=10000.0,
     tie_word_embeddings=True,
 )
 # Each family's tiny config: the shared one plus what its ModelArgs needs.
@@ -47,7 +48,7 @@ FAMILIES: dict[str, dict] = {
     "qwen2": {},
     "qwen3": {},
     "gemma": {},
-    "gemma2": {"query_pre_attn_scalar": 16.0},
+    "gemma2": {"query_pre_attn_scalar": 16},
     "gemma3_text": {"sliding_window": 8, "sliding_window_pattern": 2},
     "phi3": {"tie_word_embeddings": False},
     "olmo2": {},
@@ -58,7 +59,6 @@ FAMILIES: dict[str, dict] = {
         "residual_multiplier": 0.5,
         "attention_bias": False,
         "mlp_bias": False,
-        "rope_theta": 10000.0,
     },
 }
 
