@@ -125,6 +125,9 @@ class MLXBackend(Backend):
         # window keeps mlx-lm's, which reads the window from the batch cache's mask.
         self._rows_attention = rows_attention and not loaded.sliding and install(self.model)
         install_swiglu(self.model)  # module-wide: every forward of this architecture
+        grouped = type(self.model).__module__ == "mlx_lm.models.gemma2"
+        grouped = grouped and self._kv_shape[1] < self.model.args.num_attention_heads
+        self._cache_class = GroupedBatchKVCache if grouped else BatchKVCache
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -332,7 +335,7 @@ class MLXBackend(Backend):
         for layer in range(keys.shape[0]):
             # `a[layer, ...]`, not `a[layer]`: MLX (0.32) copies on a lone integer index,
             # which here would copy the whole story's KV at every forward.
-            cache = BatchKVCache(padding)  # its fields set by name: `state`'s tuple grew in
+            cache = self._cache_class(padding)  # its fields set by name: `state`'s tuple grew in
             cache.keys, cache.values = keys[layer, ...], values[layer, ...]  # mlx-lm 0.32.2
             cache.offset, cache._idx = offsets, width
             if self._rows_attention:
@@ -451,6 +454,16 @@ class MLXBackend(Backend):
             mx.eval(row_keys, row_values)
             path = list(ids) + row.tokens[: row.fed]
             self.tree.insert(path, len(ids) - 1, row_keys, row_values, None)
+
+
+class GroupedBatchKVCache(BatchKVCache):
+    """mlx-lm's gemma2 attends with its queries as (B, kv_heads, repeats, T, D) and applies
+    the mask as given: a batch's (B, 1, T, S) mask needs one more axis to broadcast there
+    (rows of different lengths otherwise fail)."""
+
+    def make_mask(self, N: int, **kwargs):
+        mask = super().make_mask(N, **kwargs)
+        return mask[:, :, None] if isinstance(mask, mx.array) and mask.ndim == 4 else mask
 
 
 class MLXWorker:

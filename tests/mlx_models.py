@@ -48,7 +48,7 @@ FAMILIES: dict[str, dict] = {
     "qwen2": {},
     "qwen3": {},
     "gemma": {},
-    "gemma2": {"query_pre_attn_scalar": 16},
+    "gemma2": {"query_pre_attn_scalar": 16, "final_logit_softcapping": 300.0},
     "gemma3_text": {"sliding_window": 8, "sliding_window_pattern": 2},
     "phi3": {"tie_word_embeddings": False},
     "olmo2": {},
