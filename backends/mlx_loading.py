@@ -15,7 +15,6 @@ Owns naming, checking and loading; running the model belongs to `backends.mlx`.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +72,9 @@ class Loaded:
         return make_cache is not None and any(not isinstance(c, KVCache) for c in make_cache())
 
 
-def fail(message: str, where: str) -> BackendError:
-    return BackendError(message, backend="mlx", url=where)
+def fail(message: str) -> BackendError:
+    """One line that names the folder, file or hub id itself."""
+    return BackendError(message, backend="mlx")
 
 
 def model_folder(name: str) -> Path:
@@ -83,23 +83,23 @@ def model_folder(name: str) -> Path:
     if path.is_dir():
         return path
     if path.is_absolute() or name.startswith(".") or name.count("/") != 1:
-        raise fail(f"no model folder at {name} (LLOOM_MODEL / [mlx] model)", name)
-    from huggingface_hub import snapshot_download
+        raise fail(f"no model folder at {name} (LLOOM_MODEL / [mlx] model)")
+    from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HFValidationError
 
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    offline = constants.HF_HUB_OFFLINE  # HF_HUB_OFFLINE, as huggingface_hub read it
     try:
         return Path(
             snapshot_download(name, local_files_only=offline, allow_patterns=DEFAULT_ALLOW_PATTERNS)
         )
     except HFValidationError as e:
         message = f"{name!r} is neither a folder nor a hub id (LLOOM_MODEL / [mlx] model)"
-        raise fail(message, name) from e
+        raise fail(message) from e
     except OSError as e:  # LocalEntryNotFoundError, HfHubHTTPError: both OSError
         where = "in the local Hugging Face cache" if offline else "on the hub or in the cache"
         detail = "" if offline else f" ({str(e).splitlines()[0]})"
         message = f"model {name} is not {where}{detail}; set LLOOM_MODEL to a folder"
-        raise fail(message, name) from e
+        raise fail(message) from e
 
 
 def read_config(folder: Path) -> dict:
@@ -108,18 +108,18 @@ def read_config(folder: Path) -> dict:
     try:
         config = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise fail(f"cannot read {path}: {e}", str(folder)) from e
+        raise fail(f"cannot read {path}: {e}") from e
     if not isinstance(config, dict):
-        raise fail(f"{path} holds a {type(config).__name__}, not a JSON object", str(folder))
+        raise fail(f"{path} holds a {type(config).__name__}, not a JSON object")
     if "model_type" not in config:
-        raise fail(f"{path} lacks model_type", str(folder))
+        raise fail(f"{path} lacks model_type")
     for key in WHOLE + REAL:
         value = config.get(key)
         kinds = int if key in WHOLE else (int, float)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
-            raise fail(f"{path}: {key} is {value!r}, not a number", str(folder))
+            raise fail(f"{path}: {key} is {value!r}, not a number")
     if not isinstance(config["model_type"], str):
-        raise fail(f"{path}: model_type is {config['model_type']!r}, not a name", str(folder))
+        raise fail(f"{path}: model_type is {config['model_type']!r}, not a name")
     return config
 
 
@@ -131,7 +131,7 @@ def load_checked(name: str) -> Loaded:
         model, tokenizer = load(str(folder))
     except (TypeError, KeyError) as e:  # the model's arguments, from config.json
         message = f"{folder / 'config.json'} does not describe a model mlx-lm can build ({e})"
-        raise fail(message, str(folder)) from e
+        raise fail(message) from e
     except (ValueError, OSError, RuntimeError) as e:  # mlx: RuntimeError
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise fail(
