@@ -12,8 +12,9 @@ Quantized models run as the backend runs them on CPU, dequantized to float32 at 
 how they ran before). For 0.5B's quantized models, the largest |difference| between the
 backend's log-probs and mlx-lm's own forward on mlx-lm's dequantization of the same
 folder, over the contexts of the search's suggestions. Searches and forwards are medians
-of `REPEATS`, the variants of one shape taken in turn so that the machine's load falls
-on all alike.
+of `REPEATS`, one variant after another: on a loaded machine compare rows with care.
+Random weights at mlx-lm's initial scale give flat next-token distributions, so the
+search is narrow (few rows a forward): the figures are those of one-row forwards.
 """
 
 from __future__ import annotations
