@@ -12,7 +12,6 @@ and shared by every session. No algorithm lives here.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import time
 from contextlib import nullcontext
@@ -25,10 +24,11 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import present, session
+from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
-from weave.ramify import MAX_SAMPLE_TOKENS, MAX_SAMPLES, RamifyParams, RamifyResult
+from weave.ramify import RamifyParams, RamifyResult
 from weave.render import render_tree
 from weave.search import Progress, SearchParams, SearchStats
 from weave.story import branch_text, display_text
@@ -36,7 +36,7 @@ from weave.story_graph import StoryNode, opening, render_story_tree
 from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
-SCORES = ["joint", "lloom"]
+SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 STORY_END = 600  # characters; a longer story's end is shown above the suggestions
 STORY_TAIL = 300  # characters of it shown there
@@ -52,24 +52,21 @@ CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_split_limit": "split_limit",
     "cfg_score": "score",
 }
-SLIDERS = {  # widget key -> label, bounds (LLooM v0.3's), step, help
-    "cfg_max_depth": ("Max Depth", 1, 50, 1, "Tokens per suggestion at most"),
-    "cfg_max_suggestions": ("Max Suggestions", 5, 100, 1, "Suggestions at most"),
-    "cfg_cutoff": ("Cutoff", 0.0, 1.0, 0.01,
-                   "The least probability a token needs to start a new beam"),
-    "cfg_multiplier": ("Multiplier", 0.0, 2.0, 0.05,
+SLIDERS = {  # widget key -> label, step, help; bounds: SearchParams' field's
+    "cfg_max_depth": ("Max Depth", 1, "Tokens per suggestion at most"),
+    "cfg_max_suggestions": ("Max Suggestions", 1, "Suggestions at most"),
+    "cfg_cutoff": ("Cutoff", 0.01, "The least probability a token needs to start a new beam"),
+    "cfg_multiplier": ("Multiplier", 0.05,
                        "Cutoff scale per token (below 1: split more as beams grow)"),
-    "cfg_split_limit": ("Split Limit", 0, 10, 1, "Children per beam at most (0: no limit)"),
+    "cfg_split_limit": ("Split Limit", 1, "Children per beam at most (0: no limit)"),
 }  # fmt: skip
 DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
-SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, bounds, step, help
-    "smp_n": ("n", "Samples", 1, MAX_SAMPLES, 1, "Continuations to draw"),
-    "smp_temperature": ("temperature", "Temperature", 0.0, 2.0, 0.05,
-                        "0: always the most likely token"),
-    "smp_min_p": ("min_p", "Min-p", 0.0, 1.0, 0.01,
+SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, step, help; bounds: the field's
+    "smp_n": ("n", "Samples", 1, "Continuations to draw"),
+    "smp_temperature": ("temperature", "Temperature", 0.05, "0: always the most likely token"),
+    "smp_min_p": ("min_p", "Min-p", 0.01,
                   "Drop tokens below this share of the top token's probability"),
-    "smp_max_tokens": ("max_tokens", "Max tokens", 1, MAX_SAMPLE_TOKENS, 1,
-                       "Tokens per sample at most"),
+    "smp_max_tokens": ("max_tokens", "Max tokens", 1, "Tokens per sample at most"),
 }  # fmt: skip
 
 
@@ -335,9 +332,9 @@ def config_ui(
     defaults = settings.search_for(backend.model_name) if backend else settings.search
     if st.session_state.get("settings_for") != ws.story_id:
         st.session_state.settings_for = ws.story_id
-        load_settings_into_widgets(ws.settings, defaults)
+        load_settings_into_widgets(ws, defaults)
     for key, field in CONFIG_KEYS.items():
-        st.session_state.setdefault(key, widget_value(key, getattr(defaults, field)))
+        st.session_state.setdefault(key, getattr(defaults, field))
     for key in DISPLAY_KEYS:
         st.session_state.setdefault(key, True)
     with st.expander("Configuration"):
@@ -353,27 +350,37 @@ def config_ui(
     return replace(defaults, **values), prefix_space, shading
 
 
-def load_settings_into_widgets(saved: dict, defaults: SearchParams) -> None:
-    """A reopened story's saved settings set the widgets, where they are valid."""
+def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
+    """A reopened story's saved settings set the widgets; one that is not a value its
+    widget can take (outside its bounds, say) is named in the story's notice, and the
+    default is kept: never clamped."""
+    saved, refused = ws.settings, []
     for key, field in CONFIG_KEYS.items():
-        value = widget_value(key, saved.get(field), like=getattr(defaults, field))
-        if value is not None:
-            st.session_state[key] = value
+        if field in saved:
+            value = widget_value(field, saved[field], like=getattr(defaults, field))
+            if value is None:
+                refused.append(f"{field} = {shown(saved[field])}")
+            else:
+                st.session_state[key] = value
     for key, field in DISPLAY_KEYS.items():
         if isinstance(saved.get(field), bool):
             st.session_state[key] = saved[field]
+    if refused:
+        unusable = (f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
+                    "in Configuration): the defaults are used instead.")  # fmt: skip
+        ws.notice = f"{ws.notice} {unusable}" if ws.notice else unusable
 
 
-def widget_value(key: str, value, *, like=None):
-    """`value` as the widget `key` takes it (its type, inside its bounds), or None."""
-    like = value if like is None else like
-    if isinstance(like, bool | str):
-        ok = type(value) is type(like) and (key != "cfg_score" or value in SCORES)
-        return value if ok else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+def widget_value(field: str, value, *, like):
+    """`value` as the widget for SearchParams' `field` takes it (of `like`'s type, an int
+    made a float for a float, inside the field's bounds), or None when it cannot be."""
+    number = isinstance(like, float) and isinstance(value, int) and not isinstance(value, bool)
+    if type(value) is not type(like) and not number:
         return None
-    low, high = SLIDERS[key][1:3]
-    return type(like)(min(max(value, low), high))
+    bound = bound_of(SearchParams, field)
+    if bound is not None and problem(field, value, bound):
+        return None
+    return float(value) if number else value
 
 
 def stop_ui() -> None:
@@ -390,8 +397,9 @@ def split_ui() -> None:
 
 
 def slider_ui(key: str) -> None:
-    label, low, high, step, help_text = SLIDERS[key]
-    st.slider(label, low, high, step=step, key=key, help=help_text)
+    label, step, help_text = SLIDERS[key]
+    bound = bound_of(SearchParams, CONFIG_KEYS[key])
+    st.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
 
 
 def display_ui() -> tuple[bool, bool]:
@@ -525,9 +533,10 @@ def sample_ui(
     with st.expander("🎲 Sample continuations (temperature, min-p)"):
         columns = st.columns(len(SAMPLE_SLIDERS))
         for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
-            field, label, low, high, step, help_text = spec
+            field, label, step, help_text = spec
+            bound = bound_of(RamifyParams, field)
             st.session_state.setdefault(key, getattr(settings.sample, field))
-            column.slider(label, low, high, step=step, key=key, help=help_text)
+            column.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
         clicked = st.button("🎲 Sample", key="sample", disabled=backend is None or not ws.text)
     if clicked:
         values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}

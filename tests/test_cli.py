@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from weave.bounds import bound_of
 from weave.loom_store import LoomStore
+from weave.search import SearchParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,6 +102,51 @@ def test_a_story_file_without_end_is_refused_without_reading_it_all():
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith("error: /dev/zero is longer than 4 MiB")
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2 and not done.stdout
+    [line] = done.stderr.splitlines()
+    return line
+
+
+def test_an_option_outside_its_bounds_is_one_line_naming_it():
+    for option, value, expected in (
+        ("--max-suggestions", "300", "--max-suggestions must be a whole number in 1..100, not 300"),
+        ("--max-suggestions", "0", "--max-suggestions must be a whole number in 1..100, not 0"),
+        ("--cutoff", "nan", "--cutoff must be in 0..1, not nan"),
+        ("--multiplier", "inf", "--multiplier must be in 0..2, not inf"),
+    ):
+        assert (
+            one_error_line(weave("expand", "--story", "x", option, value)) == f"error: {expected}"
+        )
+
+
+def test_the_help_states_the_bounds_the_search_checks():
+    done = weave("expand", "--help")
+    assert done.returncode == 0
+    shown = " ".join(done.stdout.split())
+    for name in ("cutoff", "multiplier", "split_limit", "max_depth", "max_suggestions"):
+        assert f"({bound_of(SearchParams, name)})" in shown, name
+    assert "(1..100)" in shown and "{joint,lloom}" in shown
+
+
+def test_settings_out_of_range_are_one_line_naming_where_they_came_from(tmp_path):
+    for variable, value in (("LLAMA_TIMEOUT", "1e10"), ("VLLM_TIMEOUT", "1e10"),
+                            ("OPENAI_TIMEOUT", "1e12")):  # fmt: skip
+        line = one_error_line(weave("expand", "--story", "x", env={variable: value}))
+        assert line.startswith(f"error: {variable} must be in 0.1..3600 s, not 1"), line
+    for device in ("/dev/zero", "/dev/urandom"):
+        line = one_error_line(weave("expand", "--story", "x", env={"LLOOM_CONFIG": device}))
+        assert line == f"error: {device} is longer than 1 MiB: not a settings file"
+    config = tmp_path / "config.toml"
+    config.write_text("[openai]\nendpoint = 'x'\n")
+    line = one_error_line(weave("expand", "--story", "x", env={"LLOOM_CONFIG": str(config)}))
+    assert line == (f"error: {config} [openai] endpoint must be one of 'auto', 'chat', "
+                    "'completions', not 'x'")  # fmt: skip
+    config.write_text("[mlx]\nbatch_window_ms = 1e9\n")  # once: a second writer waited forever
+    line = one_error_line(weave("expand", "--story", "x", env={"LLOOM_CONFIG": str(config)}))
+    assert line.startswith(f"error: {config} [mlx] batch_window_ms must be in 0..200 ms")
 
 
 # -- python -m weave loom ------------------------------------------------------------------

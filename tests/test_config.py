@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import fields
+
 import pytest
 
 from backends import BackendError, choose_backend, create_backend
-from weave.config import ConfigError, load_settings, settings_from_table
+from weave.bounds import bound_of
+from weave.config import (
+    MAX_SETTINGS_BYTES,
+    ConfigError,
+    LlamaCppSettings,
+    MLXSettings,
+    OpenAISettings,
+    VLLMSettings,
+    load_settings,
+    settings_from_table,
+)
+from weave.ramify import RamifyParams
+from weave.search import SearchParams
 
 
 def test_shipped_config_loads_with_model_defaults():
@@ -78,24 +93,26 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         ("[models]\nfoo = 1\n", "[models]", "foo = 1 should be a table"),
         ("search = 1\n", "", "search = 1 should be a table"),
         ("[data]\nfolder = 5\n", "[data] folder", "expected text, got 5"),
+        ('[data]\nfolder = "a\\u0000b"\n', "[data] folder", "a NUL character cannot be"),
+        ('[mlx]\nmodel = "a\\u0000b"\n', "[mlx] model", "a NUL character cannot be"),
         ('[mlx]\nkv_cache_mb = "x"\n', "[mlx] kv_cache_mb", "expected a whole number, got 'x'"),
         ("[mlx]\nkv_cache_mb = 1.5\n", "[mlx] kv_cache_mb", "expected a whole number, got 1.5"),
-        ("[mlx]\nprefill_chunk = 0\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
-        ("[mlx]\nprefill_chunk = -4\n", "[mlx] prefill_chunk", "expected a whole number of tokens"),
-        ("[mlx]\nbatch_window_ms = -1\n", "[mlx] batch_window_ms", "a finite number, 0 or more"),
+        ("[mlx]\nprefill_chunk = 0\n", "[mlx] prefill_chunk", "whole number in 1..65536 tokens"),
+        ("[mlx]\nprefill_chunk = -4\n", "[mlx] prefill_chunk", "in 1..65536 tokens, not -4"),
+        ("[mlx]\nbatch_window_ms = -1\n", "[mlx] batch_window_ms", "in 0..200 ms, not -1.0"),
         ('[models."m"]\ncutoff = "abc"\n', "[models.'m'] cutoff", "expected a number, got 'abc'"),
-        ("[models.m]\ncutoff = 3.0\n", "[models.'m']", "cutoff must be in 0..1"),
+        ("[models.m]\ncutoff = 3.0\n", "[models.'m'] cutoff", "must be in 0..1, not 3.0"),
         ("[search]\nauto_stop = 1\n", "[search] auto_stop", "expected true or false, got 1"),
         ("[search]\nmax_depth = true\n", "[search] max_depth", "expected a whole number, got True"),
         ("[search]\nuse_chains = 1\n", "[search] use_chains", "expected true or false"),
         ("[backend]\nname = 3\n", "[backend] name", "expected text, got 3"),
         ("[stories]\nstarting = [1]\n", "[stories] starting", "expected a list of text"),
-        ("[llamacpp]\ntimeout = 0\n", "[llamacpp] timeout", "a finite number above 0"),
-        ("[vllm]\ntimeout = inf\n", "[vllm] timeout", "a finite number above 0"),
-        ("[openai]\ntimeout = nan\n", "[openai] timeout", "a finite number above 0"),
+        ("[llamacpp]\ntimeout = 0\n", "[llamacpp] timeout", "must be in 0.1..3600 s, not 0.0"),
+        ("[vllm]\ntimeout = inf\n", "[vllm] timeout", "must be in 0.1..3600 s, not inf"),
+        ("[openai]\ntimeout = nan\n", "[openai] timeout", "must be in 0.1..3600 s, not nan"),
         ('[openai]\ntimeout = "60"\n', "[openai] timeout", "expected a number, got '60'"),
         ('[sample]\nseed = "x"\n', "[sample] seed", "expected a whole number, got 'x'"),
-        ("[sample]\ntemperature = nan\n", "[sample]", "temperature must be in 0..2"),
+        ("[sample]\ntemperature = nan\n", "[sample] temperature", "must be in 0..2, not nan"),
     ],
 )
 def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where, expected):
@@ -117,6 +134,11 @@ def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where
         ("OPENAI_TIMEOUT", "1e999"),
         ("OPENAI_TIMEOUT", "soon"),
         ("LLOOM_KV_CACHE_MB", "-1"),
+        ("LLAMA_TIMEOUT", "1e10"),  # once an OverflowError deep in a request
+        ("VLLM_TIMEOUT", "1e10"),
+        ("OPENAI_TIMEOUT", "1e12"),
+        ("LLOOM_KV_CACHE_MB", str(2**62)),
+        ("OPENAI_ENDPOINT", "x"),
     ],
 )
 def test_an_unusable_environment_value_names_the_variable(variable, value):
@@ -180,8 +202,6 @@ def test_a_broken_model_folder_is_a_backend_error_naming_it(tmp_path, embedded_m
 
 
 def test_the_sample_section_sets_ramify_defaults():
-    from weave.ramify import RamifyParams
-
     assert load_settings(env={}).sample == RamifyParams()
     table = {"sample": {"n": 6, "temperature": 0.7, "min_p": 0.05, "max_tokens": 40, "seed": 7}}
     assert settings_from_table(table).sample == RamifyParams(6, 0.7, 0.05, 40, 7)
@@ -189,3 +209,108 @@ def test_the_sample_section_sets_ramify_defaults():
         settings_from_table({"sample": {"temp": 0.7}})
     with pytest.raises(ConfigError, match="min_p"):
         settings_from_table({"sample": {"min_p": 2.0}})
+
+
+# -- every number has a range, checked where it enters ---------------------------------------
+@pytest.mark.parametrize(
+    "cls", [SearchParams, RamifyParams, MLXSettings, LlamaCppSettings, VLLMSettings, OpenAISettings]
+)
+def test_every_number_and_choice_carries_its_bounds(cls):
+    for f in fields(cls):
+        if str(f.type).startswith(("int", "float", "Score")) or f.name == "endpoint":
+            assert bound_of(cls, f.name) is not None, f.name
+
+
+@pytest.mark.parametrize(
+    "text, where, expected",
+    [
+        (f"[mlx]\nkv_cache_mb = {2**62}\n", "[mlx] kv_cache_mb", "in 0..262144 MiB, not 46116"),
+        (f"[mlx]\nprefill_chunk = {2**62}\n", "[mlx] prefill_chunk", "in 1..65536 tokens"),
+        (
+            "[mlx]\nbatch_window_ms = 1e9\n",
+            "[mlx] batch_window_ms",
+            "in 0..200 ms, not 1000000000.0",
+        ),
+        ("[mlx]\nbatch_window_ms = 1e300\n", "[mlx] batch_window_ms", "in 0..200 ms, not 1e+300"),
+        ("[mlx]\nbatch_window_ms = nan\n", "[mlx] batch_window_ms", "in 0..200 ms, not nan"),
+        ("[llamacpp]\ntimeout = 1e10\n", "[llamacpp] timeout", "in 0.1..3600 s"),
+        ("[search]\ncutoff = nan\n", "[search] cutoff", "must be in 0..1, not nan"),
+        ("[search]\nmultiplier = inf\n", "[search] multiplier", "must be in 0..2, not inf"),
+        ("[search]\nmax_suggestions = 101\n", "[search] max_suggestions", "in 1..100, not 101"),
+        ("[search]\nscore = 'max'\n", "[search] score", "one of 'joint', 'lloom', not 'max'"),
+        ('[models."m"]\nmultiplier = -inf\n', "[models.'m'] multiplier", "not -inf"),
+        ("[sample]\nmin_p = nan\n", "[sample] min_p", "must be in 0..1, not nan"),
+        ("[sample]\nseed = -1\n", "[sample] seed", "in 0..2147483647, not -1"),
+        ("[openai]\nendpoint = 'x'\n", "[openai] endpoint", "'completions', not 'x'"),
+    ],
+)
+def test_a_value_outside_its_bounds_names_file_and_key(tmp_path, text, where, expected):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(path, env={})
+    message = str(error.value)
+    assert message.startswith(f"{path} {where} must be") and expected in message, message
+    assert "OPENAI_ENDPOINT" not in message  # the file is at fault, not the variable
+
+
+def test_whole_numbers_for_decimal_settings_are_taken_as_decimals(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("[search]\ncutoff = 0\nmultiplier = 2\n[mlx]\nbatch_window_ms = 5\n")
+    settings = load_settings(path, env={"LLAMA_TIMEOUT": "3600"})
+    assert (settings.search.cutoff, settings.search.multiplier) == (0.0, 2.0)
+    assert type(settings.search.cutoff) is float and type(settings.mlx.batch_window_ms) is float
+    assert settings.llamacpp.timeout == 3600.0  # the bounds are inclusive
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_settings_file_without_end_is_refused_without_reading_it_all(device):
+    with pytest.raises(ConfigError, match=f"^{device} is longer than 1 MiB: not a settings file"):
+        load_settings(env={"LLOOM_CONFIG": device})
+
+
+def test_a_settings_file_at_the_cap_is_read_and_one_past_it_refused(tmp_path):
+    path = tmp_path / "config.toml"
+    padding = "#" * (MAX_SETTINGS_BYTES - len("[search]\ncutoff = 0.3\n") - 1) + "\n"
+    path.write_text("[search]\ncutoff = 0.3\n" + padding)
+    assert path.stat().st_size == MAX_SETTINGS_BYTES
+    assert load_settings(path, env={}).search.cutoff == 0.3
+    path.write_text("[search]\ncutoff = 0.3\n#" + padding)
+    with pytest.raises(ConfigError, match="longer than 1 MiB"):
+        load_settings(path, env={})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a = " + "[" * 100_000, "nest too deeply"),
+        ("a = " + "{b = " * 100_000, "nest too deeply"),
+        ("a" + ".a" * 100_000 + " = 1", "line 1: a key of more than 32 parts"),  # once minutes
+        ("[search]\n[" + "a." * 40 + "a]", "line 2: a key of more than 32 parts"),
+    ],
+    ids=["arrays", "tables", "dotted key", "dotted header"],
+)
+def test_a_settings_file_nested_absurdly_deep_is_one_clear_error_at_once(tmp_path, text, expected):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=f"^{path} .*{expected}"):
+        load_settings(path, env={})
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        (f"[openai]\nendpoint = '{'x' * 100_000}'\n", "[openai] endpoint"),
+        ("[data]\nfolder = [[[[[[[[[[1]]]]]]]]]]\n", "[data] folder"),
+    ],
+    ids=["long", "deep"],
+)
+def test_a_long_or_deep_offending_value_is_shown_short(tmp_path, text, where):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(path, env={})
+    message = str(error.value)
+    assert message.startswith(f"{path} {where}") and len(message) < len(str(path)) + 150, message

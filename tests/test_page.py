@@ -361,6 +361,21 @@ def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatc
     assert "LLAMA\\_API\\_URL" in backend_error(at)
 
 
+def test_settings_are_taken_as_given_or_refused_by_name(fake, data_dir, monkeypatch):
+    config = data_dir / "config.toml"
+    config.write_text("[search]\nmax_suggestions = 3\n[stories]\nstarting = ['Once']\n")
+    monkeypatch.setenv("LLOOM_CONFIG", str(config))
+    at = started()
+    assert at.slider(key="cfg_max_suggestions").value == 3  # once silently clamped to 5
+    assert len(suggestions(at)) == 3
+    config.write_text("[sample]\nn = 17\n")
+    st.cache_resource.clear()
+    at = app()
+    assert not at.exception
+    [error] = [e.value.replace("\\", "") for e in at.error]
+    assert f"{config} [sample] n must be a whole number in 1..16, not 17" in error
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -717,22 +732,27 @@ def test_a_bad_import_is_a_clear_message(fake, content):
     assert at.button(key="start")
 
 
-def test_an_old_session_file_imports_as_a_chain_and_bad_settings_fall_back(fake):
+def test_an_import_with_bad_settings_falls_back(fake):
+    node = dict.fromkeys(("token_ids", "model", "params", "score"), None)
     data = {
-        "format": "lloom-session",
-        "history": [{"text": "ab", "kind": "start"}, {"text": "ab \ud800 c", "kind": "edit"}],
-        "position": 99,
+        "format": "lloom-loom", "version": 1, "title": None, "created": 0, "root": "r",
+        "cursor": "b", "checkouts": {}, "bookmarks": [],
+        "nodes": [{**node, "id": "r", "parent": None, "text": "", "kind": "typed", "created": 0},
+                  {**node, "id": "a", "parent": "r", "text": "ab", "kind": "typed", "created": 0},
+                  {**node, "id": "b", "parent": "a", "text": " c", "kind": "edited", "created": 0}],
         "settings": {"max_depth": "deep", "cutoff": 7, "score": "nonsense"},
-        "search": {"params": {}, "tree": "nope"},
-    }
+        "suggestions": {"b": {"params": {}, "tree": "nope"}},
+    }  # fmt: skip
     at = app()
     blob = json.dumps(data).encode()
     at.file_uploader[0].set_value(("odd.json", blob, "application/json")).run()
     assert not at.exception
-    assert story(at) == "ab \ufffd c"
-    assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " \ufffd c"]
-    assert at.slider(key="cfg_cutoff").value == 1.0  # clamped into the slider's range
+    assert story(at) == "ab c"
+    assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " c"]
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # out of bounds: default
     assert at.slider(key="cfg_max_depth").value == 12  # unusable: the default
+    [notice] = [w.value.replace("\\", "") for w in at.warning if "saved" in w.value]
+    assert "cutoff = 7" in notice and "max_depth = 'deep'" in notice  # named, not clamped
     assert suggestions(at)  # searched afresh
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from backends import BackendError, create_backend
 from weave import loom_cli
+from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
 from weave.loom_store import StoreError
 from weave.search import SearchParams, SearchResult, expand
@@ -40,14 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     story = ex.add_mutually_exclusive_group(required=True)
     story.add_argument("--story", help="the story text")
     story.add_argument("--story-file", type=Path, help="a UTF-8 file holding the story")
-    ex.add_argument("--cutoff", type=float, help="minimum probability to split (0..1)")
-    ex.add_argument("--multiplier", type=float, help="cutoff scale per depth (0..2)")
-    ex.add_argument("--split-limit", type=int, help="children per beam, 0 = no limit (0..10)")
-    ex.add_argument("--max-depth", type=int, help="tokens per suggestion (1..50)")
-    ex.add_argument("--max-suggestions", type=int, help="suggestions at most (1..100)")
+    ex.add_argument("--cutoff", type=float, help=f"minimum probability to split ({_in('cutoff')})")
+    ex.add_argument(
+        "--multiplier", type=float, help=f"cutoff scale per depth ({_in('multiplier')})"
+    )
+    ex.add_argument("--split-limit", type=int,
+                    help=f"children per beam, 0 = no limit ({_in('split_limit')})")  # fmt: skip
+    ex.add_argument("--max-depth", type=int, help=f"tokens per suggestion ({_in('max_depth')})")
+    ex.add_argument("--max-suggestions", type=int,
+                    help=f"suggestions at most ({_in('max_suggestions')})")  # fmt: skip
     ex.add_argument("--auto-stop", action=argparse.BooleanOptionalAction, default=None,
                     help="end beams at '.' or ','")  # fmt: skip
-    ex.add_argument("--score", choices=["joint", "lloom"], help="ranking score")
+    ex.add_argument(
+        "--score", choices=bound_of(SearchParams, "score").options, help="ranking score"
+    )
     ex.add_argument("--chains", action=argparse.BooleanOptionalAction, default=None,
                     help="use greedy-chain requests where the backend has them")  # fmt: skip
     ex.add_argument("--backend", choices=["mlx", "llamacpp", "vllm", "openai"],
@@ -62,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "loom":
         return _loom(args)
     try:
+        given = _given(args)  # before the model loads: a mistyped option fails at once
         story = _read_story(args)
         settings = load_settings()
         if args.backend:
             settings = replace(settings, backend=args.backend)
         backend = create_backend(settings)
-        params = _params(settings.search_for(backend.model_name), args)
+        params = replace(settings.search_for(backend.model_name), **given)
         result = expand(backend, backend.tokenize(story), params)
     except (BackendError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -106,7 +114,14 @@ def _read_story(args: argparse.Namespace) -> str:
         raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
 
 
-def _params(defaults: SearchParams, args: argparse.Namespace) -> SearchParams:
+def _in(name: str) -> str:
+    """The bounds of SearchParams' field `name`, for the help."""
+    return str(bound_of(SearchParams, name))
+
+
+def _given(args: argparse.Namespace) -> dict:
+    """The search options given, by SearchParams field; one outside its bounds is a
+    ValueError naming the option."""
     given = {
         "cutoff": args.cutoff,
         "multiplier": args.multiplier,
@@ -117,7 +132,13 @@ def _params(defaults: SearchParams, args: argparse.Namespace) -> SearchParams:
         "score": args.score,
         "use_chains": args.chains,
     }
-    return replace(defaults, **{k: v for k, v in given.items() if v is not None})
+    given = {k: v for k, v in given.items() if v is not None}
+    for name, value in given.items():
+        bound = bound_of(SearchParams, name)
+        wrong = bound and problem(f"--{name.replace('_', '-')}", value, bound)
+        if wrong:
+            raise ValueError(wrong)
+    return given
 
 
 def to_json(result: SearchResult) -> dict:

@@ -1,9 +1,11 @@
 """Settings: config.toml read once into dataclasses, then the environment on top.
 
 This module owns the one configuration path: `load_settings()` reads the TOML file
-(`LLOOM_CONFIG` or the repository's config.toml), rejects unknown keys and values of
-the wrong type or range by name (key, file, what was expected), and
-`apply_environment` lays environment variables over it in one place, checked alike.
+(`LLOOM_CONFIG` or the repository's config.toml, at most MAX_SETTINGS_BYTES), rejects
+unknown keys and values of the wrong type or outside their bounds by name (key, file,
+what was expected), and `apply_environment` lays environment variables over it in one
+place, checked alike (the variable named). Every number has a range, declared on its
+field (`weave.bounds`): NaN, infinities and absurd sizes never get past loading.
 A model's section applies to the names users give that model (`model_section`).
 Secrets are not settings: the OpenAI key is read by the backend registry alone, never
 stored here.
@@ -11,7 +13,6 @@ stored here.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tomllib
@@ -20,11 +21,15 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.ramify import RamifyParams
 from weave.search import SearchParams
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 BACKEND_NAMES = ("auto", "mlx", "llamacpp", "vllm", "openai")
+MAX_SETTINGS_BYTES = 1 << 20  # a settings file is a few KiB; a device never ends
+MAX_KEY_PARTS = 32  # tomllib's cost grows with the square of a dotted key's parts
+TIMEOUT_S = (0.1, 3600.0)  # a whole request's deadline: past an hour is a mistake (or 1e10)
 
 
 class ConfigError(ValueError):
@@ -35,31 +40,43 @@ class ConfigError(ValueError):
 class MLXSettings:
     model: str = ""
     cache_dir: str = "~/.cache/lloom"
-    kv_cache_mb: int = 1024
-    prefill_chunk: int = 512
-    batch_window_ms: float = 20.0
-    dequantize_mb: int = 4096
+    kv_cache_mb: int = bounded(1024, 0, 1 << 18, "MiB")  # 256 GiB at most
+    prefill_chunk: int = bounded(512, 1, 1 << 16, "tokens")
+    batch_window_ms: float = bounded(20.0, 0.0, 200.0, "ms")  # a writer waits this per depth
+    dequantize_mb: int = bounded(4096, 0, 1 << 20, "MiB")  # float32 made from quantized, on CPU
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
 
 
 @dataclass(frozen=True)
 class LlamaCppSettings:
     url: str = ""
-    timeout: float = 60.0
+    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
 
 
 @dataclass(frozen=True)
 class VLLMSettings:
     url: str = ""
     model: str = ""
-    timeout: float = 60.0
+    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
 
 
 @dataclass(frozen=True)
 class OpenAISettings:
     model: str = "gpt-4o-mini"
     base_url: str = ""
-    endpoint: str = "auto"
-    timeout: float = 60.0
+    endpoint: str = one_of("auto", "auto", "chat", "completions")
+    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
 
 
 @dataclass(frozen=True)
@@ -113,28 +130,54 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
     """Read config.toml (or `path`, or $LLOOM_CONFIG) and apply the environment."""
     env = os.environ if env is None else env
     path = path or Path(env.get("LLOOM_CONFIG") or DEFAULT_CONFIG)
+    return apply_environment(settings_from_table(_read_toml(path), str(path)), env)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML table in the file at `path`, read up to MAX_SETTINGS_BYTES."""
     try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f)
+        with open(path, "rb") as f:  # /dev/zero never ends: read a cap
+            data = f.read(MAX_SETTINGS_BYTES + 1)
     except FileNotFoundError as e:
         raise ConfigError(f"no settings file at {path}") from e
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path} is not valid TOML: {e}") from e
     except OSError as e:
         raise ConfigError(f"{path} cannot be read: {e.strerror or e}") from e
-    return apply_environment(settings_from_table(table, str(path)), env)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise ConfigError(f"{path} is longer than {MAX_SETTINGS_BYTES >> 20} MiB: "
+                          "not a settings file")  # fmt: skip
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+    _check_key_parts(text, path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path} is not valid TOML: {e}") from e
+    except RecursionError as e:
+        raise ConfigError(f"{path} is not a settings file: its values nest too deeply") from e
+
+
+def _check_key_parts(text: str, path: Path) -> None:
+    """Refuse a dotted key of more than MAX_KEY_PARTS parts (in a [header] or before an
+    '='), which tomllib would take quadratic time and memory over."""
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.lstrip()
+        key = line if line.startswith("[") else line.partition("=")[0] if "=" in line else ""
+        if key.count(".") >= MAX_KEY_PARTS:
+            raise ConfigError(f"{path} line {number}: a key of more than {MAX_KEY_PARTS} "
+                              "parts is not a setting")  # fmt: skip
 
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
                         "openai", "stories", "data"}, where)  # fmt: skip
     models = _table(table, "models", where)
-    for name, section in models.items():
-        _check_keys(_table(models, name, f"{where} [models]"), _field_names(SearchParams),
-                    f"{where} [models.{name!r}]")  # fmt: skip
-        _check_types(SearchParams, section, f"{where} [models.{name!r}]")
+    model_search = {
+        name: _values(SearchParams, _table(models, name, f"{where} [models]"),
+                      f"{where} [models.{shown(name)}]")
+        for name in models
+    }  # fmt: skip
     backend = _table(table, "backend", where)
     _check_keys(backend, {"name"}, f"{where} [backend]")
     stories = _table(table, "stories", where)
@@ -145,9 +188,9 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     data = _table(table, "data", where)
     _check_keys(data, {"folder"}, f"{where} [data]")
     folder = _typed(data.get("folder", "~/.local/share/lloom"), str, f"{where} [data] folder")
-    settings = Settings(
+    return Settings(
         search=_section(SearchParams, table, "search", where),
-        model_search={name: dict(section) for name, section in models.items()},
+        model_search=model_search,
         sample=_section(RamifyParams, table, "sample", where),
         backend=_backend_name(
             _typed(backend.get("name", "auto"), str, f"{where} [backend] name"), where
@@ -159,12 +202,6 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
     )
-    for name in settings.model_search:
-        try:
-            settings.search_for(name)  # validates each model's overrides now, not mid-session
-        except ValueError as e:
-            raise ConfigError(f"{where} [models.{name!r}]: {e}") from e
-    return settings
 
 
 # Environment variable -> (section, key, type). The one place the environment is read.
@@ -183,25 +220,6 @@ ENVIRONMENT = {
     "OPENAI_TIMEOUT": ("openai", "timeout", float),
 }
 
-# (section, key) -> (the rule, what it says when broken); checked in the file and in the
-# environment alike.
-LIMITS = {
-    ("mlx", "kv_cache_mb"): (lambda v: v >= 0, "a whole number of MiB, 0 or more"),
-    ("mlx", "prefill_chunk"): (lambda v: v > 0, "a whole number of tokens above 0"),
-    ("mlx", "dequantize_mb"): (lambda v: v >= 0, "a whole number of MiB, 0 or more"),
-    ("mlx", "batch_window_ms"): (
-        lambda v: math.isfinite(v) and v >= 0,
-        "milliseconds: a finite number, 0 or more",
-    ),
-    **{
-        (section, "timeout"): (
-            lambda v: math.isfinite(v) and v > 0,
-            "seconds: a finite number above 0",
-        )
-        for section in ("llamacpp", "vllm", "openai")
-    },
-}
-
 
 def apply_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
     """Lay LLOOM_*, LLAMA_*, VLLM_* and OPENAI_* variables over the file's settings."""
@@ -213,9 +231,11 @@ def apply_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
         try:
             typed = kind(value)
         except ValueError as e:
-            raise ConfigError(f"{var}={value!r} is not a valid {kind.__name__}") from e
-        _check_limit(section, key, typed, var)
+            raise ConfigError(f"{var}={shown(value)} is not a valid {kind.__name__}") from e
         current = sections.get(section, getattr(settings, section))
+        bound = bound_of(type(current), key)
+        if bound is not None:
+            _check(var, typed, bound)
         sections[section] = replace(current, **{key: typed})
     if env.get("LLOOM_BACKEND", "").strip():
         sections["backend"] = _backend_name(env["LLOOM_BACKEND"].strip(), "LLOOM_BACKEND")
@@ -225,31 +245,37 @@ def apply_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
 
 
 def _section(cls, table: Mapping[str, Any], name: str, where: str):
-    values = _table(table, name, where)
-    _check_keys(values, _field_names(cls), f"{where} [{name}]")
-    _check_types(cls, values, f"{where} [{name}]")
+    return cls(**_values(cls, _table(table, name, where), f"{where} [{name}]"))
+
+
+def _values(cls, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`values` for the fields of `cls`, each of its field's type and inside its bounds
+    (an int given for a float field becomes a float)."""
+    _check_keys(values, _field_names(cls), where)
+    kinds = {f.name: _field_type(f) for f in fields(cls)}
+    checked = {}
     for key, value in values.items():
-        _check_limit(name, key, value, f"{where} [{name}] {key}")
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where} [{name}]: {e}") from e
+        checked[key] = _typed(value, kinds[key], f"{where} {key}")
+        bound = bound_of(cls, key)
+        if bound is not None:
+            _check(f"{where} {key}", checked[key], bound)
+    return checked
+
+
+def _check(name: str, value: Any, bound: Bound) -> None:
+    wrong = problem(name, value, bound)
+    if wrong:
+        raise ConfigError(wrong)
 
 
 def _table(parent: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
     """`parent[name]` when it is a table (absent: an empty one)."""
     value = parent.get(name, {})
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: {name} = {value!r} should be a table ([{name}] and its keys)")
+        raise ConfigError(
+            f"{where}: {name} = {shown(value)} should be a table ([{name}] and its keys)"
+        )
     return value
-
-
-def _check_types(cls, values: Mapping[str, Any], where: str) -> None:
-    """Each value has its field's type: that of the field's default (None: the other type
-    its annotation names, `int | None` or `bool | None`)."""
-    kinds = {f.name: _field_type(f) for f in fields(cls)}
-    for key, value in values.items():
-        _typed(value, kinds[key], f"{where} {key}")
 
 
 def _field_type(f) -> type:
@@ -259,18 +285,14 @@ def _field_type(f) -> type:
 
 
 def _typed(value: Any, kind: type, where: str) -> Any:
-    """`value` when it is a `kind` (an int is a float too; a bool is not a number)."""
+    """`value` when it is a `kind` (an int is a float too, made one; a bool is not a number)."""
     kinds = (int, float) if kind is float else (kind,)
+    if isinstance(value, str) and kind is str and "\0" in value:
+        raise ConfigError(f"{where}: a NUL character cannot be in a name or path")
     if isinstance(value, kinds) and (kind is bool or not isinstance(value, bool)):
-        return value
+        return float(value) if kind is float else value
     names = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}
-    raise ConfigError(f"{where}: expected {names.get(kind, kind.__name__)}, got {value!r}")
-
-
-def _check_limit(section: str, key: str, value: Any, where: str) -> None:
-    rule = LIMITS.get((section, key))
-    if rule is not None and not rule[0](value):
-        raise ConfigError(f"{where} = {value!r}: expected {rule[1]}")
+    raise ConfigError(f"{where}: expected {names.get(kind, kind.__name__)}, got {shown(value)}")
 
 
 def _field_names(cls) -> set[str]:
@@ -287,5 +309,7 @@ def _check_keys(values: Mapping[str, Any], allowed: set[str], where: str) -> Non
 
 def _backend_name(name: str, where: str) -> str:
     if name not in BACKEND_NAMES:
-        raise ConfigError(f"{where}: backend {name!r} is not one of {', '.join(BACKEND_NAMES)}")
+        raise ConfigError(
+            f"{where}: backend {shown(name)} is not one of {', '.join(BACKEND_NAMES)}"
+        )
     return name

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from backends.base import Backend
+from weave.bounds import bounded, check_bounds
 from weave.search import Progress, ProgressCallback, SearchStats, fit_context
 
 MAX_SAMPLES = 16
@@ -27,26 +28,17 @@ class RamifyParams:
     """The knobs of one ramification. Defaults suit the embedded SmolLM2-135M, tried on
     the three starting stories: at temperature 1.0 with min-p 0.1 its samples stay
     coherent and differ from each other (min-p 0.05 let odd words through at 1.0, and
-    cooler draws repeated themselves more); 24 tokens is about a sentence."""
+    cooler draws repeated themselves more); 24 tokens is about a sentence. Each number
+    carries its bounds (`weave.bounds`), which the page's sliders read."""
 
-    n: int = 4
-    temperature: float = 1.0
-    min_p: float = 0.1
-    max_tokens: int = 24
-    seed: int | None = None  # None: a new draw every time
+    n: int = bounded(4, 1, MAX_SAMPLES)
+    temperature: float = bounded(1.0, 0.0, 2.0)
+    min_p: float = bounded(0.1, 0.0, 1.0)
+    max_tokens: int = bounded(24, 1, MAX_SAMPLE_TOKENS)
+    seed: int | None = bounded(None, 0, 2**31 - 1)  # None: a new draw every time
 
     def __post_init__(self) -> None:
-        checks = [
-            (1 <= self.n <= MAX_SAMPLES, f"n must be in 1..{MAX_SAMPLES}"),
-            (0.0 <= self.temperature <= 2.0, "temperature must be in 0..2"),
-            (0.0 <= self.min_p <= 1.0, "min_p must be in 0..1"),
-            (1 <= self.max_tokens <= MAX_SAMPLE_TOKENS,
-             f"max_tokens must be in 1..{MAX_SAMPLE_TOKENS}"),
-            (self.seed is None or 0 <= self.seed < 2**31, "seed must be in 0..2**31-1"),
-        ]  # fmt: skip
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        check_bounds(self)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 from backends.base import Backend, Candidate, Usage
+from weave.bounds import bounded, check_bounds, one_of
 from weave.tree import Score, Suggestion, TreeNode, suggestions_from
 
 STOP_CHARS = ".,"
@@ -33,29 +35,21 @@ BLOCK = 512  # an over-long story keeps its end, cut at multiples of this (cache
 
 @dataclass(frozen=True)
 class SearchParams:
-    """The knobs of one expansion; bounds as LLooM v0.3's page."""
+    """The knobs of one expansion. Each number carries its bounds (`weave.bounds`), which
+    the page's sliders and the command line read: LLooM v0.3's page's, but for
+    `max_suggestions`, which goes down to 1 (a script may want a few)."""
 
-    cutoff: float = 0.1
-    multiplier: float = 1.0
-    split_limit: int = 3
-    max_depth: int = 12
-    max_suggestions: int = 25
+    cutoff: float = bounded(0.1, 0.0, 1.0)
+    multiplier: float = bounded(1.0, 0.0, 2.0)
+    split_limit: int = bounded(3, 0, 10)
+    max_depth: int = bounded(12, 1, 50)
+    max_suggestions: int = bounded(25, 1, MAX_CANDIDATES)
     auto_stop: bool = True
-    score: Score = "joint"
+    score: Score = one_of("joint", *get_args(Score))
     use_chains: bool | None = None  # None: as the backend prefers
 
     def __post_init__(self) -> None:
-        checks = [
-            (0.0 <= self.cutoff <= 1.0, "cutoff must be in 0..1"),
-            (0.0 <= self.multiplier <= 2.0, "multiplier must be in 0..2"),
-            (0 <= self.split_limit <= 10, "split_limit must be in 0..10"),
-            (1 <= self.max_depth <= 50, "max_depth must be in 1..50"),
-            (1 <= self.max_suggestions <= MAX_CANDIDATES, "max_suggestions must be in 1..100"),
-            (self.score in ("joint", "lloom"), "score must be 'joint' or 'lloom'"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        check_bounds(self)
 
 
 @dataclass(frozen=True)
