@@ -72,9 +72,9 @@ class Loaded:
         return make_cache is not None and any(not isinstance(c, KVCache) for c in make_cache())
 
 
-def fail(message: str) -> BackendError:
-    """One line that names the folder, file or hub id itself."""
-    return BackendError(message, backend="mlx")
+def fail(message: str, folder: Path | None = None) -> BackendError:
+    """One line naming the folder (as the error's address), file or hub id."""
+    return BackendError(message, backend="mlx", url=str(folder) if folder else None)
 
 
 def model_folder(name: str) -> Path:
@@ -130,14 +130,14 @@ def load_checked(name: str) -> Loaded:
     try:
         model, tokenizer = load(str(folder))
     except (TypeError, KeyError) as e:  # the model's arguments, from config.json
-        message = f"{folder / 'config.json'} does not describe a model mlx-lm can build ({e})"
-        raise fail(message) from e
+        message = f"its config.json does not describe a model mlx-lm can build ({e})"
+        raise fail(message, folder) from e
     except (ValueError, OSError, RuntimeError) as e:  # mlx: RuntimeError
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise fail(
-            f"cannot load an mlx-lm model from {folder} ({first}); set LLOOM_MODEL to an "
+            f"cannot load an mlx-lm model from this folder ({first}); set LLOOM_MODEL to an "
             "mlx-lm folder or hub id, or leave it empty for the embedded model",
-            str(folder),
+            folder,
         ) from e
     family = type(model).__module__
     if family not in FAMILIES:
@@ -145,6 +145,6 @@ def load_checked(name: str) -> Loaded:
         raise fail(
             f"model type {config['model_type']!r} ({family}) is not one LLooM runs exactly "
             f"on MLX; it runs {known}",
-            str(folder),
+            folder,
         )
     return Loaded(model, tokenizer, folder, config)
