@@ -8,7 +8,8 @@ suggestions, empty cache), one forward's time (one row of one token after the ca
 story: a search's unit), the weights' bytes as run, and beside each time the least the
 bytes allow at the read bandwidth measured here (every weight read once per forward).
 Quantized models run as the backend runs them on CPU, dequantized to float32 at load
-(`backends.mlx_weights`); for 0.5B they also run kept quantized (`kept`, the budget at 0:
+(`backends.mlx_weights`; first the ways to multiply by one 4-bit layer, which chose
+it); for 0.5B they also run kept quantized (`kept`, the budget at 0:
 how they ran before). For 0.5B's quantized models, the largest |difference| between the
 backend's log-probs and mlx-lm's own forward on mlx-lm's dequantization of the same
 folder, over the contexts of the search's suggestions. Searches and forwards are medians
@@ -47,6 +48,7 @@ KEPT = (("8-bit kept", 8, 0), ("4-bit kept", 4, 0))
 
 
 def models(cache_dir: Path, tokenizer: Path) -> None:
+    _layer_ways()
     bandwidth = _bandwidth()
     print(f"read bandwidth (numpy sums a 512 MiB array): {bandwidth / 1e9:.1f} GB/s")
     head = (
@@ -73,6 +75,35 @@ def models(cache_dir: Path, tokenizer: Path) -> None:
                 f"{row['forward'] * 1e3:>8.0f}{least * 1e3:>7.0f}"
                 f"{row['search'] / base:>7.2f}x{delta:>11}"
             )
+
+
+def _layer_ways() -> None:
+    """The ways to multiply by a 4-bit layer on CPU (Qwen2.5-0.5B's 896 x 4,864 MLP layer),
+    best of 15: float32 weights (what dequantizing at load gives), MLX's quantized matmul,
+    and dequantizing on the fly into a fresh array for each multiply, then BLAS."""
+    mx.random.seed(0)
+    weight = mx.random.normal((4864, 896)) * 0.03
+    packed, scales, biases = mx.quantize(weight, 64, 4)
+    mx.eval(weight, packed, scales, biases)
+    for rows in (1, 8, 32):
+        x = mx.random.normal((rows, 896))
+        mx.eval(x)
+        ways = {
+            "float32": lambda x=x: x @ weight.T,
+            "4-bit MLX": lambda x=x: mx.quantized_matmul(x, packed, scales, biases, bits=4),
+            "dequantize+BLAS": lambda x=x: x @ mx.dequantize(packed, scales, biases, 64, 4).T,
+        }
+        times = ", ".join(f"{name} {_best(way) * 1e3:.2f} ms" for name, way in ways.items())
+        print(f"one 896x4864 layer, {rows:>2} rows: {times}")
+
+
+def _best(way, repeats: int = 15) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        mx.eval(way())
+        times.append(time.perf_counter() - started)
+    return min(times)
 
 
 def _folder(cache_dir: Path, shape: str, bits: int | None, tokenizer: Path) -> Path:
