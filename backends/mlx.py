@@ -159,7 +159,10 @@ class MLXBackend(Backend):
             raise BackendError("an empty context has no next token", backend=self.name)
         for context in contexts:
             self.check_ids(context)
-        request = self._batcher.ask({tuple(c) for c in contexts}, k, self._wanted())
+        background = getattr(self._callers, "background", False)
+        request = self._batcher.ask(
+            {tuple(c) for c in contexts}, k, self._wanted(), background=background
+        )
         answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
@@ -206,6 +209,18 @@ class MLXBackend(Backend):
         finally:
             self._callers.wanted = previous
 
+    @contextmanager
+    def background(self, wanted: Callable[[], bool]):
+        """Within this block, this thread's searches are look-ahead's: each depth waits
+        for every writer's (`backends.mlx_batching`), stops with `Cancelled` once wanted()
+        is False, and the KV it files is the first the cap drops (`backends.kv_tree`)."""
+        with self.cancellable(wanted):
+            self._callers.background = True
+            try:
+                yield
+            finally:
+                self._callers.background = False
+
     @property
     def cache_bytes(self) -> int:
         """Bytes of KV the fragment tree holds now (at most `cache_cap_bytes` between calls)."""
@@ -223,9 +238,15 @@ class MLXBackend(Backend):
             self._worker.submit(self.tree.clear).result()
             self._worker.stop()
 
-    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, list[Forward]]:
+    def _call(
+        self, contexts: set[tuple[int, ...]], k: int, background: bool = False
+    ) -> tuple[dict, list[Forward]]:
         self._forwards = []
-        answers = self._answer(contexts, k)
+        self.tree.ahead = background
+        try:
+            answers = self._answer(contexts, k)
+        finally:
+            self.tree.ahead = False
         self.tree.evict()
         return answers, self._forwards
 

@@ -74,8 +74,9 @@ def usage_of(forwards: list[Forward], contexts: frozenset[Context] | None = None
 
 
 class Batcher:
-    """Joins pending requests into one `run(contexts, k) -> (answers, forwards)` call on
-    the worker thread (`submit` runs a job there)."""
+    """Joins pending requests into one `run(contexts, k, background) -> (answers,
+    forwards)` call on the worker thread (`submit` runs a job there); `background` says
+    the call is look-ahead's."""
 
     def __init__(self, submit: Callable, run: Callable, window: float):
         self._submit = submit
@@ -115,7 +116,7 @@ class Batcher:
             return
         contexts = set().union(*(r.contexts for r in batch))
         try:
-            answers, forwards = self._run(contexts, max(r.k for r in batch))
+            answers, forwards = self._run(contexts, max(r.k for r in batch), batch[0].background)
         except BaseException as e:  # every caller in the batch gets the failure
             for request in batch:
                 request.future.set_exception(e)
