@@ -495,6 +495,11 @@ class GroupedBatchKVCache(BatchKVCache):
         return mask[:, :, None] if isinstance(mask, mx.array) and mask.ndim == 4 else mask
 
 
+def _stopped() -> BackendError:
+    """What a job gets once the backend is closed (a look-ahead thread may still ask)."""
+    return BackendError("the model was closed: its worker has stopped", backend="mlx")
+
+
 class MLXWorker:
     """One thread that runs every MLX job, in order.
 
@@ -515,7 +520,7 @@ class MLXWorker:
     def submit(self, fn, *args) -> Future:
         future: Future = Future()
         if self._stopping.is_set():
-            future.set_exception(RuntimeError("the MLX worker has stopped"))
+            future.set_exception(_stopped())
         else:
             self._jobs.put((future, fn, args))
         return future
@@ -542,7 +547,7 @@ class MLXWorker:
                     future.set_exception(e)
         self._stopping.set()
         while not self._jobs.empty():
-            self._jobs.get_nowait()[0].set_exception(RuntimeError("the MLX worker has stopped"))
+            self._jobs.get_nowait()[0].set_exception(_stopped())
         mx.clear_streams()
 
 
