@@ -1,23 +1,19 @@
 """Every story's loom in SQLite: `<data folder>/stories.sqlite3`, and the store's API.
 
-Nodes are rows only ever added; the cursor, checked-out children, bookmarks, settings
-and the suggestions shown at a node are small records beside them. The tree is written
-through one method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE`
-transaction it reads the loom as stored (with the nodes other tabs and processes added),
-applies a pure move from `weave.loom`, and writes what the move added. So two writers
-on one story only ever add nodes, and nothing saved is lost when a process is killed.
-Every failure is a `StoreError` whose message says what to check.
+Nodes are rows only ever added; the cursor, checkouts, bookmarks, settings and the
+suggestions shown at a node are small records beside them. The tree is written through one
+method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the
+loom as stored (with the nodes other tabs and processes added), applies a pure move from
+`weave.loom`, and writes what the move added. So two writers on one story only ever add
+nodes, and nothing saved is lost when a process is killed. Every failure is a `StoreError`
+whose message says what to check.
 
-A store is one writer's view of the file (`writer`; `as_writer` gives another's): it
-lists, opens, changes, exports and imports only that writer's stories, and another
-writer's story is `StoryNotFound` to it. The filter is `weave.store_rows`' alone, so no
-caller can forget it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands
-one to another writer.
-
-This module owns `LoomStore` and the names the page and the command line import with it;
-the errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
-`weave.store_rows`', the JSON documents `weave.loom_formats`'. None of them imports the
-page, the session layer or the backends.
+A store is one writer's view of the file (`as_writer` gives another's): it sees only that
+writer's stories (the filter is `weave.store_rows`' alone), and another writer's story is
+`StoryNotFound` to it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands one
+on. The errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
+`weave.store_rows`', the JSON documents `weave.loom_formats`'; none imports the page, the
+session layer or the backends.
 """
 
 from __future__ import annotations
@@ -50,11 +46,10 @@ __all__ = [
 
 
 class LoomStore:
-    """`writer`'s stories in `folder/stories.sqlite3`; the folder and file are made when
-    missing.
+    """`writer`'s stories in `folder/stories.sqlite3`, made when missing; no connection held.
 
     Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older
-    file, left untouched), `NewerDatabase` or `DatabaseLocked`. Holds no connection.
+    file, left untouched), `NewerDatabase` or `DatabaseLocked`.
     """
 
     def __init__(
@@ -62,7 +57,6 @@ class LoomStore:
     ):
         self.folder = Path(folder).expanduser().absolute()
         self.path = self.folder / FILE_NAME
-        self.busy_ms = busy_ms
         self.writer = writer
         self._file = StoreFile(self.path, busy_ms, writer)
         self._file.prepare()
