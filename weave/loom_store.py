@@ -92,11 +92,9 @@ class LoomStore:
             return rows.read_loom(db, story_id)
 
     def update(self, story_id: str, move: Callable[[Loom], Loom]) -> Loom:
-        """Apply `move` to the loom as stored now, save what it added, and return it.
-
-        Raises `InvalidInput` when the result removes or changes a node; errors raised by
-        `move` itself (`weave.loom.NoSuchNode`) come through, and nothing is written.
-        """
+        """Apply `move` to the loom as stored now, save what it added, and return it. Raises
+        `InvalidInput` when it removes or changes a node; `move`'s own errors (`NoSuchNode`)
+        come through; either way nothing is written."""
         with self._file.write() as db:
             old = rows.read_loom(db, story_id)
             new = move(old)
@@ -172,10 +170,8 @@ class LoomStore:
             return loom_document(story_id, rows.read_story(db, story_id))
 
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
-        """A new story from a "lloom-loom" file; its id.
-
-        Raises `BadImport` naming the file (`name`) and what is wrong with it.
-        """
+        """A new story from a "lloom-loom" file, and its id; else `BadImport` naming the
+        file (`name`) and what is wrong with it."""
         try:
             story = read_document(data)
         except ValueError as e:

@@ -8,10 +8,9 @@ of how it was made; ids are made again from the text). What would change the sto
 shape is a `DamagedStory` naming the story and node: a parent missing or after its child
 (a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
 
-The owner filter is here, and only here: a connection belongs to one writer (SQL's
-`writer()`, set by `weave.store_file`); `story_row`, the gate every read or change of a
-story goes through, and `story_infos`, the list, see only that writer's stories, and a
-new story is theirs. Another writer's story is, to them, no story (`StoryNotFound`).
+The owner filter is here alone: `story_row` (the gate of every read or change of a story)
+and `story_infos` (the list) see only the stories of the connection's writer (SQL's
+`writer()`), and a new story is theirs; another writer's story is `StoryNotFound`.
 """
 
 from __future__ import annotations
@@ -55,12 +54,9 @@ def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
 
 
 def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
-    """The story's loom as stored: every node, the cursor, checkouts and bookmarks.
-
-    Raises `StoryNotFound`, or `DamagedStory` naming the node whose place in the tree
-    cannot be read. Nodes are read in the order they were added, a parent before its
-    children, so a cycle is a node whose parent is not read yet: no walk can loop.
-    """
+    """The story's loom as stored, or `DamagedStory` naming the node whose place in the
+    tree cannot be read. Nodes are read in the order they were added, a parent before its
+    children, so a cycle is a node whose parent is not read yet: no walk can loop."""
     story = story_row(db, story_id)
     nodes: dict[str, Node] = {}
     for r in db.execute("SELECT * FROM nodes WHERE story_id = ? ORDER BY seq", (story_id,)):
@@ -93,11 +89,9 @@ def read_story(db: sqlite3.Connection, story_id: str) -> SavedStory:
     row = story_row(db, story_id)
     title = None if row["title"] is None else text_value(row["title"])
     settings = {} if row["settings"] is None else loads(row["settings"], story_id)
-    loom, created = read_loom(db, story_id), number(row["created"]) or 0.0
-    updated = number(row["updated"]) or 0.0
-    return finite_only(
-        SavedStory(loom, title, created, settings, suggestions(db, story_id), updated)
-    )
+    created, updated = (number(row[column]) or 0.0 for column in ("created", "updated"))
+    loom, shown = read_loom(db, story_id), suggestions(db, story_id)
+    return finite_only(SavedStory(loom, title, created, settings, shown, updated))
 
 
 def suggestions(db: sqlite3.Connection, story_id: str) -> dict[str, Any]:
