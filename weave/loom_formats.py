@@ -81,11 +81,8 @@ def read_document(data: str | bytes) -> SavedStory:
 
 def bounded_json(data: str | bytes) -> Any:
     """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
-    deep and its integers fit 64 bits; else a ValueError saying which it breaks.
-
-    The depth is counted on the brackets outside strings before parsing, at C speed, so
-    no input can exhaust the stack.
-    """
+    deep (counted on the brackets outside strings first, at C speed, so no input can exhaust
+    the stack) and its integers fit 64 bits; else a ValueError saying which it breaks."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_BYTES:
         raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")

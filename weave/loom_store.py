@@ -1,19 +1,16 @@
-"""Every story's loom in SQLite: `<data folder>/stories.sqlite3`, and the store's API.
+"""Every story's loom in SQLite (`<data folder>/stories.sqlite3`): the store's API, `LoomStore`.
 
 Nodes are rows only ever added; the cursor, checkouts, bookmarks, settings and the
-suggestions shown at a node are small records beside them. The tree is written through one
-method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the
-loom as stored (with the nodes other tabs and processes added), applies a pure move from
-`weave.loom`, and writes what the move added. So two writers on one story only ever add
-nodes, and nothing saved is lost when a process is killed. Every failure is a `StoreError`
-whose message says what to check.
+suggestions shown at a node are small records beside them. The tree is written only by
+`LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the loom
+as stored (with what other tabs and processes added), applies a pure move from
+`weave.loom` and writes what the move added; so two writers on one story only add nodes,
+and a killed process loses nothing saved. Every failure is a `StoreError` saying what to check.
 
-A store is one writer's view of the file (`as_writer` gives another's): it sees only that
-writer's stories (the filter is `weave.store_rows`' alone), and another writer's story is
-`StoryNotFound` to it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands one
-on. The errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
-`weave.store_rows`', the JSON documents `weave.loom_formats`'; none imports the page, the
-session layer or the backends.
+A store is one writer's view (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s):
+another writer's story is `StoryNotFound` to it. The errors are `weave.store_errors`', the
+file `weave.store_file`'s, the rows and the owner filter `weave.store_rows`', the JSON
+`weave.loom_formats`'; none imports the page, the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -47,10 +44,8 @@ __all__ = [
 
 class LoomStore:
     """`writer`'s stories in `folder/stories.sqlite3`, made when missing; no connection held.
-
-    Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older
-    file, left untouched), `NewerDatabase` or `DatabaseLocked`.
-    """
+    Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
+    left untouched), `NewerDatabase` or `DatabaseLocked`."""
 
     def __init__(
         self, folder: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
@@ -102,8 +97,7 @@ class LoomStore:
         return new
 
     def rename(self, story_id: str, title: str) -> None:
-        """Set the title. A blank one is refused (`InvalidInput`) and the old one kept: a
-        writer who clears the box by mistake loses no title."""
+        """Set the title; a blank one is `InvalidInput`: a box cleared by mistake loses no title."""
         if not rows.checked(title).strip():
             raise InvalidInput("a title needs a visible character; the old title is kept")
         self._set(story_id, "title = ?, updated = ?", title, time.time())

@@ -2,12 +2,11 @@
 
 The tables: `stories` (a row a story: title, times, settings, root, cursor, and the owner,
 the writer who may see it), `nodes` (only ever added: triggers refuse to change one, or to
-delete one of a story that is not deleted), and the small records beside them (`checkouts`,
-`bookmarks`, `suggestions`). Opening reads the header with plain file I/O before SQLite
-does: a foreign or damaged file is left untouched, a newer or older one refused; a new one
-gets the schema. Every connection is made here (WAL, `synchronous=FULL`, foreign keys, a
-busy timeout, one per operation) for one writer, whom SQL's `writer()` names; any
-`sqlite3.Error` on it becomes the `StoreError` saying what to check.
+delete one of a story not deleted), and the small records beside them. Opening reads the
+header with plain file I/O first: a foreign or damaged file is left untouched, a newer or
+older one refused; a new one gets the schema. Every connection is made here (WAL,
+`synchronous=FULL`, foreign keys, a busy timeout, one per operation) for one writer, whom
+SQL's `writer()` names; any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
 """
 
 from __future__ import annotations
@@ -90,8 +89,7 @@ SCHEMA = (
 
 @dataclass(frozen=True)
 class StoreFile:
-    """The database at `path`, whose locks are waited for `busy_ms` milliseconds, as
-    `writer` sees it."""
+    """The database at `path` as `writer` sees it; its locks are waited for `busy_ms` ms."""
 
     path: Path
     busy_ms: int
@@ -148,8 +146,7 @@ class StoreFile:
                 f"cannot create the data folder {folder}: {e.strerror}; "
                 "check the path and its permissions"
             ) from e
-        if self._is_new():
-            self._initialise()
+        self._create_when_new()
         with self.connection() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -176,31 +173,26 @@ class StoreFile:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("ROLLBACK")
 
-    def _is_new(self) -> bool:
-        """Whether the file is new (by its header: SQLite never opens a foreign file);
-        raises `NotLoomDatabase` for one that is not ours."""
+    def _create_when_new(self) -> None:
+        """Write the schema into a new or empty file (another process may be first). The
+        header is read with plain file I/O first, so SQLite never opens a foreign file."""
         try:
             with open(self.path, "rb") as f:
                 head = f.read(100)
         except FileNotFoundError:
-            return True
+            head = b""
         except OSError as e:
             raise StorageUnwritable(
                 f"cannot read the database at {self.path}: {e.strerror}; check its permissions"
             ) from e
-        if not head:
-            return True
-        if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-            raise not_ours(self.path)
-        app_id = int.from_bytes(head[68:72], "big")
-        if app_id == APPLICATION_ID:
-            return False
-        if app_id == 0 and int.from_bytes(head[40:44], "big") == 0:  # an empty SQLite file
-            return True
-        raise not_ours(self.path)
-
-    def _initialise(self) -> None:
-        """Write the schema into a new or empty file (another process may be first)."""
+        if head:  # a file already: ours, an empty SQLite file (still new) or foreign
+            if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+                raise not_ours(self.path)
+            app_id = int.from_bytes(head[68:72], "big")
+            if app_id == APPLICATION_ID:
+                return
+            if app_id != 0 or int.from_bytes(head[40:44], "big") != 0:
+                raise not_ours(self.path)
         with self.connection(create=True) as db:
             db.execute("BEGIN IMMEDIATE")
             app_id = db.execute("PRAGMA application_id").fetchone()[0]

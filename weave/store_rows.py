@@ -1,12 +1,12 @@
 """A story's rows <-> its loom (and the list of stories), inside the caller's transaction.
 
-Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows
-another program wrote are read so the writer's story stays readable, its text being what
-they wrote: a BLOB text is decoded (bad bytes as U+FFFD), a number stored as text parsed,
-and a node's score, time, ids, model or params that still cannot be read dropped (records
-of how it was made; ids are made again from the text). What would change the story's
-shape is a `DamagedStory` naming the story and node: a parent missing or after its child
-(a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
+Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows another
+program wrote are read so the story stays readable with the text they wrote: a BLOB text
+decoded (bad bytes as U+FFFD), a number stored as text parsed, and a node's score, time,
+ids, model or params that still cannot be read dropped (records of how it was made; ids are
+made again from the text). What would change the story's shape is a `DamagedStory` naming
+the story and node: a parent missing or after its child (a cycle), an unknown kind, no
+cursor or root, a saved setting or search that is not JSON.
 
 The owner filter is here alone: `story_row` (the gate of every read or change of a story)
 and `story_infos` (the list) see only the stories of the connection's writer (SQL's
@@ -154,9 +154,8 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
 
 def _title(title: Any, opening: bytes | None) -> str:
     """The title, else the first words of the opening (bytes that may end mid-character)."""
-    if title is None:
-        return title_for((opening or b"").decode("utf-8", "ignore"))
-    return text_value(title)
+    opening_text = (opening or b"").decode("utf-8", "ignore")
+    return title_for(opening_text) if title is None else text_value(title)
 
 
 def loads(value: str, story_id: str) -> Any:
@@ -188,8 +187,7 @@ def dumps(value: Any, what: str) -> str:
 
 
 def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> None:
-    """A whole story (new or imported); suggestions or settings holding NaN or an
-    infinity are left out (`finite_only`)."""
+    """A whole story (new or imported), less what `finite_only` leaves out."""
     story = finite_only(story)
     loom, now = story.loom, time.time()
     db.execute(
