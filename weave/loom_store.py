@@ -1,16 +1,15 @@
 """Every story's loom in SQLite (`<data folder>/stories.sqlite3`): the store's API, `LoomStore`.
 
-Nodes are rows only ever added; the cursor, checkouts, bookmarks, settings and the
-suggestions shown at a node are small records beside them. The tree is written only by
-`LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the loom
-as stored (with what other tabs and processes added), applies a pure move from
-`weave.loom` and writes what the move added; so two writers on one story only add nodes,
-and a killed process loses nothing saved. Every failure is a `StoreError` saying what to check.
+Nodes are rows only ever added, the rest small records beside them. The tree is written only by
+`update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the stored loom (other
+tabs' and processes' nodes too), applies a pure move from `weave.loom` and writes what it
+added; so two writers on one story only add nodes, and a killed process loses nothing saved.
 
-A store is one writer's view (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s):
-another writer's story is `StoryNotFound` to it. The errors are `weave.store_errors`', the
-file `weave.store_file`'s, the rows and the owner filter `weave.store_rows`', the JSON
-`weave.loom_formats`'; none imports the page, the session layer or the backends.
+Every failure is a `StoreError` saying what to check. A store is one writer's view
+(`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
+`StoryNotFound` to it. The errors are `weave.store_errors`', the file `weave.store_file`'s,
+the rows and the owner filter `weave.store_rows`', the JSON `weave.loom_formats`'; none
+imports the page, the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -164,8 +163,10 @@ class LoomStore:
             return loom_document(story_id, rows.read_story(db, story_id))
 
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
-        """A new story from a "lloom-loom" file, and its id; else `BadImport` naming the
-        file (`name`) and what is wrong with it."""
+        """A new story from a "lloom-loom" file; its id.
+
+        Raises `BadImport` naming the file (`name`) and what is wrong with it.
+        """
         try:
             story = read_document(data)
         except ValueError as e:

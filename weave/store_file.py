@@ -136,8 +136,7 @@ class StoreFile:
 
     # -- opening: is it ours, its schema ---------------------------------------------------
     def prepare(self) -> None:
-        """Make the folder and the file when missing, and check it is ours (the errors:
-        `LoomStore`'s)."""
+        """Make the folder and the file when missing; check it is ours (errors: `LoomStore`'s)."""
         folder = self.path.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
