@@ -148,13 +148,12 @@ class LoomStore:
         value = None if data is None else rows.dumps(dict(data), "the suggestions")
         with self._file.write() as db:
             rows.story_row(db, story_id)
-            where = "WHERE story_id = ? AND node = ?"
-            if not db.execute(f"SELECT 1 FROM nodes {where.replace('node', 'id')}",
-                              (story_id, node_id)).fetchone():  # fmt: skip
+            key = (story_id, node_id)
+            if not db.execute("SELECT 1 FROM nodes WHERE story_id = ? AND id = ?", key).fetchone():
                 raise InvalidInput(f"story {story_id} has no node {node_id!r}")
-            db.execute(f"DELETE FROM suggestions {where}", (story_id, node_id))
+            db.execute("DELETE FROM suggestions WHERE story_id = ? AND node = ?", key)
             if value is not None:
-                db.execute("INSERT INTO suggestions VALUES (?, ?, ?)", (story_id, node_id, value))
+                db.execute("INSERT INTO suggestions VALUES (?, ?, ?)", (*key, value))
 
     # -- export and import --------------------------------------------------------------
     def export_json(self, story_id: str) -> str:

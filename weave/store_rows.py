@@ -45,10 +45,8 @@ class StoryInfo:
 # -- reading a story ----------------------------------------------------------------------
 def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
     """The story's row, when it is the connection's writer's. Raises `StoryNotFound`."""
-    row = db.execute(
-        "SELECT * FROM stories WHERE id = ? AND owner = writer()", (story_id,)
-    ).fetchone()
-    if row is None:
+    mine = "SELECT * FROM stories WHERE id = ? AND owner = writer()"
+    if (row := db.execute(mine, (story_id,)).fetchone()) is None:
         raise StoryNotFound(f"no story {story_id} in the store (purged, or never saved here)")
     return row
 
@@ -130,10 +128,9 @@ def _ids(value: Any) -> tuple[int, ...] | None:
 
 def _json(value: Any) -> Any:
     """A node's JSON record, or None when it cannot be read (it is only a record)."""
-    try:
+    with suppress(ValueError, TypeError, RecursionError):
         return None if value is None else json.loads(value)
-    except (ValueError, TypeError, RecursionError):
-        return None
+    return None
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
