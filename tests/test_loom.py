@@ -91,6 +91,7 @@ def test_token_ids_of_a_path_are_known_only_when_every_node_has_them_for_that_mo
 def test_title_is_the_first_words():
     assert title_for("  Once\nupon   a time ") == "Once upon a time"
     assert len(title_for("word " * 40)) == 48
+    assert title_for(" \n\t ") == "Untitled"  # a whitespace-only story is never titled ""
 
 
 # -- random sequences of moves ------------------------------------------------------------

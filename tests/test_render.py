@@ -376,6 +376,10 @@ def test_a_wide_fan_of_branches_shows_the_path_and_the_newest():
     shown = {node_id for node_id in drawn(graph) if node_id.startswith("b")}
     assert shown == {"b3", "b29", "b28", "b27"}
     assert re.search(r'label="\+26 more"', graph.source)
+    # named as the token graph names what it folds (weave.folding): 12, then how many more
+    more = next(line for line in graph.source.splitlines() if "+26 more" in line)
+    assert 'tooltip="branch 0 | branch 1 | branch 2 | branch 4 |' in more
+    assert more.endswith('| branch 12 | … 14 more"]')
 
 
 def test_a_story_tree_must_hold_its_cursor_and_parents():

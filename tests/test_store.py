@@ -1,14 +1,13 @@
 """The loom store against real SQLite files and real processes: nodes only added, tabs and
 processes sharing a story, durability under kill -9, locked, damaged, foreign, newer and
-read-only files, export and import, and the migration of a database written by the store
-before the loom (tests/fixtures/v2, made by that code: see make_v2_database.py)."""
+read-only files, export and import, and what crafted files and rows cannot do: loop,
+overflow, recurse or crash (issue 27)."""
 
 from __future__ import annotations
 
 import ctypes
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -22,24 +21,22 @@ from hypothesis import strategies as st
 
 from tests.test_loom import MOVES, apply
 from weave.loom import Loom, NoSuchNode
-from weave.loom_store import (
-    APPLICATION_ID,
-    FILE_NAME,
+from weave.loom_store import LoomStore
+from weave.store_errors import (
     BadImport,
     DamagedStory,
     DatabaseLocked,
     InvalidInput,
-    LoomStore,
     NewerDatabase,
     NotDeleted,
     NotLoomDatabase,
     StorageUnwritable,
     StoryNotFound,
 )
+from weave.store_file import APPLICATION_ID, FILE_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = ROOT / "tests" / "store_writer.py"
-OLD = ROOT / "tests" / "fixtures" / "v2"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 HOSTILE = {
     "100k": ("long line, 🐉 and e\u0301. " * 4000)[:100_000],
@@ -184,8 +181,9 @@ def test_titles_list_rename_delete_restore_purge(tmp_path):
     assert store.info(first).title == "Once upon a time"  # its first words
     store.rename(first, "My fox tale")
     assert store.info(first).title == "My fox tale"
-    store.rename(first, "   ")
-    assert store.info(first).title == "Once upon a time"
+    with pytest.raises(InvalidInput, match="title needs a visible character; the old title"):
+        store.rename(first, " \t\u3000 ")  # a box cleared by mistake keeps its title
+    assert store.info(first).title == "My fox tale"
     store.delete(second)
     assert [i.id for i in store.stories()] == [first]
     assert [i.id for i in store.stories(deleted=True)] == [second]
@@ -348,6 +346,11 @@ def _newer(path: Path) -> None:
         db.execute("PRAGMA user_version = 99")
 
 
+def _older(path: Path) -> None:  # a development build's file: schema 2 never shipped
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 2")
+
+
 def _truncated(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: 4096 * 2])
 
@@ -362,8 +365,9 @@ def _truncated(path: Path) -> None:
         (_damaged, NotLoomDatabase, "is damaged; it was left untouched"),
         (_truncated, NotLoomDatabase, "is damaged; it was left untouched"),
         (_newer, NewerDatabase, "written by a newer LLooM .schema 99.*left untouched"),
+        (_older, NotLoomDatabase, "schema 2, from a development build .*left untouched"),
     ],
-    ids=["junk", "foreign sqlite", "damaged page", "truncated", "newer schema"],
+    ids=["junk", "foreign sqlite", "damaged page", "truncated", "newer schema", "older schema"],
 )  # fmt: skip
 def test_a_file_that_is_not_ours_or_is_damaged_is_left_untouched(tmp_path, spoil, error, message):
     path = tmp_path / FILE_NAME
@@ -464,7 +468,7 @@ def test_export_then_import_gives_the_same_loom(tmp_path):
         ('{"format": "something"}', "not a LLooM file"),
         ('{"format": "lloom-loom", "version": 9}', "version 9; this LLooM reads version 1"),
         ('{"format": "lloom-loom", "version": 1, "nodes": [{"id": "x"}]}', "a node must be"),
-        ('{"format": "lloom-session", "history": []}', "non-empty list"),
+        ('{"format": "lloom-session", "history": []}', "not a LLooM file"),
     ],
 )
 def test_a_file_that_cannot_be_imported_says_why(tmp_path, data, message):
@@ -510,7 +514,7 @@ def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
     assert store.suggestions(copy, loom.cursor) is None and store.settings(copy) == {}
     assert store.suggestions(copy, loom.node().parent) == {"suggestions": [{"logprob": -3.0}]}
     doc["nodes"][-1]["score"] = float("inf")
-    with pytest.raises(InvalidInput, match="score that is not a finite number"):
+    with pytest.raises(BadImport, match="has a score that is not a number within"):
         store.import_json(json.dumps(doc))
     with sqlite3.connect(tmp_path / FILE_NAME) as db:  # as the loom saved it before it checked
         db.execute("UPDATE suggestions SET data = ? WHERE story_id = ?",
@@ -522,121 +526,146 @@ def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
     assert exported["suggestions"] == {} and exported["nodes"][-1]["score"] is None
 
 
-def test_a_session_file_of_the_page_before_the_loom_imports_as_a_chain(tmp_path):
+# -- what crafted files and rows cannot do (issue 27) ----------------------------------------
+def loom_cli(data: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m weave loom ...` on the store in `data`."""
+    return subprocess.run(
+        [sys.executable, "-m", "weave", "loom", *args], cwd=ROOT, capture_output=True,
+        text=True, timeout=120, env={**ENV, "LLOOM_DATA_DIR": str(data)},
+    )  # fmt: skip
+
+
+def one_error(done: subprocess.CompletedProcess, *parts: str) -> None:
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert all(part in done.stderr for part in parts), done.stderr
+
+
+def test_a_parent_cycle_written_into_the_file_is_one_error_naming_the_story_and_node(tmp_path):
     store = LoomStore(tmp_path)
-    loom = store.load(store.import_json((OLD / "session.json").read_bytes()))
-    assert loom.text() == "The forest seemed darker still"  # its position
-    texts = {loom.text(n) for n in loom.nodes}
-    assert {"The forest", "The forest seemed darker", "The forest was dark"} <= texts
-    assert [n.text for n in loom.path()] == ["", "The forest", " seemed darker", " still"]
+    good, _ = store.create("good")
+    sid, loom = store.create("Once")
+    loom = store.update(sid, lambda lm: lm.accept(" upon").accept(" a time"))
+    first, second, _ = (n.id for n in loom.path()[1:])
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # another program, triggers dropped
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET parent = ? WHERE id = ?", (second, first))
+    message = f"story {sid} cannot be read: node {first!r} comes before its parent {second!r}"
+    for read in (store.load, store.export_json):
+        with pytest.raises(DamagedStory, match=message):
+            read(sid)
+    one_error(loom_cli(tmp_path, "show", sid), f"story {sid}", first)
+    one_error(loom_cli(tmp_path, "export", sid), f"story {sid}", first)
+    assert store.load(good).text() == "good"  # the others open
 
 
-def test_lone_surrogates_in_an_old_file_become_u_fffd_and_in_values_are_kept(tmp_path):
-    session = json.loads((OLD / "session.json").read_text())
-    session["title"] = "odd \ud800"
-    session["history"][-1]["text"] = "The forest \udfff was dark"
-    session["position"] = 3
+def _document(tmp_path: Path) -> dict:
+    store = LoomStore(tmp_path / "source")
+    sid, _ = store.create("Once", token_ids=(7,), model="m")
+    store.update(sid, lambda lm: lm.accept(" upon", token_ids=(8,), model="m", score=-0.5))
+    return json.loads(store.export_json(sid))
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_an_import_nested_deep_is_one_error_naming_the_file(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": "lloom-loom", "nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    one_error(loom_cli(tmp_path, "import", str(deep)), str(deep), "nested deeper than 64")
+    doc, store = _document(tmp_path), LoomStore(tmp_path)
+    for place in ("settings", "suggestions"):
+        spoilt = {**doc, place: {doc["cursor"]: _nested(700)}}
+        with pytest.raises(BadImport, match="the file cannot be imported: it is nested deeper"):
+            store.import_json(json.dumps(spoilt))
+    doc["settings"] = {"deep": _nested(40)}  # a deep but sane value still imports
+    assert store.settings(store.import_json(json.dumps(doc))) == doc["settings"]
+    assert len(store.stories()) == 1
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda d: d.update(created=10**400), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=10**400), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=10**20), "does not fit 64 bits"),
+        (lambda d: d["nodes"][-1].update(score=1e20), "score that is not a number within"),
+        (lambda d: d["nodes"][-1].update(created=1e300), "a time must be seconds"),
+        (lambda d: d["nodes"][-1].update(created=-5), "a time must be seconds"),
+        (lambda d: d["nodes"][-1].update(token_ids=[2**31]), "non-negative ints below"),
+        (lambda d: d["nodes"][-1].update(model=["m"]), "a model that is not a string"),
+    ],
+    ids=["created 10**400", "score 10**400", "score 10**20", "score 1e20", "time 1e300",
+         "time < 0", "id 2**31", "model"],
+)  # fmt: skip
+def test_numbers_out_of_range_in_an_import_are_refused(tmp_path, spoil, message):
+    doc = _document(tmp_path)
+    spoil(doc)
+    with pytest.raises(BadImport, match=message):
+        LoomStore(tmp_path).import_json(json.dumps(doc))
+    assert LoomStore(tmp_path).stories() == []
+
+
+def test_an_import_out_of_range_on_the_command_line_is_one_error_and_ids_a_model_lacks_pass(
+    tmp_path,
+):
+    doc = _document(tmp_path)
+    doc["nodes"][-1]["score"] = 10**400
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    one_error(loom_cli(tmp_path, "import", str(bad)), str(bad), "does not fit 64 bits")
+    doc["nodes"][-1].update(score=-1, token_ids=[1_000_000])  # no vocabulary check here:
+    sid = LoomStore(tmp_path).import_json(json.dumps(doc))  # the session makes that one
+    assert LoomStore(tmp_path).load(sid).node().token_ids == (1_000_000,)
+
+
+def test_loom_show_of_a_long_chain_grows_with_its_nodes_not_their_depth(tmp_path):
+    doc, n = _document(tmp_path), 50_000
+    root, first = doc["nodes"][:2]
+    chain = [{**first, "id": f"c{i}", "parent": f"c{i - 1}" if i else root["id"], "text": " w"}
+             for i in range(n)]  # fmt: skip
+    doc.update(nodes=[root, *chain], cursor=f"c{n - 1}", checkouts={}, suggestions={})
+    sid = LoomStore(tmp_path).import_json(json.dumps(doc))
+    shown = loom_cli(tmp_path, "show", sid)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert len(lines) == n + 1 and len(shown.stdout) < 30 * (n + 1)  # one column: no indent
+    assert lines[-1] == f"*  c{n - 1} ' w'"
+
+
+def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(tmp_path):
     store = LoomStore(tmp_path)
-    sid = store.import_json(json.dumps(session))
-    assert store.load(sid).text() == "The forest \ufffd was dark"
-    assert store.info(sid).title == "odd \ufffd"
-    store.save_settings(sid, {"name": "\ud800 odd"})  # opaque values keep what they hold
-    assert store.settings(sid) == {"name": "\ud800 odd"}
+    sid, loom = store.create("a")
+    for i in range(20):  # a comb: each node branches, so each level is indented
+        store.update(sid, lambda lm, i=i: lm.keep(f"x{i}").accept(f"b{i}"))
+    lines = loom_cli(tmp_path, "show", sid).stdout.splitlines()
+    indents = [len(line) - len(line[3:].lstrip()) - 3 for line in lines]
+    assert max(indents) == 2 * 16 and "(20) " in lines[-1]  # MAX_INDENT levels, then said
+    assert lines[-1].startswith("* ") and lines[-1].endswith("'b19'")
 
 
-def test_a_story_export_of_the_store_before_the_loom_imports(tmp_path):
-    old = json.loads((OLD / "story-export.json").read_text())
+def test_rows_another_program_wrote_read_back_with_the_story_whole(tmp_path):
     store = LoomStore(tmp_path)
-    sid = store.import_json(json.dumps(old))
-    loom = store.load(sid)
-    written = {h["text"] for h in old["history"] if "text" in h}
-    assert written <= {loom.text(n) for n in loom.nodes}
-    assert store.suggestions(sid, loom.cursor) == old["tree"]
-    assert store.settings(sid) == old["settings"]
-
-
-# -- migration from the store before the loom ----------------------------------------------
-def test_a_database_written_before_the_loom_opens_as_looms_with_nothing_lost(tmp_path):
-    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
-    expected = json.loads((OLD / "expected.json").read_text())
-    store = LoomStore(tmp_path)
-    backup = tmp_path / f"{FILE_NAME}.v2-backup"
-    with sqlite3.connect(backup) as db:  # the old file, copied before anything changed
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] == 13
-    infos = {i.id: i for i in store.stories() + store.stories(deleted=True)}
-    assert infos.keys() == expected.keys()
-    for sid, old in expected.items():
-        loom, clean = store.load(sid), lambda t: t.replace("\ud800", "\ufffd")
-        assert (infos[sid].title, infos[sid].deleted) == (clean(old["title"]), old["deleted"])
-        assert loom.text() == clean(old["current"])  # the state it was at is the cursor
-        assert {clean(t) for t in old["texts"]} <= {loom.text(n) for n in loom.nodes}
-        assert store.settings(sid) == old["settings"]
-        assert store.suggestions(sid, loom.cursor) == old["tree"]
-    fox = next(sid for sid, old in expected.items() if old["tree"])
-    loom = store.load(fox)  # undone after an edit that followed an undo: redo comes back
-    assert loom.redo().text() == "Once upon a time, there was a fox that ran."
-    assert [n.kind for n in loom.path()] == ["typed", "typed", "accepted", "edited"]
-    assert loom.sibling(-1).text() == "Once upon a time, there was a fox who"
-    store.update(fox, lambda lm: lm.accept(" quickly"))  # and it is writable
-    assert LoomStore(tmp_path).load(fox).text().endswith("that quickly")  # no second migration
-
-
-def test_a_database_before_the_loom_whose_backup_cannot_be_kept_is_left_untouched(tmp_path):
-    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
-    (tmp_path / f"{FILE_NAME}.v2-backup").mkdir()  # the backup's name is taken by a folder
-    with pytest.raises(StorageUnwritable, match="backup .* left untouched"):
-        LoomStore(tmp_path).stories()
+    sid, loom = store.create("Once", token_ids=(1,), model="m")
+    loom = store.update(sid, lambda lm: lm.accept(" upon", score=-1.0).accept(" a time"))
+    one, two, three = (n.id for n in loom.path()[1:])
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-    assert not any("partial" in name for name in os.listdir(tmp_path))  # no half copy left
-
-
-def test_a_search_holding_nan_before_the_loom_is_left_out_of_the_migration(tmp_path):
-    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # saved before the backends checked
-        sid = db.execute("SELECT id FROM stories WHERE tree IS NOT NULL").fetchone()[0]
-        nan_tree, inf_settings = b'{"suggestions": [{"logprob": NaN}]}', b'{"cutoff": Infinity}'
-        db.execute("UPDATE stories SET tree = ?, settings = ? WHERE id = ?",
-                   (nan_tree, inf_settings, sid))  # fmt: skip
-    store = LoomStore(tmp_path)
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET text = CAST(text AS BLOB) WHERE id = ?", (one,))
+        db.execute("UPDATE nodes SET text = X'20ff', score = 'n/a' WHERE id = ?", (two,))
+        db.execute("UPDATE nodes SET token_ids = '[1, \"x\"]', params = '{bad', "
+                   "created = 'yesterday' WHERE id = ?", (three,))  # fmt: skip
+        db.execute("UPDATE stories SET title = CAST('Tale' AS BLOB) WHERE id = ?", (sid,))
     loom = store.load(sid)
-    assert store.suggestions(sid, loom.cursor) is None and store.settings(sid) == {}
-    json.loads(store.export_json(sid), parse_constant=pytest.fail)
-
-
-def test_a_database_before_the_loom_that_cannot_be_replayed_is_left_as_it_was(tmp_path):
-    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # a state made from one never written
-        sid = db.execute("SELECT story_id FROM log LIMIT 1").fetchone()[0]
-        seq = db.execute("SELECT MAX(seq) + 1 FROM log WHERE story_id = ?", (sid,)).fetchone()[0]
-        db.execute(
-            "INSERT INTO log (story_id, seq, kind, state, parent, created, text) "
-            "VALUES (?, ?, 'edit', ?, 99, 0, x'41')",
-            (sid, seq, seq),
-        )
-    before = (tmp_path / FILE_NAME).read_bytes()
-    with pytest.raises(NotLoomDatabase, match="cannot be migrated .history entry .* not made"):
-        LoomStore(tmp_path)
-    assert (tmp_path / FILE_NAME).read_bytes() == before
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-
-
-def test_processes_opening_a_database_before_the_loom_at_once_migrate_it_once(tmp_path):
-    shutil.copy(OLD / FILE_NAME, tmp_path / FILE_NAME)
-    code = "import sys, weave.loom_store as s\nprint(len(s.LoomStore(sys.argv[1]).stories()))"
-    opens = [
-        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=ENV,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(4)
-    ]  # fmt: skip
-    for p in opens:
-        out, err = p.communicate()
-        assert p.returncode == 0, err
-        assert out.strip() == "3"  # the fourth story is deleted
-    store = LoomStore(tmp_path)
-    assert sum(i.nodes for i in store.stories() + store.stories(deleted=True)) == 14
-    assert not any("partial" in name for name in os.listdir(tmp_path))
-    with sqlite3.connect(tmp_path / f"{FILE_NAME}.v2-backup") as db:  # of the old file
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert loom.text() == "Once \ufffd a time" and loom.node(two).score is None
+    assert (loom.node(three).token_ids, loom.node(three).created) == (None, 0.0)
+    shown = loom_cli(tmp_path, "show", sid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "Tale"
+    exported = loom_cli(tmp_path, "export", sid)
+    assert exported.returncode == 0, exported.stderr
+    assert store.load(store.import_json(exported.stdout)).text() == "Once \ufffd a time"

@@ -44,8 +44,8 @@ def new_id() -> str:
 
 
 def title_for(text: str) -> str:
-    """A story's default title: its first words."""
-    words = " ".join(text.split())
+    """A story's default title: its first words ("Untitled" when it has none)."""
+    words = " ".join(text.split()) or "Untitled"
     return words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1] + "…"
 
 

@@ -2,9 +2,10 @@
 
     loom list [--json]         [{"id", "title", "nodes", "updated"}...], last changed first
     loom show STORY_ID [--json]  {"id", "title", "cursor", "nodes": [{"id", "parent", "text",
-                               "kind"}...], "bookmarks": [...]}; a node's text is its own
+                               "kind"}...], "bookmarks": [...]}; a node's text is its own;
+                               without --json an outline, indented where the story branches
     loom export STORY_ID       the whole loom as JSON on stdout
-    loom import FILE           a new story from such a file (or an older LLooM file); its id
+    loom import FILE           a new story from such a file; its id (or one error naming it)
 
 The data folder is the configured one (`LLOOM_DATA_DIR` overrides it). This module owns
 these subcommands' arguments and output; the stories are `weave.loom_store`'s, and
@@ -19,7 +20,10 @@ from pathlib import Path
 
 from weave.config import load_settings
 from weave.loom import Loom
+from weave.loom_formats import MAX_BYTES
 from weave.loom_store import InvalidInput, LoomStore
+
+MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -56,19 +60,15 @@ def run(args: argparse.Namespace) -> str:
         return _outline(loom)
     if args.loom_command == "export":
         return store.export_json(args.story_id)
-    return store.import_json(_read_export(args.file))
-
-
-MAX_IMPORT_BYTES = 256 << 20  # a loom of a million nodes fits; a device like /dev/zero does not
+    return store.import_json(_read_export(args.file), str(args.file))
 
 
 def _read_export(path: Path) -> bytes:
     """The file's bytes, read no further than the cap (a device may never end)."""
     with open(path, "rb") as f:
-        data = f.read(MAX_IMPORT_BYTES + 1)
-    if len(data) > MAX_IMPORT_BYTES:
-        cap = MAX_IMPORT_BYTES >> 20
-        raise InvalidInput(f"{path} is longer than {cap} MiB: not a LLooM export")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise InvalidInput(f"{path} is longer than {MAX_BYTES >> 20} MiB: not a LLooM export")
     return data
 
 
@@ -82,12 +82,17 @@ def _shown(story_id: str, title: str, loom: Loom) -> dict:
 
 
 def _outline(loom: Loom) -> str:
-    """The tree, one node a line, indented by depth; '*' marks the cursor, '#' a bookmark."""
+    """The tree, one node a line; '*' marks the cursor, '#' a bookmark. A child is indented
+    under its parent only where the parent branches, so a chain stays in one column, and
+    never past `MAX_INDENT` levels (a deeper line says its level): the output grows with
+    the nodes, not with their depth."""
     lines, stack = [], [(loom.root, 0)]
     while stack:
-        node_id, depth = stack.pop()
+        node_id, level = stack.pop()
         cursor, marked = node_id == loom.cursor, node_id in loom.bookmarks
         mark = ("*" if cursor else " ") + ("#" if marked else " ")
-        lines.append(f"{mark} {'  ' * depth}{node_id} {loom.node(node_id).text!r}")
-        stack += [(c.id, depth + 1) for c in reversed(loom.children(node_id))]
+        indent = "  " * min(level, MAX_INDENT) + (f"({level}) " if level > MAX_INDENT else "")
+        lines.append(f"{mark} {indent}{node_id} {loom.node(node_id).text!r}")
+        children = loom.children(node_id)
+        stack += [(c.id, level + (len(children) > 1)) for c in reversed(children)]
     return "\n".join(lines)

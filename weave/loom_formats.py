@@ -1,33 +1,23 @@
-"""A loom as JSON, and the older forms of a story read as looms.
+"""A loom as JSON: the one export format, written and read back exactly.
 
-The one export format is the whole loom as JSON (format "lloom-loom", version 1): every
-node with all its fields, the cursor, the checked-out children, the bookmarks, the
-story's title and settings, and the suggestions kept per node. `loom_document` writes it
-and `read_document` reads it back exactly.
+"lloom-loom", version 1: every node with all its fields, the cursor, the checked-out
+children, the bookmarks, the story's title and settings, and the suggestions kept per
+node (`loom_document` writes it, `read_document` reads it). No release shipped another.
 
-`read_document` also reads the two files LLooM wrote before the loom: the page's session
-("lloom-session": a list of texts and a position) and the store's story export
-("lloom-story": a log of states and undo/redo moves). Both, and the log of a database
-being migrated, become a loom by replaying them (`loom_from_log`): each state is an edit
-made at the state it came from, each undo or redo a move, so a linear history becomes a
-chain and nothing written is lost. A lone surrogate in them (not a character: the page
-showed it as U+FFFD) becomes U+FFFD.
-
-Documents are strict JSON (no NaN or infinities). Suggestions or settings read back
-holding one (a file edited by hand, a search saved before the backends checked) are not
-kept (`finite_only`): the page says so where it meets them (`weave.session`).
-
-This module is pure: it neither reads files nor knows SQLite (`weave.loom_store` does).
-Every problem with a document is a `ValueError` saying what is wrong.
+Reading trusts nothing: the file is parsed with a bound on its size and nesting
+(`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, and each number is checked
+where it enters: times since the epoch, scores within `MAX_SCORE`, token ids in
+0..`TOKEN_ID_LIMIT` (whether a model has them is the session's to check). Suggestions or
+settings holding NaN or an infinity are not kept (`finite_only`). Pure: no files, no
+SQLite. Every problem with a document is a `ValueError` saying what is wrong.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-import time
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any
 
 from weave.finite import non_finite
@@ -35,7 +25,14 @@ from weave.loom import KINDS, Loom, Node
 
 LOOM_FORMAT = "lloom-loom"
 LOOM_VERSION = 1
+MAX_BYTES = 256 << 20  # a loom of a million nodes fits; a device like /dev/zero does not
+MAX_DEPTH = 64  # a loom document nests about 8 deep; Python's own limit is near 1,000
+MAX_SCORE = 1e9  # a sum of log-probabilities (or of probabilities) is far inside it
+MAX_TIME = 1e11  # seconds since the epoch: the year 5138
+TOKEN_ID_LIMIT = 1 << 31  # no vocabulary is larger
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _NODE_FIELDS = ("id", "parent", "text", "kind", "token_ids", "model", "params", "score", "created")
 
 
@@ -48,47 +45,19 @@ class SavedStory:
     created: float = 0.0
     settings: dict = field(default_factory=dict)
     suggestions: dict[str, dict] = field(default_factory=dict)  # node id -> search dict
+    updated: float = 0.0  # its last change (an import's own is not kept: it is new here)
 
 
-@dataclass(frozen=True)
-class LogRow:
-    """One row of the log the store kept before the loom (schema 2)."""
-
-    kind: str  # "create", "import", "edit", "accept": a state; "undo", "redo": a move
-    created: float
-    text: str | None = None  # a state's whole text
-    parent: int | None = None  # a state's: the row it was made from
-    state: int | None = None  # a move's: the row whose state it goes back to
-
-
-# -- writing ------------------------------------------------------------------------------
-def loom_document(story_id: str, story: SavedStory, updated: float) -> str:
+def loom_document(story_id: str, story: SavedStory) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
-    doc = {
-        "format": LOOM_FORMAT,
-        "version": LOOM_VERSION,
-        "id": story_id,
-        "title": story.title,
-        "created": story.created,
-        "updated": updated,
-        "settings": story.settings,
-        "root": loom.root,
-        "cursor": loom.cursor,
-        "checkouts": dict(loom.checkouts),
-        "bookmarks": sorted(loom.bookmarks),
-        "nodes": [_node_json(n) for n in loom.nodes.values()],
-        "suggestions": story.suggestions,
-    }
+    nodes = [{name: getattr(n, name) for name in _NODE_FIELDS} for n in loom.nodes.values()]
+    doc = {"format": LOOM_FORMAT, "version": LOOM_VERSION, "id": story_id, "title": story.title,
+           "created": story.created, "updated": story.updated, "settings": story.settings,
+           "root": loom.root, "cursor": loom.cursor, "checkouts": dict(loom.checkouts),
+           "bookmarks": sorted(loom.bookmarks), "nodes": nodes,
+           "suggestions": story.suggestions}  # fmt: skip
     return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
-
-
-def _node_json(node: Node) -> dict:
-    values = {name: getattr(node, name) for name in _NODE_FIELDS}
-    values["token_ids"] = None if node.token_ids is None else list(node.token_ids)
-    if node.score is not None and not math.isfinite(node.score):  # saved before scores were
-        values["score"] = None  # checked: JSON cannot hold it
-    return values
 
 
 def finite_only(story: SavedStory) -> SavedStory:
@@ -99,21 +68,44 @@ def finite_only(story: SavedStory) -> SavedStory:
     return replace(story, suggestions=suggestions, settings=settings)
 
 
-# -- reading ------------------------------------------------------------------------------
 def read_document(data: str | bytes) -> SavedStory:
-    """A story from a "lloom-loom", "lloom-session" or "lloom-story" file."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"it is not JSON ({e})") from e
-    kind = doc.get("format") if isinstance(doc, dict) else None
-    readers = {LOOM_FORMAT: _read_loom, "lloom-session": _read_session, "lloom-story": _read_log}
-    if kind not in readers:
+    """A story from a "lloom-loom" file."""
+    doc = bounded_json(data)
+    if not isinstance(doc, dict) or doc.get("format") != LOOM_FORMAT:
         raise ValueError(f'it is not a LLooM file (no "format": "{LOOM_FORMAT}")')
     try:
-        return readers[kind](doc)
+        return _read_loom(doc)
     except (KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"a {kind} file with a missing or wrong value ({e!r})") from e
+        raise ValueError(f"a {LOOM_FORMAT} file with a missing or wrong value ({e!r})") from e
+
+
+def bounded_json(data: str | bytes) -> Any:
+    """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
+    deep and its integers fit 64 bits; else a ValueError saying which it breaks.
+
+    The depth is counted on the brackets outside strings before parsing, at C speed, so
+    no input can exhaust the stack.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")  # every '"' now delimits
+    brackets = b"".join(unescaped.split(b'"')[::2]).translate(None, _NOT_BRACKET)
+    if brackets and max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH:
+        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(data, parse_int=_int64)
+    except RecursionError as e:  # unbalanced brackets the count above could not see
+        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels") from e
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"it is not JSON ({e})") from e
+
+
+def _int64(digits: str) -> int:
+    value = int(digits)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"the number {digits[:24]}… does not fit 64 bits")
+    return value
 
 
 def _read_loom(doc: dict) -> SavedStory:
@@ -123,7 +115,7 @@ def _read_loom(doc: dict) -> SavedStory:
             f"version {LOOM_VERSION}: upgrade LLooM"
         )
     nodes: dict[str, Node] = {}
-    for item in _list(doc["nodes"], "nodes"):
+    for item in _list(doc["nodes"]):
         node = _node(item)
         if node.id in nodes:
             raise ValueError(f"node {node.id!r} appears twice")
@@ -135,14 +127,15 @@ def _read_loom(doc: dict) -> SavedStory:
     if root is None or root.text or root.id != doc["root"]:
         raise ValueError("its first node must be the root, with no text")
     checkouts, marks = doc["checkouts"], doc["bookmarks"]
-    named = [doc["cursor"], *checkouts.keys(), *checkouts.values(), *_list(marks, "bookmarks")]
+    named = [doc["cursor"], *checkouts.keys(), *checkouts.values(), *_list(marks)]
     if not all(isinstance(n, str) and n in nodes for n in named):
         raise ValueError("its cursor, checkouts or bookmarks name a node it does not hold")
     suggestions = doc["suggestions"]
     if not all(k in nodes and isinstance(v, dict) for k, v in suggestions.items()):
         raise ValueError("its suggestions must be objects kept under nodes it holds")
     loom = Loom(nodes, root.id, doc["cursor"], dict(checkouts), frozenset(marks))
-    return SavedStory(loom, _title(doc), _time(doc["created"]), _settings(doc), dict(suggestions))
+    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    return SavedStory(loom, _title(doc), _time(doc["created"]), settings, dict(suggestions))
 
 
 def _node(item: Any) -> Node:
@@ -150,104 +143,42 @@ def _node(item: Any) -> Node:
         raise ValueError(f"a node must be an object with {', '.join(_NODE_FIELDS)}")
     if not all(isinstance(item[k], str) for k in ("id", "text", "kind")):
         raise ValueError("a node's id, text and kind are strings")
-    ids, score, params = item["token_ids"], item["score"], item["params"]
-    if ids is not None and not all(type(i) is int and i >= 0 for i in _list(ids, "token_ids")):
-        raise ValueError(f"node {item['id']!r} has token ids that are not non-negative ints")
-    if score is not None and type(score) not in (int, float):
-        raise ValueError(f"node {item['id']!r} has a score that is not a number")
+    ids, score, params, name = item["token_ids"], item["score"], item["params"], item["id"]
+    if ids is not None and not all(type(i) is int and 0 <= i < TOKEN_ID_LIMIT for i in _list(ids)):
+        raise ValueError(f"node {name!r} has token ids that are not non-negative ints below 2**31")
+    if score is not None and not (type(score) in (int, float) and abs(score) <= MAX_SCORE):
+        raise ValueError(f"node {name!r} has a score that is not a number within ±{MAX_SCORE:g}")
     if params is not None and not isinstance(params, dict):
-        raise ValueError(f"node {item['id']!r} has params that are not an object")
+        raise ValueError(f"node {name!r} has params that are not an object")
+    if item["model"] is not None and not isinstance(item["model"], str):
+        raise ValueError(f"node {name!r} has a model that is not a string")
     if item["kind"] not in KINDS:
-        raise ValueError(f"node {item['id']!r} has an unknown kind {item['kind']!r}")
+        raise ValueError(f"node {name!r} has an unknown kind {item['kind']!r}")
     return Node(
         item["id"], item["parent"], item["text"], item["kind"],
-        None if ids is None else tuple(ids), item["model"], params, score, _time(item["created"]),
+        None if ids is None else tuple(ids), item["model"], params,
+        None if score is None else float(score), _time(item["created"]),
     )  # fmt: skip
 
 
-def _read_session(doc: dict) -> SavedStory:
-    """The page's session file: its history of texts becomes a chain."""
-    history = _list(doc["history"], "history")
-    if not history or not all(isinstance(h, dict) and isinstance(h["text"], str) for h in history):
-        raise ValueError("its history must be a non-empty list of objects with a text")
-    now = time.time()  # a session file has no times
-    rows = [LogRow("create", now, history[0]["text"])]
-    rows += [LogRow("edit", now, h["text"], parent=i) for i, h in enumerate(history[1:])]
-    position = doc.get("position", len(rows) - 1)
-    if type(position) is int and 0 <= position < len(rows) - 1:
-        rows.append(LogRow("undo", now, state=position))
-    search = doc.get("search")
-    loom = loom_from_log(rows)
-    suggestions = {loom.cursor: search} if isinstance(search, dict) else {}
-    return SavedStory(loom, _title(doc), now, _settings(doc), suggestions)
-
-
-def _read_log(doc: dict) -> SavedStory:
-    """The store's story export: its log is replayed."""
-    rows = []
-    for i, item in enumerate(_list(doc["history"], "history")):
-        if item["version"] != i:
-            raise ValueError(f"history entry {i} is numbered {item['version']!r}")
-        rows.append(
-            LogRow(item["kind"], _time(item["created_at"]), item.get("text"),
-                   item.get("parent"), item.get("state"))
-        )  # fmt: skip
-    loom = loom_from_log(rows)
-    tree = doc.get("tree")
-    suggestions = {loom.cursor: tree} if isinstance(tree, dict) else {}
-    return SavedStory(loom, _title(doc), _time(doc["created_at"]), _settings(doc), suggestions)
-
-
-def loom_from_log(rows: list[LogRow]) -> Loom:
-    """The loom a schema-2 log describes: states are edits at their parent, moves are moves.
-
-    The first state is typed; an accepted state that extends its parent's text is an
-    accepted node, any other state an edit. Raises ValueError for a log that names a row
-    it does not hold.
-    """
-    if not rows or not isinstance(rows[0].text, str):
-        raise ValueError("its history does not start with a text")
-    first = rows[0]
-    loom = Loom.new(without_surrogates(first.text), created=first.created)
-    at = {0: loom.cursor}
-    for seq, row in enumerate(rows[1:], start=1):
-        if not isinstance(row.text, str):
-            if row.kind not in ("undo", "redo") or row.state not in at:
-                raise ValueError(f"history entry {seq} goes to a state that is not before it")
-            loom = loom.go(at[row.state])
-            continue
-        if row.parent not in at:
-            raise ValueError(f"history entry {seq} was not made from a state before it")
-        base, text = loom.go(at[row.parent]), without_surrogates(row.text)
-        extends = text.startswith(base.text())
-        kind = "accepted" if row.kind == "accept" and extends else "edited"
-        loom = base.edit(text, kind=kind, created=row.created)
-        at[seq] = loom.cursor
-    return loom
-
-
-def without_surrogates(text: str) -> str:
-    """`text` with each lone surrogate (a code point UTF-8 cannot hold) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def _list(value: Any, what: str) -> list:
+def _list(value: Any) -> list:
     if not isinstance(value, list):
-        raise ValueError(f"its {what} must be a list")
+        raise ValueError(f"{value!r:.40} is not a list")
     return value
 
 
 def _time(value: Any) -> float:
-    if type(value) not in (int, float) or not math.isfinite(value):
+    if not (type(value) in (int, float) and 0 <= value <= MAX_TIME):
         raise ValueError(f"a time must be seconds since the epoch, not {value!r}")
     return float(value)
 
 
 def _title(doc: dict) -> str | None:
+    """The title, when it has a visible character; a lone surrogate becomes U+FFFD."""
     title = doc.get("title")
     return without_surrogates(title) if isinstance(title, str) and title.strip() else None
 
 
-def _settings(doc: dict) -> dict:
-    settings = doc.get("settings")
-    return settings if isinstance(settings, dict) else {}
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (a code point UTF-8 cannot hold) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)

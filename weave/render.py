@@ -5,7 +5,8 @@ for DOT, PNG or SVG). Single-child chains are merged, so a node is a run of text
 ends where the tree splits (or where a beam finished); each edge carries the run's
 probability given its parent, is shaded by it, and the best beam's edges are
 highlighted. A `Fit` bounds the drawing: wide fans and deep or numerous runs fold into
-"+k more" nodes, labels wrap onto two short lines, so that the graph's width stays
+"+k more" nodes (the folding is `weave.folding`'s, shared with the story graph), labels
+wrap onto two short lines, so that the graph's width stays
 under ~900 pt and its labels at 11 px or more when it is shown 800 px wide (the main
 area of a 1280-px window with Streamlit's sidebar open). Every label is escaped here
 and only here: quotes, backslashes, `<>&`, newlines and control characters never reach
@@ -17,52 +18,26 @@ Model text is made visible by `weave.present.visible`. This module does not sear
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import count
 
 import graphviz
 
+from weave import folding
+from weave.folding import Fit
 from weave.present import shorten, visible
 from weave.tree import TreeNode
 
-LINE = 12  # characters per line of a node label
 ROOT_LABEL = 24  # the story's tail in the root node (two lines)
 BEST_COLOR = "#d6336c"
 EDGE_RGB = "1f4e79"
-MORE_LISTED = 12  # hidden runs named in a "+k more" tooltip
+PAGE_FIT = Fit()  # readable 800 px wide (see `render_tree`)
 
 
 @dataclass(frozen=True)
-class Fit:
-    """What a graph may hold and stay readable at page width (see `render_tree`).
-
-    columns:  runs drawn along any path from the root; deeper runs fold into "+k more".
-    children: runs drawn below one node (the most likely first); the rest fold likewise.
-    nodes:    runs drawn in all, the most likely first.
-    line, lines: a label's width in characters and its lines; longer text ends in '…'
-              (the whole of it is in the node's tooltip).
-    """
-
-    columns: int = 4
-    children: int = 5
-    nodes: int = 30
-    line: int = LINE
-    lines: int = 2
-
-
-@dataclass(frozen=True)
-class Run:
+class Run(folding.Run[TreeNode]):
     """A merged chain: the nodes from just below a split point down to the next one."""
-
-    nodes: tuple[TreeNode, ...]
-
-    @property
-    def last(self) -> TreeNode:
-        return self.nodes[-1]
 
     @property
     def logprob(self) -> float:
@@ -94,7 +69,7 @@ def render_tree(
     *,
     best: Sequence[int] | None = None,
     story_tail: str = "",
-    fit: Fit = Fit(),
+    fit: Fit = PAGE_FIT,
 ) -> graphviz.Digraph:
     """The tree as a left-to-right graph that stays readable however many beams it has.
 
@@ -120,22 +95,12 @@ def render_tree(
     best_ids = list(best) if best is not None else _best_ids(tree)
     on_best = _path_nodes(tree, best_ids or [])
     roots = [chain(child) for child in tree.children]
-    shown = _shown(roots, on_best, fit)
-    names = (f"n{i}" for i in range(1, 1 << 62))
-    pending = [("root", roots)]
-    while pending:
-        parent, runs = pending.pop(0)
-        hidden = []
-        for run in runs:
-            if run.nodes[0] not in shown:
-                hidden.append(run)
-                continue
-            name = next(names)
-            _draw(graph, parent, name, run, run.nodes[0] in on_best, fit)
-            pending.append((name, run.children()))
-        if hidden:
-            highlight = any(run.nodes[0] in on_best for run in hidden)
-            _draw_more(graph, parent, next(names), hidden, highlight)
+    drawn = folding.shown(roots, Run.children, _rank(on_best), fit)
+    folding.walk(
+        "root", roots, Run.children, drawn, (f"n{i}" for i in range(1, 1 << 62)),
+        lambda parent, name, run: _draw(graph, parent, name, run, run.first in on_best, fit),
+        lambda parent, name, hidden: _draw_more(graph, parent, name, hidden, on_best),
+    )  # fmt: skip
     return graph
 
 
@@ -147,29 +112,9 @@ def chain(first: TreeNode) -> Run:
     return Run(tuple(nodes))
 
 
-def _shown(roots: list[Run], on_best: set[TreeNode], fit: Fit) -> set[TreeNode]:
-    """The first nodes of the runs to draw: the best beam's first, then the most likely
-    (by joint probability), within the fit's columns, children per node and node count."""
-    order = count()
-    heap: list = []
-
-    def offer(runs: list[Run], parent: TreeNode | None, column: int, logprob: float) -> None:
-        for run in runs:
-            key = (run.nodes[0] not in on_best, -(logprob + run.logprob), next(order))
-            heapq.heappush(heap, (*key, run, parent, column))
-
-    shown: set[TreeNode] = set()
-    per_parent: Counter[TreeNode | None] = Counter()
-    offer(roots, None, 1, 0.0)
-    while heap:
-        off_best, neg_logprob, _, run, parent, column = heapq.heappop(heap)
-        full = len(shown) >= fit.nodes or per_parent[parent] >= fit.children
-        if column > fit.columns or (off_best and full):
-            continue
-        shown.add(run.nodes[0])
-        per_parent[parent] += 1
-        offer(run.children(), run.nodes[0], column + 1, -neg_logprob)
-    return shown
+def _rank(on_best: set[TreeNode]):
+    """The best beam's runs first, then the most likely (by joint probability)."""
+    return lambda run, above: (run.first not in on_best, (above[1] if above else 0.0) - run.logprob)
 
 
 def _path_nodes(tree: TreeNode, ids: Sequence[int]) -> set[TreeNode]:
@@ -234,15 +179,14 @@ def _draw(graph, parent: str, name: str, run: Run, highlight: bool, fit: Fit) ->
     graph.edge(parent, name, **_edge(run.probability, highlight))
 
 
-def _draw_more(graph, parent: str, name: str, hidden: list[Run], highlight: bool) -> None:
+def _draw_more(graph, parent: str, name: str, hidden: list[Run], on_best: set) -> None:
     """One node for the runs folded away below `parent`: how many suggestions they hold,
     their pooled probability on the edge, their texts in the tooltip."""
     runs = sorted(hidden, key=lambda r: -r.logprob)
-    listed = " | ".join(f"{visible(r.text())} {r.probability:.1%}" for r in runs[:MORE_LISTED])
-    if len(runs) > MORE_LISTED:
-        listed += f" | … {len(runs) - MORE_LISTED} more"
+    listed = folding.listing([f"{visible(r.text())} {r.probability:.1%}" for r in runs])
     count_hidden = sum(r.suggestions() for r in runs)
     graph.node(name, label=f"+{count_hidden} more", tooltip=label(listed), **_MORE)
+    highlight = any(run.first in on_best for run in hidden)
     edge = _edge(sum(r.probability for r in runs), highlight)
     edge.update(style="dashed", penwidth="1" if not highlight else "2")
     graph.edge(parent, name, **edge)

@@ -1,9 +1,6 @@
 """The story store's errors: the `StoreError` family, and the one translation of an
-`sqlite3.Error` into the `StoreError` whose message says what to check.
-
-Every failure the store reports is one of these classes; the page and the command line
-turn them into a message once, at the edge. This module knows nothing of the schema, the
-rows or the store's API (`weave.loom_store` and the `weave.store_*` modules raise these).
+`sqlite3.Error` into the `StoreError` whose message says what to check. The page and the
+command line turn them into one message, at the edge.
 """
 
 from __future__ import annotations

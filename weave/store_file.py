@@ -1,11 +1,12 @@
-"""The story store's SQLite file: opening it, and every connection and transaction on it.
+"""The story store's SQLite file: its tables, opening it, and every connection on it.
 
-Opening checks the header with plain file I/O before SQLite reads it (a foreign or
-damaged file is left untouched, a newer one refused), writes the schema into a new file,
-and migrates one of schema 2 (`weave.store_migration`). Every connection is made here:
-WAL, `synchronous=FULL`, foreign keys, a busy timeout, one connection per operation, and
-any `sqlite3.Error` on it becomes the `StoreError` that says what to check
-(`weave.store_errors.from_sqlite`). What is read and written is `weave.store_rows`'s.
+The tables: `stories` (a row a story: title, times, settings, root, cursor), `nodes`
+(only ever added: triggers refuse to change one, or to delete one of a story that is not
+deleted), and the small records beside them (`checkouts`, `bookmarks`, `suggestions`).
+Opening reads the header with plain file I/O before SQLite does: a foreign or damaged
+file is left untouched, a newer or older one refused; a new one gets the schema. Every
+connection is made here (WAL, `synchronous=FULL`, foreign keys, a busy timeout, one per
+operation), and any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
 """
 
 from __future__ import annotations
@@ -20,12 +21,67 @@ from weave.store_errors import (
     NewerDatabase,
     NotLoomDatabase,
     StorageUnwritable,
-    StoreError,
     from_sqlite,
     not_ours,
 )
-from weave.store_migration import migrate
-from weave.store_schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, SQLITE_MAGIC
+
+FILE_NAME = "stories.sqlite3"
+SCHEMA_VERSION = 3
+APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
+
+SCHEMA = (
+    """CREATE TABLE stories (
+        id TEXT PRIMARY KEY,
+        title TEXT,           -- NULL: the first words of its first node
+        created REAL NOT NULL,
+        updated REAL NOT NULL,
+        deleted REAL,         -- when it was deleted; NULL while it is not
+        settings TEXT,        -- JSON object
+        root TEXT NOT NULL,
+        cursor TEXT NOT NULL
+    )""",
+    """CREATE TABLE nodes (
+        story_id TEXT NOT NULL REFERENCES stories(id),
+        id TEXT NOT NULL,
+        seq INTEGER NOT NULL,     -- 0 (the root), 1, 2, ...: the order they were added
+        parent TEXT,
+        kind TEXT NOT NULL CHECK (kind IN ('typed', 'edited', 'accepted', 'sampled')),
+        token_ids TEXT,           -- JSON list of ints
+        model TEXT,
+        params TEXT,              -- JSON object
+        score REAL,
+        created REAL NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (story_id, id),
+        UNIQUE (story_id, seq),
+        FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE checkouts (
+        story_id TEXT NOT NULL, parent TEXT NOT NULL, child TEXT NOT NULL,
+        PRIMARY KEY (story_id, parent),
+        FOREIGN KEY (story_id, child) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE bookmarks (
+        story_id TEXT NOT NULL, node TEXT NOT NULL,
+        PRIMARY KEY (story_id, node),
+        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TABLE suggestions (
+        story_id TEXT NOT NULL, node TEXT NOT NULL,
+        data TEXT NOT NULL,       -- JSON: the search shown at this node
+        PRIMARY KEY (story_id, node),
+        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
+    )""",
+    """CREATE TRIGGER nodes_stay BEFORE UPDATE ON nodes
+    BEGIN SELECT RAISE(ABORT, 'nodes are never changed'); END""",
+    """CREATE TRIGGER nodes_go_with_purge BEFORE DELETE ON nodes
+    WHEN (SELECT deleted FROM stories WHERE id = OLD.story_id) IS NULL
+    BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
+    """CREATE TRIGGER stories_go_with_purge BEFORE DELETE ON stories
+    WHEN OLD.deleted IS NULL
+    BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +99,7 @@ class StoreFile:
         try:
             yield db
         except sqlite3.Error as e:
-            raise self.error(e) from e
+            raise from_sqlite(e, self.path, self.busy_ms) from e
         finally:
             db.close()
 
@@ -55,24 +111,18 @@ class StoreFile:
         """One write transaction; the write lock is taken at once, so it cannot deadlock."""
         return self._transaction("BEGIN IMMEDIATE")
 
-    def error(self, e: sqlite3.Error) -> StoreError:
-        """The `StoreError` that says what to check about `e`."""
-        return from_sqlite(e, self.path, self.busy_ms)
-
     def _connect(self, *, create: bool = False) -> sqlite3.Connection:
-        uri = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}"
+        uri, db = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}", None
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
-        except sqlite3.Error as e:
-            raise self.error(e) from e
-        try:
             db.row_factory = sqlite3.Row
-            db.execute(f"PRAGMA busy_timeout = {int(self.busy_ms)}")
-            db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA synchronous = FULL")
+            for pragma in (f"busy_timeout = {int(self.busy_ms)}", "foreign_keys = ON",
+                           "synchronous = FULL"):  # fmt: skip
+                db.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as e:
-            db.close()  # a file that opened but will not take its settings
-            raise self.error(e) from e
+            if db is not None:
+                db.close()  # a file that opened but will not take its settings
+            raise from_sqlite(e, self.path, self.busy_ms) from e
         return db
 
     @contextmanager
@@ -87,12 +137,12 @@ class StoreFile:
                 raise
             db.execute("COMMIT")
 
-    # -- opening: is it ours, its schema, its migration ---------------------------------
+    # -- opening: is it ours, its schema ---------------------------------------------------
     def prepare(self) -> None:
-        """Make the folder and the file when missing, check it is ours, and migrate it.
+        """Make the folder and the file when missing, and check it is ours.
 
-        Raises `StorageUnwritable`, `NotLoomDatabase` (a foreign or damaged file, left
-        untouched), `NewerDatabase` or `DatabaseLocked`.
+        Raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
+        left untouched), `NewerDatabase` or `DatabaseLocked`.
         """
         folder = self.path.parent
         try:
@@ -114,14 +164,11 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version < SCHEMA_VERSION:
-                try:
-                    migrate(db, self.path, version)
-                except ValueError as e:  # a saved value its replay cannot read
-                    raise NotLoomDatabase(
-                        f"the database at {self.path} cannot be migrated ({e}); it was left "
-                        "untouched"
-                    ) from e
+            if version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
+                raise NotLoomDatabase(
+                    f"the database at {self.path} has schema {version}, from a development "
+                    "build of LLooM that no release read; it was left untouched"
+                )
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not later
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

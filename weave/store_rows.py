@@ -1,10 +1,12 @@
-"""A story's rows <-> its loom: reading a story's rows into a `weave.loom.Loom` (and the
-list of stories), and writing a new story or what a move added to one.
+"""A story's rows <-> its loom (and the list of stories), inside the caller's transaction.
 
-Values are written as strict JSON: NaN or an infinity is refused (`InvalidInput`), and a
-saved value that is not JSON reads back as `DamagedStory`. Every function takes an open
-connection inside the caller's transaction; connecting, transactions and the schema are
-`weave.store_file`'s and `weave.store_schema`'s, the tree's moves `weave.loom`'s.
+Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows
+another program wrote are read so the writer's story stays readable, its text being what
+they wrote: a BLOB text is decoded (bad bytes as U+FFFD), a number stored as text parsed,
+and a node's score, time, ids, model or params that still cannot be read dropped (records
+of how it was made; ids are made again from the text). What would change the story's
+shape is a `DamagedStory` naming the story and node: a parent missing or after its child
+(a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 import math
 import sqlite3
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from weave.loom import Loom, Node, title_for
-from weave.loom_formats import SavedStory, finite_only, without_surrogates
+from weave.loom import KINDS, Loom, Node, title_for
+from weave.loom_formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
 from weave.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
 TITLE_BYTES = 4096  # of the first node's text, read to make a title
@@ -47,32 +50,95 @@ def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
 def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
     """The story's loom as stored: every node, the cursor, checkouts and bookmarks.
 
-    Raises `StoryNotFound`, or `DamagedStory` when a value cannot be read back.
+    Raises `StoryNotFound`, or `DamagedStory` naming the node whose place in the tree
+    cannot be read. Nodes are read in the order they were added, a parent before its
+    children, so a cycle is a node whose parent is not read yet: no walk can loop.
     """
     story = story_row(db, story_id)
-    nodes = {}
+    nodes: dict[str, Node] = {}
     for r in db.execute("SELECT * FROM nodes WHERE story_id = ? ORDER BY seq", (story_id,)):
-        ids = None if r["token_ids"] is None else tuple(loads(r["token_ids"], story_id))
-        params = None if r["params"] is None else loads(r["params"], story_id)
-        nodes[r["id"]] = Node(
-            r["id"], r["parent"], r["text"], r["kind"], ids, r["model"], params, r["score"],
-            r["created"],
+        node_id, parent, kind = text_value(r["id"]), r["parent"], text_value(r["kind"])
+        parent = None if parent is None else text_value(parent)
+        if (parent is None) != (not nodes) or (parent is not None and parent not in nodes):
+            raise _damaged(story_id, f"node {node_id!r} comes before its parent {parent!r}")
+        if kind not in KINDS:
+            raise _damaged(story_id, f"node {node_id!r} has an unknown kind {kind!r}")
+        params, model = _json(r["params"]), r["model"]
+        if (score := number(r["score"])) is not None and abs(score) > MAX_SCORE:
+            score = None
+        nodes[node_id] = Node(
+            node_id, parent, text_value(r["text"]), kind, _ids(_json(r["token_ids"])),
+            model if isinstance(model, str) else None, params if isinstance(params, dict) else None,
+            score, number(r["created"]) or 0.0,
         )  # fmt: skip
-    checkouts = dict(
-        db.execute("SELECT parent, child FROM checkouts WHERE story_id = ?", (story_id,))
+    if story["cursor"] not in nodes or story["root"] != next(iter(nodes), None):
+        raise _damaged(story_id, "its cursor or root is missing")
+    records = "SELECT * FROM {} WHERE story_id = ?"
+    found = db.execute(records.format("checkouts"), (story_id,))
+    checkouts = {r["parent"]: r["child"] for r in found
+                 if r["child"] in nodes and nodes[r["child"]].parent == r["parent"]}  # fmt: skip
+    marks = {r["node"] for r in db.execute(records.format("bookmarks"), (story_id,))}
+    return Loom(nodes, story["root"], story["cursor"], checkouts, frozenset(marks & nodes.keys()))
+
+
+def read_story(db: sqlite3.Connection, story_id: str) -> SavedStory:
+    """The whole story as an export holds it (less what JSON cannot hold)."""
+    row = story_row(db, story_id)
+    title = None if row["title"] is None else text_value(row["title"])
+    settings = {} if row["settings"] is None else loads(row["settings"], story_id)
+    loom, created = read_loom(db, story_id), number(row["created"]) or 0.0
+    updated = number(row["updated"]) or 0.0
+    return finite_only(
+        SavedStory(loom, title, created, settings, suggestions(db, story_id), updated)
     )
-    marks = frozenset(
-        r[0] for r in db.execute("SELECT node FROM bookmarks WHERE story_id = ?", (story_id,))
+
+
+def suggestions(db: sqlite3.Connection, story_id: str) -> dict[str, Any]:
+    """The searches saved for the story's nodes, by node id."""
+    story_row(db, story_id)
+    found = db.execute("SELECT * FROM suggestions WHERE story_id = ? ORDER BY node", (story_id,))
+    return {text_value(r["node"]): loads(r["data"], story_id) for r in found}
+
+
+def _damaged(story_id: str, what: str) -> DamagedStory:
+    return DamagedStory(
+        f"story {story_id} cannot be read: {what}; the file may be damaged or written by "
+        "another program: export the other stories and keep a copy of it"
     )
-    if story["cursor"] not in nodes or story["root"] not in nodes:
-        raise DamagedStory(f"story {story_id} cannot be read: its cursor or root is missing")
-    return Loom(nodes, story["root"], story["cursor"], checkouts, marks)
+
+
+def text_value(value: object) -> str:
+    """A text column's value as text, whatever another program stored there."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def number(value: Any) -> float | None:
+    """A number column's value as a finite float; None when it holds none."""
+    if isinstance(value, str | bytes):
+        with suppress(ValueError):
+            value = float(value)
+    return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    ok = isinstance(value, list) and all(type(i) is int and 0 <= i < TOKEN_ID_LIMIT for i in value)
+    return tuple(value) if ok else None
+
+
+def _json(value: Any) -> Any:
+    """A node's JSON record, or None when it cannot be read (it is only a record)."""
+    try:
+        return None if value is None else json.loads(value)
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
     """Every story (or the one `story_id`, when it exists), last updated first."""
     where = "WHERE s.id = ?" if story_id is not None else ""
-    rows = db.execute(
+    found = db.execute(
         f"""SELECT s.id, s.title, s.created, s.updated, s.deleted,
             (SELECT COUNT(*) FROM nodes WHERE story_id = s.id) AS nodes,
             (SELECT substr(CAST(text AS BLOB), 1, {TITLE_BYTES}) FROM nodes
@@ -80,33 +146,24 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
         FROM stories s {where} ORDER BY s.updated DESC, s.created DESC, s.id""",
         () if story_id is None else (story_id,),
     )
-    return [
-        StoryInfo(
-            id=r["id"],
-            title=r["title"] if r["title"] is not None else _opening_title(r["opening"]),
-            nodes=r["nodes"],
-            created=r["created"],
-            updated=r["updated"],
-            deleted=r["deleted"] is not None,
-        )
-        for r in rows
-    ]
+    return [StoryInfo(r["id"], _title(r["title"], r["opening"]), r["nodes"],
+                      number(r["created"]) or 0.0, number(r["updated"]) or 0.0,
+                      r["deleted"] is not None) for r in found]  # fmt: skip
 
 
-def _opening_title(opening: bytes | None) -> str:
-    """The title made of a text's first bytes (which may end inside a character)."""
-    return title_for((opening or b"").decode("utf-8", "ignore"))
+def _title(title: Any, opening: bytes | None) -> str:
+    """The title, else the first words of the opening (bytes that may end mid-character)."""
+    if title is None:
+        return title_for((opening or b"").decode("utf-8", "ignore"))
+    return text_value(title)
 
 
 def loads(value: str, story_id: str) -> Any:
     """A JSON value saved for `story_id`; raises `DamagedStory` when it is not JSON."""
     try:
         return json.loads(value)
-    except ValueError as e:
-        raise DamagedStory(
-            f"story {story_id} cannot be read: a saved value is not JSON ({e}); the file may "
-            "be damaged: export what you can and keep a copy of it"
-        ) from e
+    except (ValueError, TypeError, RecursionError) as e:
+        raise _damaged(story_id, f"a saved value is not JSON ({e})") from e
 
 
 # -- writing a story ----------------------------------------------------------------------
@@ -114,14 +171,11 @@ def checked(text: str) -> str:
     """`text`, when the store can keep it; raises `InvalidInput` saying why not."""
     if not isinstance(text, str):
         raise InvalidInput(f"a text must be a str, not {type(text).__name__}")
-    if without_surrogates(text) != text:
-        raise InvalidInput("a text holds a lone surrogate (not a character); clean it first")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise InvalidInput("a text holds a lone surrogate: clean it first") from None
     return text
-
-
-def title_value(title: str | None) -> str | None:
-    """The title column's value: None (the first words of the story) for a blank one."""
-    return None if title is None or not title.strip() else title
 
 
 def dumps(value: Any, what: str) -> str:
@@ -133,7 +187,7 @@ def dumps(value: Any, what: str) -> str:
 
 
 def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> None:
-    """A whole story (imported or migrated); suggestions or settings holding NaN or an
+    """A whole story (new or imported); suggestions or settings holding NaN or an
     infinity are left out (`finite_only`)."""
     story = finite_only(story)
     loom, now = story.loom, time.time()
@@ -145,26 +199,22 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     )  # fmt: skip
     _insert_nodes(db, story_id, list(loom.nodes.values()), 0)
     _save_records(db, story_id, Loom({}, loom.root, loom.root), loom)
-    for node_id, data in story.suggestions.items():
-        db.execute(
-            "INSERT INTO suggestions (story_id, node, data) VALUES (?, ?, ?)",
-            (story_id, node_id, dumps(data, "the suggestions")),
-        )
+    shown = [(story_id, n, dumps(d, "the suggestions")) for n, d in story.suggestions.items()]
+    db.executemany("INSERT INTO suggestions VALUES (?, ?, ?)", shown)
 
 
 def _insert_nodes(db: sqlite3.Connection, story_id: str, nodes: list[Node], seq: int) -> None:
     for node in nodes:
         if node.score is not None and not math.isfinite(node.score):
             raise InvalidInput(f"node {node.id!r} has a score that is not a finite number")
-        db.execute(
-            "INSERT INTO nodes (story_id, id, seq, parent, kind, token_ids, model, params, "
-            "score, created, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (story_id, node.id, seq, node.parent, node.kind,
-             None if node.token_ids is None else dumps(list(node.token_ids), "the token ids"),
-             node.model, None if node.params is None else dumps(node.params, "the params"),
-             node.score, node.created, checked(node.text)),
-        )  # fmt: skip
-        seq += 1
+    db.executemany(
+        "INSERT INTO nodes (story_id, id, seq, parent, kind, token_ids, model, params, "
+        "score, created, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ((story_id, n.id, seq, n.parent, n.kind,
+          None if n.token_ids is None else dumps(list(n.token_ids), "the token ids"),
+          n.model, None if n.params is None else dumps(n.params, "the params"), n.score,
+          n.created, checked(n.text)) for seq, n in enumerate(nodes, start=seq)),
+    )  # fmt: skip
 
 
 def save_changes(db: sqlite3.Connection, story_id: str, old: Loom, new: Loom) -> None:
@@ -183,15 +233,12 @@ def save_changes(db: sqlite3.Connection, story_id: str, old: Loom, new: Loom) ->
 
 
 def _save_records(db: sqlite3.Connection, story_id: str, old: Loom, new: Loom) -> None:
-    for parent, child in new.checkouts.items():
-        if old.checkouts.get(parent) != child:
-            db.execute(
-                "INSERT OR REPLACE INTO checkouts (story_id, parent, child) VALUES (?, ?, ?)",
-                (story_id, parent, child),
-            )
-    for parent in old.checkouts.keys() - new.checkouts.keys():
-        db.execute("DELETE FROM checkouts WHERE story_id = ? AND parent = ?", (story_id, parent))
-    for node_id in new.bookmarks - old.bookmarks:
-        db.execute("INSERT INTO bookmarks (story_id, node) VALUES (?, ?)", (story_id, node_id))
-    for node_id in old.bookmarks - new.bookmarks:
-        db.execute("DELETE FROM bookmarks WHERE story_id = ? AND node = ?", (story_id, node_id))
+    changed = [(story_id, p, c) for p, c in new.checkouts.items() if old.checkouts.get(p) != c]
+    db.executemany("INSERT OR REPLACE INTO checkouts VALUES (?, ?, ?)", changed)
+    gone = old.checkouts.keys() - new.checkouts.keys()
+    db.executemany("DELETE FROM checkouts WHERE story_id = ? AND parent = ?",
+                   [(story_id, parent) for parent in gone])  # fmt: skip
+    db.executemany("INSERT INTO bookmarks VALUES (?, ?)",
+                   [(story_id, n) for n in new.bookmarks - old.bookmarks])  # fmt: skip
+    db.executemany("DELETE FROM bookmarks WHERE story_id = ? AND node = ?",
+                   [(story_id, n) for n in old.bookmarks - new.bookmarks])  # fmt: skip

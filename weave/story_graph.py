@@ -4,8 +4,8 @@ Pure: `render_story_tree(nodes, cursor=...) -> graphviz.Digraph`. It takes plain
 `StoryNode` values (id, parent id, the node's own text, on-current-path and bookmark
 flags), so it serves any loom without importing one. Each drawn node is labelled with
 the opening words of its text; the path to the cursor is highlighted, the cursor filled,
-bookmarks starred. It folds what would make the graph unreadable, with the same budget
-as the token graph (`weave.render.Fit`):
+bookmarks starred. It folds what would make the graph unreadable with the token graph's
+folding (`weave.folding`: its `Fit`, `shown` and `walk`):
 - runs of single-child nodes become one node (the cursor, a bookmark or a branch point
   ends a run); clicking it goes to the run's last node;
 - a path to the cursor longer than the columns keeps its end: what lies before becomes
@@ -20,21 +20,19 @@ picker. This module moves no cursor and knows no page.
 
 from __future__ import annotations
 
-import heapq
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import count
 
 import graphviz
 
-from weave.render import BEST_COLOR, Fit, label, wrapped_label
+from weave import folding
+from weave.folding import Fit
+from weave.render import BEST_COLOR, label, wrapped_label
 
 STORY_FIT = Fit(columns=6, children=4, nodes=30)
 START = "(start)"
 OPENING_CHARS = 24
 BOOKMARK = "★ "
-MORE_LISTED = 12
 
 
 @dataclass(frozen=True)
@@ -49,14 +47,8 @@ class StoryNode:
 
 
 @dataclass(frozen=True)
-class _Run:
+class _Run(folding.Run[StoryNode]):
     """Nodes drawn as one: each but the last has exactly one child."""
-
-    nodes: tuple[StoryNode, ...]
-
-    @property
-    def last(self) -> StoryNode:
-        return self.nodes[-1]
 
     def text(self) -> str:
         return "".join(node.text for node in self.nodes)
@@ -91,20 +83,11 @@ def render_story_tree(
         before = next(names)
         _draw_earlier(graph, before, earlier, url)
         graph.edge(before, first, **_ON_PATH)
-    pending = [(first, start)]
-    while pending:
-        parent_name, parent = pending.pop(0)
-        hidden = []
-        for run in tree.children(parent):
-            if run.nodes[0].id not in shown:
-                hidden.append(run)
-                continue
-            name = next(names)
-            _draw_run(graph, name, run, tree, fit, url)
-            graph.edge(parent_name, name, **(_ON_PATH if run.last.on_path else {}))
-            pending.append((name, run))
-        if hidden:
-            _draw_more(graph, parent_name, next(names), hidden, tree)
+    folding.walk(
+        first, tree.children(start), tree.children, shown, names,
+        lambda parent, name, run: _draw_child(graph, parent, name, run, tree, fit, url),
+        lambda parent, name, hidden: _draw_more(graph, parent, name, hidden, tree),
+    )  # fmt: skip
     return graph
 
 
@@ -196,31 +179,21 @@ class _Tree:
         cut = len(path) - columns + 1  # one column goes to the "earlier" node
         return path[cut], path[:cut]
 
-    def shown(self, start: _Run, fit: Fit, *, column: int) -> set[str]:
-        """First-node ids of the runs to draw below `start` (drawn in `column`): the current
+    def shown(self, start: _Run, fit: Fit, *, column: int) -> set[StoryNode]:
+        """First nodes of the runs to draw below `start` (drawn in `column`): the current
         path's first, then runs holding a bookmark, then the most recently grown, within
         the fit."""
-        order, heap = count(), []
 
-        def offer(parent: _Run, column: int) -> None:
-            for run in self.children(parent):
-                rank = 0 if run.nodes[0].on_path or run.nodes[0].id in self.ancestors else 1
-                marked = 0 if any(n.bookmarked for n in run.nodes) else 1
-                key = (rank, marked, -self.newest(run), next(order))
-                heapq.heappush(heap, (*key, run, parent.last.id, column))
+        def rank(run: _Run, above: tuple) -> tuple:
+            on_path = run.first.on_path or run.first.id in self.ancestors
+            return (not on_path, not any(n.bookmarked for n in run.nodes), -self.newest(run))
 
-        shown: set[str] = set()
-        per_parent: Counter[str] = Counter()
-        offer(start, column + 1)
-        while heap:
-            rank, _, _, _, run, parent, column = heapq.heappop(heap)
-            full = len(shown) >= fit.nodes or per_parent[parent] >= fit.children
-            if column > fit.columns or (rank and full):
-                continue
-            shown.add(run.nodes[0].id)
-            per_parent[parent] += 1
-            offer(run, column + 1)
-        return shown
+        return folding.shown(self.children(start), self.children, rank, fit, column=column + 1)
+
+
+def _draw_child(graph, parent: str, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
+    _draw_run(graph, name, run, tree, fit, url)
+    graph.edge(parent, name, **(_ON_PATH if run.last.on_path else {}))
 
 
 def _draw_run(graph, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
@@ -260,7 +233,7 @@ def _draw_earlier(graph, name: str, earlier: list[_Run], url) -> None:
 
 
 def _draw_more(graph, parent: str, name: str, hidden: list[_Run], tree: _Tree) -> None:
-    listed = " | ".join(" ".join(run.text().split())[:40] for run in hidden[:MORE_LISTED])
+    listed = folding.listing([" ".join(run.text().split())[:40] for run in hidden])
     hidden_nodes = sum(tree.size(run) for run in hidden)
     graph.node(name, label=f"+{hidden_nodes} more", tooltip=label(listed), **_MORE)
     graph.edge(parent, name, style="dashed")
