@@ -159,7 +159,7 @@ def test_five_suggestions_and_the_story_end_in_view_at_1280_by_800(laptop):
 @pytest.mark.slow
 @needs_chromium
 def test_1_takes_the_top_suggestion_and_undos_key_brings_it_back(laptop):
-    laptop.locator("body").click(position={"x": 5, "y": 400})  # no box has the focus
+    laptop.mouse.click(5, 400)  # the margin: no box has the focus
     laptop.keyboard.press("1")
     laptop.wait_for_function(
         "([selector, before]) => document.querySelector(selector).value !== before",
@@ -185,3 +185,22 @@ def test_keys_typed_in_the_story_box_stay_text(laptop):
     laptop.wait_for_timeout(1500)  # long enough for a click's rerun to begin
     assert box.input_value() == FIRST + " 1z"
     assert laptop.url == url  # no move: the node in the URL is the same
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_long_storys_last_line_is_in_view(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(server)
+        page.get_by_text("✍️ Write my own", exact=True).click()
+        ending = "And at the very end the fox ran home."
+        page.get_by_label("Your story").fill("The fox ran on and on. " * 60 + ending)
+        start_first_story(page)
+        wait_idle(page)
+        assert story_text(page).endswith(ending)
+        assert page.locator(STORY).evaluate(LAST_LINE_IN_VIEW)  # scrolled to its end
+    finally:
+        context.close()
