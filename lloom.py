@@ -28,7 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 import backends
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
-from weave import keys, present, session
+from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
@@ -108,8 +108,9 @@ def main() -> None:
         page_title="LLooM", page_icon="🧶", layout="wide", initial_sidebar_state="collapsed"
     )
     settings = settings_or_stop()
+    writer = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
-    ws = workspace(store)
+    ws = workspace(store.as_writer(writer))
     backend = backend_or_none()
     open_from_url(ws)
     ws.refresh()  # the other tabs' nodes, this tab's cursor
@@ -239,9 +240,35 @@ def page() -> PageState:
     return st.session_state.page
 
 
+def writer_or_stop(settings: Settings) -> str:
+    """The writer this page is for (`weave.access`); else a login button or the reason."""
+    login = st.secrets.load_if_toml_exists() and "auth" in st.secrets
+    proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
+    verdict = access.decide(
+        address=st.get_option("server.address") or "", proxied=proxied, login=login,
+        open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
+        email=st.user.get("email") if login else None,
+    )  # fmt: skip
+    if verdict.ask_login:
+        st.title("🧶 LLooM")
+        st.write("Your stories are private: log in to see them.")
+        if st.button("Log in", type="primary"):
+            st.login()
+    elif verdict.refusal:
+        st.error(verdict.refusal, icon="🔒")
+    if login and st.user.is_logged_in:
+        with st.sidebar:
+            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name') or '')}**")
+            if st.button("Log out", key="logout"):
+                st.logout()
+    if verdict.writer is None:
+        st.stop()
+    return verdict.writer
+
+
 def workspace(store: LoomStore) -> session.Workspace:
-    """This browser session's workspace, made once."""
-    if "page" not in st.session_state:
+    """This browser session's workspace, made once (anew when another writer logs in)."""
+    if "page" not in st.session_state or page().ws.store.writer != store.writer:
         st.session_state.page = PageState(session.Workspace(store))
     return page().ws
 
@@ -286,7 +313,8 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
         )
     missing, page().url_missing = page().url_missing, None
     if missing:
-        st.warning(f"No saved story {md(missing)} here: it may have been purged.", icon="🔎")
+        st.warning(f"No story {md(missing)} of yours here: it may have been purged, or be "
+                   "another writer's.", icon="🔎")  # fmt: skip
 
 
 def backend_or_none() -> Backend | None:
@@ -592,11 +620,11 @@ def while_open(backend: Backend):
     """Within it, a long read or search for a tab that has since closed stops between
     chunks and depths (on MLX, the one backend with `cancellable`), leaving the model to
     the other writers; the script ends quietly."""
-    hook, ctx = getattr(backend, "cancellable", None), get_script_run_ctx()
-    if hook is None or ctx is None or not Runtime.exists():
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
         return nullcontext()
     runtime, session_id = Runtime.instance(), ctx.session_id
-    return hook(lambda: runtime.is_active_session(session_id))
+    return backend.cancellable(lambda: runtime.is_active_session(session_id))
 
 
 def error_ui(ws: session.Workspace) -> None:
@@ -931,7 +959,7 @@ def details_ui(
     draw = ws.offers.draw(ws.cursor) if ws.started else None
     if draw is not None:
         stats_ui("This node's samples", draw.result.stats)
-    if hasattr(backend, "cache_bytes"):
+    if backend is not None and backend.cache_bytes is not None:
         st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                    f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
     st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
@@ -1002,7 +1030,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
-    note = getattr(backend, "note", None)
+    note = backend.note if backend is not None else None
     if note:
         st.info(md(note))
 
