@@ -39,7 +39,7 @@ from tests.hostile_servers import COMMON, FLOOD_BYTES, PLANTED, SHAPES, hostile_
 from tests.servers import free_port
 from weave.finite import non_finite
 from weave.search import SearchParams, expand
-from weave.session import search_to_dict
+from weave.offers import search_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key-do-not-leak-0123456789"
