@@ -1132,3 +1132,26 @@ def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
     index = shaded(at).index(blank)
     accept(at, index)
     assert workspace(at).loom.path()[2].text == " "
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+@pytest.mark.parametrize("mode", ["huge_logprob", "deep"])
+def test_sample_on_a_server_answering_badly_is_one_clear_message(
+    data_dir, monkeypatch, flavour, mode
+):
+    """🎲 Sample raised OverflowError / RecursionError from these replies (issue 27),
+    which the page did not catch: now the one model message, the story as it was."""
+    said = {"huge_logprob": "expected a number a float holds", "deep": "nested over"}[mode]
+    with hostile_server(flavour, mode) as url:
+        for key, value in {"LLOOM_BACKEND": flavour, "LLAMA_API_URL": url, "VLLM_API_URL": url,
+                           "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test-0123456",
+                           "OPENAI_MODEL": "hostile"}.items():  # fmt: skip
+            monkeypatch.setenv(key, value)
+        at = started()  # the search fails too (its message is tested above)
+        assert not at.button(key="sample").disabled
+        at.button(key="sample").click().run()
+        assert not at.exception and story(at) == FIRST
+        [error] = [e.value for e in at.error if e.icon == "🔌"]
+        [line] = [line for line in error.splitlines() if f"{flavour} at {url}" in line]
+        assert said in line and "Traceback" not in error
+        assert workspace(at).offers.draw(workspace(at).cursor) is None
