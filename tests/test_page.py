@@ -1155,3 +1155,19 @@ def test_sample_on_a_server_answering_badly_is_one_clear_message(
         [line] = [line for line in error.splitlines() if f"{flavour} at {url}" in line]
         assert said in line and "Traceback" not in error
         assert workspace(at).offers.draw(workspace(at).cursor) is None
+
+
+def test_a_story_with_a_parent_cycle_opened_by_url_is_one_message(fake, data_dir):
+    """Issue 27: a database another program wrote with a parent cycle raised on open."""
+    at = started()
+    sid, good = at.query_params["story"], workspace(at).cursor
+    accept(at, 0)
+    first, second = (n.id for n in workspace(at).loom.path()[1:3])
+    with sqlite3.connect(LoomStore(data_dir).path) as db:
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET parent = ? WHERE id = ?", (second, first))
+    for query in ({"story": sid}, {"story": sid, "node": good}):
+        again = app(**query)
+        assert not again.exception
+        [error] = [e.value for e in again.error]
+        assert f"story {sid} cannot be read" in error and first in error
