@@ -928,7 +928,11 @@ def notices(at) -> str:
     return " ".join(w.value for w in at.warning)
 
 
-@pytest.mark.parametrize("mode, said", [("nan", "finite log-probability"), ("drip", "too slow")])
+@pytest.mark.parametrize(
+    "mode, said",
+    [("nan", "finite log-probability"), ("drip", "too slow"), ("positive", "at most 0"),
+     ("huge_logprob", "a number a float holds"), ("deep", "nested over")],
+)  # fmt: skip
 def test_a_server_answering_badly_is_one_clear_message(data_dir, monkeypatch, mode, said):
     with hostile_server("llamacpp", mode) as url:
         monkeypatch.setenv("LLAMA_API_URL", url)
