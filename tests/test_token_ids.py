@@ -232,3 +232,27 @@ def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path
         finally:
             first.close()
             again.close()
+
+
+@pytest.mark.slow
+def test_the_vllm_backend_and_its_server_refuse_ids_outside_the_vocabulary(vllm_url):
+    """vLLM does not say its vocabulary's size: what is not an id is refused here, an id
+    past the vocabulary by the server, each as one error naming the server."""
+    from backends.vllm import VLLMBackend
+
+    backend = VLLMBackend(vllm_url)
+    try:
+        story = backend.tokenize("Once upon a time,")
+        with pytest.raises(BackendError, match=r"token id -1 is not one of the model's") as e:
+            backend.top_logprobs([[*story, -1]], 3)
+        assert str(e.value).startswith(f"vllm at {vllm_url}")
+        for call in (
+            lambda ids: backend.top_logprobs([story, ids], 3),
+            lambda ids: backend.sample(ids, n=1, temperature=1.0, min_p=0.0, max_tokens=2),
+        ):
+            with pytest.raises(BackendError, match=r"49152 is out of vocabulary") as e:
+                call([*story, 49_152])
+            assert str(e.value).startswith(f"vllm at {vllm_url}") and "\n" not in str(e.value)
+        assert len(backend.top_logprobs([story], 3)[0]) == 3
+    finally:
+        backend.close()
