@@ -47,6 +47,9 @@ SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
 READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
+# Look-ahead begins this long after the script run that drew the suggestions: started at
+# once, its forwards took the CPU from the browser still drawing them (bench_page.py lookahead).
+LOOKAHEAD_AFTER_S = 1.0
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -126,6 +129,8 @@ def main() -> None:
             start_ui(settings, ws)
             library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
+    if offer is not None and backend is not None and not ws.offers.error:
+        look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
 
 
 def story_page(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Offer | None:
@@ -149,7 +154,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
-            suggestions_ui(ws, offer, prefix_space, shading)
+            ready = ws.offers.ahead_ready(backend, ws.spot, offer) if backend else set()
+            suggestions_ui(ws, offer, prefix_space, shading, ready)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         st.caption(keys.key_line())
@@ -168,6 +174,7 @@ DESK_CSS = """<style>
 .share {order: -1; flex: none; width: 3.2rem; font-size: 0.75rem; text-align: right;
   padding-right: 0.25rem; background: linear-gradient(to right, #9ec5fe var(--filled),
   transparent var(--filled)) bottom / 100% 3px no-repeat;}
+.share.ready::before {content: "⚡"; font-size: 0.65rem;}
 .lloom-graph {overflow-x: auto;}
 .lloom-graph svg {max-width: 100%; height: auto;}
 @media (max-width: 640px) {
@@ -603,7 +610,8 @@ def search_ui(
                 if offer is None:
                     status.update(label="No suggestions: see below", state="error")
                 else:
-                    status.update(label=present.search_status(offer.result), state="complete")
+                    label = present.search_status(offer.result, ahead=ws.offers.from_ahead(offer))
+                    status.update(label=label, state="complete")
         except Cancelled:  # the tab is gone: no one to show anything to
             st.stop()
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
@@ -611,7 +619,8 @@ def search_ui(
         return offer or ws.offers.latest(ws.cursor)
     offer = ws.offers.offer(ws.spot, params, model=model)
     if offer is not None:
-        st.caption(f"✔️ {md(present.search_status(offer.result))}")
+        ahead = ws.offers.from_ahead(offer)
+        st.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
         return offer
     return ws.offers.latest(ws.cursor)
 
@@ -758,9 +767,24 @@ def lone_ui(ws: session.Workspace) -> None:
                 "back.", icon="🤖")  # fmt: skip
 
 
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool) -> None:
+def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
+    """While the writer reads these suggestions, search from the top ones as if each were
+    accepted (`weave.lookahead`, on a thread of its own: this returns at once). Not after
+    a failed search: the suggestions shown are then an earlier one's."""
+    ctx = get_script_run_ctx()
+    alive = lambda: True  # noqa: E731
+    if ctx is not None and Runtime.exists():
+        runtime, session_id = Runtime.instance(), ctx.session_id
+        alive = lambda: runtime.is_active_session(session_id)  # noqa: E731
+    rows = settings.lookahead_rows(backend.name)
+    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=alive, after=LOOKAHEAD_AFTER_S)
+
+
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,
+                   ready: set[tuple[int, ...]]) -> None:  # fmt: skip
     """Ranked suggestions, one row each: the share, the text (a box while ✏️ Edit is on),
-    📌 Keep and ➜ Take, the first nine with their keys.
+    📌 Keep and ➜ Take, the first nine with their keys; ⚡ by the share of those whose
+    next suggestions look-ahead has made (`ready`).
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -778,7 +802,8 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
     with st.container(key="suggestions", gap=None):
         for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing)
+            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing,
+                           ahead=suggestion.token_ids in ready)  # fmt: skip
     with st.container(horizontal=True, vertical_alignment="center"):
         st.toggle("✏️ Edit suggestions", key="edit_rows",
                   help="Each suggestion becomes a box to change before taking it")  # fmt: skip
@@ -802,7 +827,7 @@ class Row:
 
 
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool, editing: bool) -> None:  # fmt: skip
+                   shading: bool, editing: bool, *, ahead: bool = False) -> None:  # fmt: skip
     """One suggestion: its share (the figure over a bar as long as its part of the best
     one's), its text, 📌 Keep and ➜ Take. No tooltips: each costs the browser a second copy
     of its button."""
@@ -817,8 +842,9 @@ def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[flo
             html = present.suggestion_html(suggestion, prefix_space=row.prefix_space,
                                            shading=shading)  # fmt: skip
             part, filled = share
-            st.markdown(f'{html}<span class="share" style="--filled: {filled:.0%}">{part:.1%}'
-                        "</span>", unsafe_allow_html=True, width="stretch")  # fmt: skip
+            ready = ' ready" title="Its next suggestions are ready' if ahead else ""
+            st.markdown(f'{html}<span class="share{ready}" style="--filled: {filled:.0%}">'
+                        f"{part:.1%}</span>", unsafe_allow_html=True, width="stretch")  # fmt: skip
         take_buttons(row, line, line, rank)
 
 

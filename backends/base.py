@@ -194,7 +194,7 @@ class Backend(ABC):
 
     Optional abilities are declared here, each with the default that is the one way to
     say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
-    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`)
+    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`, `background`)
     do nothing by default. Callers ask the method; nobody probes for attributes.
     """
 
@@ -300,6 +300,13 @@ class Backend(ABC):
         (with the backend's own exception) once wanted() is False, leaving the model to
         other writers. By default nothing stops: the work simply finishes."""
         return nullcontext()
+
+    def background(self, wanted: Callable[[], bool]) -> AbstractContextManager[None]:
+        """Optional hint: within this block, this thread's requests are background work
+        (look-ahead, `weave.lookahead`): a backend that queues requests serves every
+        writer's first. wanted() may be called on another thread, so it must be cheap and
+        thread-safe. By default the work is `cancellable` and runs as a writer's would."""
+        return self.cancellable(wanted)
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""

@@ -4,7 +4,9 @@ Each node keeps only the keys and values of its own tokens, all layers stacked i
 array of shape (layers, kv_heads, tokens, head_dim), plus the next-token candidates
 after its last token when they are known. A context's cache is its path's fragments
 joined. Nodes split where contexts diverge, so an edited story reuses its longest common
-prefix; memory is capped by bytes, dropping the least recently used leaves first.
+prefix; memory is capped by bytes, dropping the least recently used leaves first, and
+look-ahead's before those: a fragment filed while `ahead` is set (the backend sets it
+for look-ahead's forwards) is look-ahead's until a writer's request matches it.
 
 This module owns the tree alone: it runs no model (that is `backends.mlx`) and is not
 thread-safe: the backend uses it from its one MLX worker thread only.
@@ -39,6 +41,7 @@ class Fragment:
     top: list[Candidate] | None = None
     inner: dict[int, list[Candidate]] = field(default_factory=dict)
     last_used: int = 0
+    ahead: bool = False  # filed by look-ahead and not yet reached by a writer
 
     @property
     def nbytes(self) -> int:
@@ -70,17 +73,20 @@ class FragmentTree:
         self.root = Fragment(tokens=[])
         self.max_bytes = max_bytes
         self.nbytes = 0
+        self.ahead = False  # the work in progress is look-ahead's (see the module's docstring)
         self._clock = count(1)
 
     # -- reading ---------------------------------------------------------------------
     def match(self, ids: list[int]) -> Match:
-        """The longest prefix of `ids` the tree holds; marks its nodes as recently used."""
+        """The longest prefix of `ids` the tree holds; marks its nodes as recently used (and,
+        outside look-ahead, as a writer's)."""
         steps: list[tuple[Fragment, int]] = []
         node, i, now = self.root, 0, next(self._clock)
         while i < len(ids) and (child := node.children.get(ids[i])) is not None:
             used = _common_prefix(child.tokens, ids, i)
             steps.append((child, used))
             child.last_used = now
+            child.ahead = child.ahead and self.ahead
             i += used
             if used < len(child.tokens):
                 break
@@ -168,6 +174,7 @@ class FragmentTree:
                 values=mx.contiguous(values[:, :, offset:]) if offset else values,
                 parent=parent,
                 last_used=next(self._clock),
+                ahead=self.ahead,
             )
             parent.children[node.tokens[0]] = node
             self.nbytes += node.nbytes
@@ -176,22 +183,23 @@ class FragmentTree:
             parent.top = top
 
     def evict(self) -> None:
-        """Drop least recently used leaves until the tree fits its byte cap.
+        """Drop leaves until the tree fits its byte cap: look-ahead's first, then a
+        writer's, least recently used first.
 
         The leaves are gathered once into a heap; a node whose last child is dropped
         joins it as a leaf, so each call walks the tree once, not once per dropped node."""
         if self.nbytes <= self.max_bytes:
             return
         order = count()  # ties in last_used go in any fixed order: nodes do not compare
-        heap = [(leaf.last_used, next(order), leaf) for leaf in self._leaves()]
+        heap = [(not leaf.ahead, leaf.last_used, next(order), leaf) for leaf in self._leaves()]
         heapq.heapify(heap)
         while self.nbytes > self.max_bytes and heap:
-            leaf = heapq.heappop(heap)[2]
+            leaf = heapq.heappop(heap)[-1]
             parent = leaf.parent
             del parent.children[leaf.tokens[0]]
             self.nbytes -= leaf.nbytes
             if parent is not self.root and not parent.children:
-                heapq.heappush(heap, (parent.last_used, next(order), parent))
+                heapq.heappush(heap, (not parent.ahead, parent.last_used, next(order), parent))
 
     def clear(self) -> None:
         self.root.children.clear()
@@ -213,6 +221,7 @@ class FragmentTree:
             top=node.inner.get(used),
             inner={n: top for n, top in node.inner.items() if n < used},
             last_used=node.last_used,
+            ahead=node.ahead,
         )
         node.inner = {n - used: top for n, top in node.inner.items() if n > used}
         self.nbytes -= node.nbytes
@@ -239,6 +248,7 @@ class FragmentTree:
             top=last.top,
             inner=_inner_tops(run),
             last_used=max(node.last_used for node in run),
+            ahead=all(node.ahead for node in run),
         )
         first.parent.children[merged.tokens[0]] = merged
         for child in merged.children.values():

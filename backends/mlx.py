@@ -159,7 +159,10 @@ class MLXBackend(Backend):
             raise BackendError("an empty context has no next token", backend=self.name)
         for context in contexts:
             self.check_ids(context)
-        request = self._batcher.ask({tuple(c) for c in contexts}, k, self._wanted())
+        background = getattr(self._callers, "background", False)
+        request = self._batcher.ask(
+            {tuple(c) for c in contexts}, k, self._wanted(), background=background
+        )
         answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
@@ -206,6 +209,18 @@ class MLXBackend(Backend):
         finally:
             self._callers.wanted = previous
 
+    @contextmanager
+    def background(self, wanted: Callable[[], bool]):
+        """Within this block, this thread's searches are look-ahead's: each depth waits
+        for every writer's (`backends.mlx_batching`), stops with `Cancelled` once wanted()
+        is False, and the KV it files is the first the cap drops (`backends.kv_tree`)."""
+        with self.cancellable(wanted):
+            self._callers.background = True
+            try:
+                yield
+            finally:
+                self._callers.background = False
+
     @property
     def cache_bytes(self) -> int:
         """Bytes of KV the fragment tree holds now (at most `cache_cap_bytes` between calls)."""
@@ -223,9 +238,15 @@ class MLXBackend(Backend):
             self._worker.submit(self.tree.clear).result()
             self._worker.stop()
 
-    def _call(self, contexts: set[tuple[int, ...]], k: int) -> tuple[dict, list[Forward]]:
+    def _call(
+        self, contexts: set[tuple[int, ...]], k: int, background: bool = False
+    ) -> tuple[dict, list[Forward]]:
         self._forwards = []
-        answers = self._answer(contexts, k)
+        self.tree.ahead = background
+        try:
+            answers = self._answer(contexts, k)
+        finally:
+            self.tree.ahead = False
         self.tree.evict()
         return answers, self._forwards
 
@@ -474,6 +495,11 @@ class GroupedBatchKVCache(BatchKVCache):
         return mask[:, :, None] if isinstance(mask, mx.array) and mask.ndim == 4 else mask
 
 
+def _stopped() -> BackendError:
+    """What a job gets once the backend is closed (a look-ahead thread may still ask)."""
+    return BackendError("the model was closed: its worker has stopped", backend="mlx")
+
+
 class MLXWorker:
     """One thread that runs every MLX job, in order.
 
@@ -494,7 +520,7 @@ class MLXWorker:
     def submit(self, fn, *args) -> Future:
         future: Future = Future()
         if self._stopping.is_set():
-            future.set_exception(RuntimeError("the MLX worker has stopped"))
+            future.set_exception(_stopped())
         else:
             self._jobs.put((future, fn, args))
         return future
@@ -521,7 +547,7 @@ class MLXWorker:
                     future.set_exception(e)
         self._stopping.set()
         while not self._jobs.empty():
-            self._jobs.get_nowait()[0].set_exception(RuntimeError("the MLX worker has stopped"))
+            self._jobs.get_nowait()[0].set_exception(_stopped())
         mx.clear_streams()
 
 

@@ -9,8 +9,16 @@ asked again yet (a search between two depths): a session alone never waits.
 
 Each request gets its own answers (the top k it asked for) and what was spent on its
 contexts; a request whose caller no longer wants it (`wanted()` is False when its batch
-is taken) fails with `Cancelled` instead of running. Owns the queue and the waiting; the
-forwards are the backend's.
+is taken) fails with `Cancelled` instead of running.
+
+Writers come first. A request may be background work (look-ahead, `weave.lookahead`):
+a batch holds writers' requests only, or background ones only, never both, so no
+writer's forward carries look-ahead rows; background requests run only when no writer's
+is pending, and not before the writers of the last batch have had `window` seconds to
+ask their next depth. So a search that starts while look-ahead runs waits for one
+forward at most, and one in progress none.
+
+Owns the queue and the waiting; the forwards are the backend's.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ class Request:
     k: int
     requester: int  # the asking thread: one search runs its depths on one thread
     wanted: Callable[[], bool] = always
+    background: bool = False  # look-ahead's: served after every writer's
     future: Future = field(default_factory=Future)
 
 
@@ -65,8 +74,9 @@ def usage_of(forwards: list[Forward], contexts: frozenset[Context] | None = None
 
 
 class Batcher:
-    """Joins pending requests into one `run(contexts, k) -> (answers, forwards)` call on
-    the worker thread (`submit` runs a job there)."""
+    """Joins pending requests into one `run(contexts, k, background) -> (answers,
+    forwards)` call on the worker thread (`submit` runs a job there); `background` says
+    the call is look-ahead's."""
 
     def __init__(self, submit: Callable, run: Callable, window: float):
         self._submit = submit
@@ -75,11 +85,20 @@ class Batcher:
         self._pending: list[Request] = []
         self._arrived = threading.Condition()
         self._last_batch: set[int] = set()
+        self._last_background = False
 
-    def ask(self, contexts: set[Context], k: int, wanted: Callable[[], bool] = always) -> Future:
+    def ask(
+        self,
+        contexts: set[Context],
+        k: int,
+        wanted: Callable[[], bool] = always,
+        *,
+        background: bool = False,
+    ) -> Future:
         """Queue a request; its future gives ({context: top k}, Usage), or `Cancelled` if
-        wanted() is False when its turn comes (called on the worker thread)."""
-        request = Request(frozenset(contexts), k, threading.get_ident(), wanted)
+        wanted() is False when its turn comes (called on the worker thread). A
+        `background` request waits for every writer's."""
+        request = Request(frozenset(contexts), k, threading.get_ident(), wanted, background)
         with self._arrived:
             self._pending.append(request)
             self._arrived.notify_all()
@@ -97,7 +116,7 @@ class Batcher:
             return
         contexts = set().union(*(r.contexts for r in batch))
         try:
-            answers, forwards = self._run(contexts, max(r.k for r in batch))
+            answers, forwards = self._run(contexts, max(r.k for r in batch), batch[0].background)
         except BaseException as e:  # every caller in the batch gets the failure
             for request in batch:
                 request.future.set_exception(e)
@@ -107,18 +126,23 @@ class Batcher:
             request.future.set_result((mine, usage_of(forwards, request.contexts)))
 
     def _take(self) -> list[Request]:
-        """Every pending request, after waiting (at most `window`) for the sessions of the
-        last batch that have not asked again."""
+        """Every pending writer's request, else every pending background one, after
+        waiting (at most `window`) for the sessions of the last batch that have not asked
+        again: a writer's batch waits only for writers, a background one for anyone."""
         with self._arrived:
             if not self._pending:
                 return []
             deadline = time.monotonic() + self.window
             while True:
-                missing = self._last_batch - {r.requester for r in self._pending}
+                writers = [r for r in self._pending if not r.background]
+                batch = writers or list(self._pending)
+                waited = set() if writers and self._last_background else self._last_batch
+                missing = waited - {r.requester for r in self._pending}
                 left = deadline - time.monotonic()
                 if not missing or left <= 0:
                     break
                 self._arrived.wait(left)
-            batch, self._pending = self._pending, []
+            self._pending = [r for r in self._pending if r not in batch]
             self._last_batch = {r.requester for r in batch}
+            self._last_background = not writers
             return batch

@@ -209,7 +209,7 @@ def search_cell(timings: list[Timing]) -> str:
     if not searched:
         return "no search"
     cached = sum(t.cached for t in timings)
-    note = f" ({cached} from cache)" if cached else ""
+    note = f" ({cached} from cache or look-ahead)" if cached else ""
     return f"{statistics.median(searched):.1f} s in {len(searched)}/{len(timings)}{note}"
 
 

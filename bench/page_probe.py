@@ -51,7 +51,7 @@ BOOKMARK = Target("button", "🔖 (Bookmark|Unmark)", "the 🔖 Bookmark button"
 GO_TO = Target("combobox", "^Go to$", "the Go to node picker")
 GO_TO_OPTION = Target("option", "", "an entry of the open Go to picker")
 STORY = Target("textbox", "^Story$", "the story box")
-STATUS = re.compile(r"(\d+) suggestions? (?:in|from cache,) ([\d.]+) s")
+STATUS = re.compile(r"(\d+) suggestions? (?:in|from cache,|from look-ahead,) ([\d.]+) s")
 SEARCHING = r"Weaving…|Reading the story…"  # the status line while a search runs
 STALE = '[data-stale="true"]'  # Streamlit: an element the running script has not redrawn
 APP = "[data-testid='stApp']"  # Streamlit: carries data-test-script-state
@@ -75,7 +75,8 @@ class Settled:
 
 @dataclass(frozen=True)
 class Status:
-    """The search's status line: how many suggestions, in how long, and whether computed."""
+    """The search's status line: how many suggestions, in how long, and whether computed
+    (`cached`: no, it came from the cache or from look-ahead, made before the click)."""
 
     suggestions: int
     seconds: float
@@ -124,7 +125,7 @@ def status(page: Page) -> Status:
         )
     text = line.first.inner_text()
     count, seconds = STATUS.search(text).groups()
-    return Status(int(count), float(seconds), "from cache" in text)
+    return Status(int(count), float(seconds), "from cache" in text or "from look-ahead" in text)
 
 
 ARM = """([app, searching]) => {

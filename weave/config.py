@@ -79,6 +79,18 @@ class OpenAISettings:
         check_bounds(self)
 
 
+# Look-ahead's rows per backend when [lookahead] rows is not set (see README, "Look-ahead").
+LOOKAHEAD_ROWS = {"mlx": 3, "llamacpp": 0, "vllm": 0, "openai": 0}
+
+
+@dataclass(frozen=True)
+class LookAheadSettings:
+    rows: int | None = bounded(None, 0, 10, "suggestions")  # None: the backend's default
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
 @dataclass(frozen=True)
 class SharingSettings:
     open: bool = False  # true: served beyond loopback without a login, on purpose
@@ -94,6 +106,7 @@ class Settings:
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
+    lookahead: LookAheadSettings = field(default_factory=LookAheadSettings)
     sharing: SharingSettings = field(default_factory=SharingSettings)
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
@@ -101,6 +114,12 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return Path(self.mlx.cache_dir).expanduser()
+
+    def lookahead_rows(self, backend: str) -> int:
+        """How many suggestions look-ahead searches from on `backend` (a backend's `name`):
+        [lookahead] rows or LLOOM_LOOKAHEAD when set, else that backend's default."""
+        rows = self.lookahead.rows
+        return LOOKAHEAD_ROWS.get(backend, 0) if rows is None else rows
 
     def search_for(self, model: str) -> SearchParams:
         """The search defaults for `model`: [search], then its [models."name"] section."""
@@ -177,7 +196,7 @@ def _check_key_parts(text: str, path: Path) -> None:
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
-                        "openai", "stories", "data", "sharing"}, where)  # fmt: skip
+                        "openai", "lookahead", "stories", "data", "sharing"}, where)  # fmt: skip
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
@@ -205,6 +224,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         llamacpp=_section(LlamaCppSettings, table, "llamacpp", where),
         vllm=_section(VLLMSettings, table, "vllm", where),
         openai=_section(OpenAISettings, table, "openai", where),
+        lookahead=_section(LookAheadSettings, table, "lookahead", where),
         sharing=_section(SharingSettings, table, "sharing", where),
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
@@ -225,6 +245,7 @@ ENVIRONMENT = {
     "OPENAI_BASE_URL": ("openai", "base_url", str),
     "OPENAI_ENDPOINT": ("openai", "endpoint", str),
     "OPENAI_TIMEOUT": ("openai", "timeout", float),
+    "LLOOM_LOOKAHEAD": ("lookahead", "rows", int),
 }
 
 

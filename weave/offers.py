@@ -21,6 +21,7 @@ from typing import Any
 from backends.base import Backend, BackendError, Candidate, TokenAlternatives
 from weave.finite import non_finite
 from weave.library import Library
+from weave.lookahead import LookAhead, always
 from weave.loom import Loom
 from weave.present import accepted_text
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
@@ -110,16 +111,19 @@ class Offers:
     `error` (a backend's), `failed` (not searched again until asked), `notice` (a saved
     search not shown, and why)."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, ahead: LookAhead | None = None) -> None:
         self.library = library
         self.ids = TokenIds()
         self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
         self.draws: OrderedDict[str, Draw] = OrderedDict()
+        self.ahead = ahead or LookAhead(0)  # searches made while the writer reads
+        self._ahead_made: set[tuple[str, SearchParams]] = set()  # results kept from it
         self.settle()
         self.forced = False  # 'Suggest again': search even where a result is kept
 
     def settle(self) -> None:
-        """Forget how the last search went (the writer moved)."""
+        """Forget how the last search went, and stop looking ahead (the writer moved)."""
+        self.ahead.cancel()
         self.error: str | None = None
         self.failed: tuple[str, SearchParams] | None = None
         self.notice: str | None = None
@@ -165,19 +169,55 @@ class Offers:
 
         Returns the suggestions, or None when the search failed (see `error`).
         """
-        node_id, self.forced = spot.node_id, False
+        node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
             ids = self.ids.path_ids(backend, spot.loom, node_id)
-            result = expand(backend, list(ids), params, progress=progress)
+            found = None if forced else self.ahead.take(backend.model_name, ids, params)
+            result = found or expand(backend, list(ids), params, progress=progress)
         except (BackendError, ValueError) as e:
             self.error, self.failed = str(e), (node_id, params)
             return None
         self.error, self.failed = None, None
         _keep(self.results, (node_id, params), result)
+        made = self._ahead_made.add if found is not None else self._ahead_made.discard
+        made((node_id, params))
         if spot.saved:
             data, store = search_to_dict(result, params), self.library.store
             self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
         return Offer(node_id, params, result)
+
+    def look_ahead(
+        self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always, after=0.0
+    ) -> None:
+        """While the writer reads `offer` at `spot`, search from its top `rows` exact
+        suggestions as if each were accepted (`weave.lookahead`, beginning `after` seconds
+        from now), so that `suggest` after accepting one finds its search made; a move
+        stops it (`settle`). Returns at once."""
+        self.ahead.rows = rows
+        if not rows or offer.node_id != spot.node_id:
+            return
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+        except BackendError:  # the writer's own next search says why
+            return
+        suggestions = offer.result.suggestions
+        self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after)
+
+    def ahead_ready(self, backend: Backend, spot: Spot, offer: Offer) -> set[tuple[int, ...]]:
+        """The token ids of `offer`'s suggestions whose next suggestions look-ahead made."""
+        if offer.node_id != spot.node_id or not self.ahead.rows:
+            return set()
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+        except BackendError:
+            return set()
+        model = backend.model_name
+        return {s.token_ids for s in offer.result.suggestions
+                if self.ahead.ready(model, ids + s.token_ids, offer.params)}  # fmt: skip
+
+    def from_ahead(self, offer: Offer) -> bool:
+        """Whether `offer` came from look-ahead (made while the writer read its parent's)."""
+        return (offer.node_id, offer.params) in self._ahead_made
 
     def draw(self, node_id: str) -> Draw | None:
         """The samples last drawn at the node in this tab (not saved until taken or kept)."""

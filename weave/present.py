@@ -216,10 +216,13 @@ def bar_caption(score: Score) -> str:
     return "Bars: each suggestion's share of the listed suggestions' probability."
 
 
-def search_status(result: SearchResult) -> str:
-    """The search's one-line summary: from the cache, or its time and speed."""
+def search_status(result: SearchResult, *, ahead: bool = False) -> str:
+    """The search's one-line summary: from look-ahead (made while the writer read), from
+    the cache, or its time and speed."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
+    if ahead:
+        return f"{found} from look-ahead, {s.seconds:.1f} s while you read"
     if from_cache(s):
         return f"{found} from cache, {s.seconds:.1f} s"
     rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0

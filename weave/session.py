@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from weave.library import Library
+from weave.lookahead import LookAhead
 from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_formats import without_surrogates
 from weave.loom_store import LoomStore, StoreError, StoryNotFound
@@ -63,6 +64,7 @@ class Workspace:
         self.story_id: str | None = None
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
+        self.ahead = LookAhead(0)  # this tab's look-ahead; its rows are the page's setting
         self._clear()
 
     @property
@@ -78,7 +80,7 @@ class Workspace:
         self.settings: dict = {}
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
-        self.offers = Offers(self.library)  # this tab's searches and draws, per node
+        self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
         self.auto_accepted = 0
         self.lone: LoneChain | None = None  # the last run of lone suggestions taken

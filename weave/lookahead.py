@@ -1,0 +1,176 @@
+"""Look-ahead: the searches a writer is likely to ask for next, made while they read.
+
+Once a node's suggestions are shown, `LookAhead.start` searches from its top `rows`
+exact suggestions (those whose token ids spell their text) as if each were accepted:
+the context is the node's ids followed by the suggestion's, the very ids the accepted
+node's path will have, with the same parameters, so the result is the search the writer
+would get after accepting it (`weave.search` is a function of the backend's answers).
+It runs on a thread of its own, one suggestion after another, as the backend's
+background work (`Backend.background`: on MLX writers' requests are served first and
+the work is dropped once no longer wanted), and it stops between depths once the writer
+acts (`cancel`, or a new `start`). Each finished search is kept under (model, context
+ids, parameters), the key a search after the accept has, where `weave.session` finds it
+(`take`); an edited suggestion's node has other ids, so it searches normally.
+
+This module knows nothing of pages, stores or node ids, and shows nothing: the session's
+offer cache is the one place a writer's suggestions come from.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from backends.base import Backend, BackendError
+from backends.mlx_batching import Cancelled
+from weave.search import Progress, SearchParams, SearchResult, expand
+from weave.tree import Suggestion
+
+KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
+PAUSE_S = 0.05  # how often a run waiting to begin checks that it is still wanted
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What a search is made from: the key of a look-ahead result and of the search it
+    stands for."""
+
+    model: str
+    context: tuple[int, ...]
+    params: SearchParams
+
+
+class _Dropped(Exception):
+    """The writer acted: the search in progress is no longer wanted."""
+
+
+def always() -> bool:
+    return True
+
+
+class LookAhead:
+    """One tab's look-ahead: at most one run at a time, its finished searches kept.
+
+    `start`, `cancel`, `take` and `ready` are called from the page's thread; the run is
+    on a thread of its own. A search in progress is never shown: only finished ones are.
+    """
+
+    def __init__(self, rows: int, *, kept: int = KEPT) -> None:
+        self.rows = rows
+        self._kept = kept
+        self._done: OrderedDict[Ahead, SearchResult] = OrderedDict()
+        self._lock = threading.Lock()
+        self._generation = 0  # a run goes on while it is the latest one started
+        self._thread: threading.Thread | None = None
+        self._planned: tuple[int, set[Ahead]] = (0, set())  # the latest run: its generation, plans
+
+    # -- the page's side --------------------------------------------------------------
+    def start(
+        self,
+        backend: Backend,
+        context: Sequence[int],
+        suggestions: Sequence[Suggestion],
+        params: SearchParams,
+        *,
+        alive: Callable[[], bool] = always,
+        after: float = 0.0,
+    ) -> None:
+        """Search from the first `rows` exact suggestions after `context`, in their order,
+        on a thread, the first request `after` seconds from now (a page finishes drawing
+        the suggestions before the model takes the CPU); whatever ran before stops at its
+        next depth, unless it runs for these very searches (then it goes on). `alive()`
+        False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
+        may call it on its own worker thread."""
+        plans = self.plans(backend.model_name, context, suggestions, params)
+        with self._lock:
+            plans = [plan for plan in plans if plan not in self._done]
+            going = self.running() and self._planned[0] == self._generation
+            if going and set(plans) <= self._planned[1]:
+                return  # asked again for what runs now (a page rerun): let it go on
+            self._generation += 1
+            generation = self._generation
+            self._planned = (generation, set(plans))
+        if not plans:
+            return
+
+        def wanted() -> bool:
+            return self._generation == generation and alive()
+
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(backend, plans, wanted, time.monotonic() + after),
+            name="lloom-lookahead",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def plans(
+        self,
+        model: str,
+        context: Sequence[int],
+        suggestions: Sequence[Suggestion],
+        params: SearchParams,
+    ) -> list[Ahead]:
+        """The searches `start` makes: after each of the first `rows` exact suggestions."""
+        exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
+        return [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+
+    def cancel(self) -> None:
+        """Stop the run in progress at its next depth (finished searches stay)."""
+        with self._lock:
+            self._generation += 1
+
+    def take(self, model: str, context: Sequence[int], params: SearchParams) -> SearchResult | None:
+        """The finished search after `context` with `params` by `model`, if look-ahead made it."""
+        key = Ahead(model, tuple(context), params)
+        with self._lock:
+            return self._done.get(key)
+
+    def ready(self, model: str, context: Sequence[int], params: SearchParams) -> bool:
+        return self.take(model, context, params) is not None
+
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the run in progress to end (for tests and benchmarks)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    # -- the run ----------------------------------------------------------------------
+    def _run(
+        self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool], begin: float
+    ) -> None:
+        def between_depths(_: Progress) -> None:
+            if not wanted():
+                raise _Dropped
+
+        while time.monotonic() < begin:
+            if not wanted():
+                return
+            time.sleep(min(PAUSE_S, max(begin - time.monotonic(), 0.0)))
+        try:
+            with backend.background(wanted):
+                for plan in plans:
+                    if not wanted():
+                        return
+                    result = expand(
+                        backend, list(plan.context), plan.params, progress=between_depths
+                    )
+                    self._keep(plan, result)
+        except (_Dropped, Cancelled, BackendError, ValueError):
+            # Dropped or failed: nothing is kept, and a writer who accepts one of these
+            # suggestions searches as usual (and sees the backend's error, if it stays).
+            return
+
+    def _keep(self, plan: Ahead, result: SearchResult) -> None:
+        with self._lock:
+            self._done[plan] = result
+            self._done.move_to_end(plan)
+            while len(self._done) > self._kept:
+                self._done.popitem(last=False)
