@@ -166,7 +166,7 @@ def test_loom_list_and_show_print_what_scripts_rely_on(tmp_path):
     shown = loom(tmp_path, "show", sid, "--json")
     assert shown.returncode == 0, shown.stderr
     out = json.loads(shown.stdout)
-    assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks"}
+    assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks", "steering"}
     assert (out["id"], out["cursor"], out["bookmarks"]) == (sid, loom_now.cursor, [start.cursor])
     assert out["nodes"] == [
         {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}
