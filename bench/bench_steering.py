@@ -11,7 +11,7 @@ again at the new end. Printed per case:
   new line   the search after an accept that adds a line (the note moves down a line):
              its prefill tokens against the tokens from the note's old place to the new end;
 and the note cases' times beside the no-note case's (the same search with no note).
-Times are medians of REPEATS runs, each on a fresh backend.
+Times are medians of REPEATS runs, each on a fresh backend, the cases taking turns.
 
     .venv/bin/python bench/bench_steering.py
 """
@@ -65,11 +65,11 @@ class Round:
 
 def main() -> None:
     model = ensure_embedded_model(load_settings().cache_dir)
-    rounds = {
-        label: [one_round(MLXBackend(model), Steering(MEMORY, note, depth, LORE))
-                for _ in range(REPEATS)]
-        for label, note, depth in NOTES
-    }  # fmt: skip
+    expand(MLXBackend(model), [1, 2, 3], PARAMS)  # a warm-up, not counted
+    rounds: dict[str, list[Round]] = {label: [] for label, _, _ in NOTES}
+    for _ in range(REPEATS):  # the cases take turns, so the machine's load falls on all
+        for label, note, depth in NOTES:
+            rounds[label].append(one_round(MLXBackend(model), Steering(MEMORY, note, depth, LORE)))
     print(f"Steering on MLX: a {len(STORY):,}-character story, memory and one fired lorebook "
           f"entry; search {PARAMS.max_depth} deep, {PARAMS.max_suggestions} suggestions; "
           f"medians of {REPEATS} fresh backends (the machine was shared and loaded)")  # fmt: skip
