@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,13 +44,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(data_dir: Path | None = None, *, timeout: float = 120) -> Iterator[str]:
-    """`streamlit run lloom.py` on a free loopback port; yields its URL, stops it after."""
+def running_app(
+    data_dir: Path | None = None, *, timeout: float = 120, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """`streamlit run lloom.py` on a free loopback port; yields its URL, stops it after.
+
+    `env`: variables laid over this process's environment for the app (e.g. LLOOM_LOOKAHEAD).
+    """
     port = free_port()
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lloom-")))
-        env = {**os.environ, "LLOOM_DATA_DIR": str(data_dir)}
+        env = {**os.environ, **(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
         log = stack.enter_context(tempfile.TemporaryFile())
         command = [
             sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
