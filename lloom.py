@@ -18,21 +18,24 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import streamlit as st
+from graphviz import Digraph  # the type of the page's graph
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+import backends
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
-from weave.loom import Loom
+from weave.library import open_store
 from weave.loom_store import LoomStore, StoryInfo
+from weave.loom_view import node_label, story_tree
+from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
+from weave.present import code, md
 from weave.ramify import RamifyParams, RamifyResult
 from weave.render import render_tree
-from weave.search import Progress, SearchParams, SearchStats
-from weave.story import branch_text, display_text
-from weave.story_graph import StoryNode, opening, render_story_tree
+from weave.search import SearchParams, SearchStats
 from weave.tree import Suggestion
 
 OWN_STORY = "✍️ Write my own"
@@ -42,7 +45,6 @@ STORY_END = 600  # characters; a longer story's end is shown above the suggestio
 STORY_TAIL = 300  # characters of it shown there
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
-LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
     "cfg_max_depth": "max_depth",
@@ -87,13 +89,13 @@ def release(backend: Backend) -> None:
 )
 def shared_backend() -> Backend:
     """The one backend every session uses (the MLX backend serialises its own work)."""
-    return session.make_backend(shared_settings())
+    return backends.create_backend(shared_settings())
 
 
 @st.cache_resource(show_spinner=False)
 def shared_store() -> tuple[LoomStore, str | None]:
     """The story store in the data folder, or a temporary one with the reason it failed."""
-    return session.open_store(shared_settings().data_dir)
+    return open_store(shared_settings().data_dir)
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -108,21 +110,22 @@ def main() -> None:
     sync_url(ws)  # before any search, so a refresh during a long one finds the node
     storage_ui(ws, problem)
     start_page = st.empty()  # on the story page an empty slot: the start page is gone at once
-    offer = None
+    offer, graph = None, None
     if ws.started:
-        offer = story_page(settings, ws, backend)
+        offer, graph = story_page(settings, ws, backend)
     else:
         with start_page.container():
             start_error_ui()
             start_ui(settings, ws)
             library_ui(ws)
-    sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
+    sidebar_ui(settings, ws, backend, offer, graph)  # last: it shows the search this run made
 
 
 def story_page(
     settings: Settings, ws: session.Workspace, backend: Backend | None
-) -> session.Offer | None:
-    """The story, its moves, this node's suggestions and the graphs; returns what it showed."""
+) -> tuple[Offer | None, Digraph | None]:
+    """The story, its moves, this node's suggestions and the graphs; returns the search it
+    showed and its graph (built once a run)."""
     st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
     params, prefix_space, shading = config_ui(settings, backend, ws)
     story_ui(ws)
@@ -138,7 +141,8 @@ def story_page(
         hint = present.few_suggestions_hint(len(offer.result.suggestions), offer.params)
         if hint:
             st.caption(f"💡 {md(hint)}")
-    graphs_ui(ws, offer)
+    graph = page_graph(ws, offer) if offer is not None else None
+    graphs_ui(ws, graph)
     story_end_ui(ws)
     if draw is not None:
         samples_ui(ws, draw, prefix_space)
@@ -148,17 +152,17 @@ def story_page(
         suggestions_ui(ws, offer, prefix_space, shading)
     elif not ws.text:
         st.info("The story is empty here: write something, or go forward (↪ Redo).")
-    return offer
+    return offer, graph
 
 
-def graphs_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+def graphs_ui(ws: session.Workspace, graph: Digraph | None) -> None:
     """The story tree and this search's token tree, full width, one tab each."""
     tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search's token tree"])
     with tree_tab:
         loom_ui(ws)
     with search_tab:
-        if offer is not None:
-            graph_ui(ws, offer)
+        if graph is not None:
+            graph_ui(graph)
         else:
             st.caption("No search at this node yet.")
 
@@ -171,22 +175,44 @@ def settings_or_stop() -> Settings:
         st.stop()
 
 
+@dataclass
+class PageState:
+    """What the page keeps for one browser session besides its widgets' values."""
+
+    ws: session.Workspace
+    url_read: bool = False  # the URL's story and node were opened (once per session)
+    url_missing: str | None = None  # a story the URL named that is not here (said once)
+    backend_error: str | None = None  # why the backend cannot be used (until retried)
+    confirm_delete: str | None = None  # the story whose deletion awaits a yes
+    confirm_purge: str | None = None
+    settings_for: str | None = None  # the story whose settings the sliders hold
+    story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
+    alternatives: Alternatives | None = None  # the last alternatives asked for
+    imports: int = 0  # files imported (each import gets a fresh uploader)
+    import_error: str | None = None
+
+
+def page() -> PageState:
+    """This browser session's state (`workspace` makes it)."""
+    return st.session_state.page
+
+
 def workspace(store: LoomStore) -> session.Workspace:
     """This browser session's workspace, made once."""
-    if "ws" not in st.session_state:
-        st.session_state.ws = session.Workspace(store)
-    return st.session_state.ws
+    if "page" not in st.session_state:
+        st.session_state.page = PageState(session.Workspace(store))
+    return page().ws
 
 
 def open_from_url(ws: session.Workspace) -> None:
     """A new session (a refreshed tab) reopens the story and the node its URL names, once."""
-    if st.session_state.get("url_read"):
+    if page().url_read:
         return
-    st.session_state.url_read = True
+    page().url_read = True
     story_id = st.query_params.get("story")
     opened = story_id and ws.open(story_id, st.query_params.get("node"))
     if story_id and not opened and ws.save_error is None:  # else storage_ui says why
-        st.session_state.url_missing = story_id
+        page().url_missing = story_id
 
 
 def sync_url(ws: session.Workspace) -> None:
@@ -216,7 +242,7 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             "to be safe.",
             icon="💾",
         )
-    missing = st.session_state.pop("url_missing", None)
+    missing, page().url_missing = page().url_missing, None
     if missing:
         st.warning(f"No saved story {md(missing)} here: it may have been purged.", icon="🔎")
 
@@ -227,23 +253,23 @@ def backend_or_none() -> Backend | None:
     A failure is not retried on every rerun (a dead server could cost a timeout each
     time): only when the writer asks, with the button `error_ui` shows.
     """
-    if st.session_state.get("backend_error"):
+    if page().backend_error:
         return None
     try:
         return shared_backend()
     except BackendError as e:
-        st.session_state.backend_error = str(e)
+        page().backend_error = str(e)
         return None
 
 
 def retry_backend() -> None:
-    st.session_state.pop("backend_error", None)
+    page().backend_error = None
 
 
 # -- start ----------------------------------------------------------------------------------
 def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
-    reason = st.session_state.get("backend_error")
+    reason = page().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
                  "saved stories; to write with the model, fix the backend, then try again.",
@@ -267,12 +293,12 @@ def start_ui(settings: Settings, ws: session.Workspace) -> None:
 
 def library_ui(ws: session.Workspace) -> None:
     """Saved stories to reopen (title, nodes, last edited), each deletable; then the deleted."""
-    entries = ws.stories()
+    entries = ws.library.stories()
     if entries:
         st.subheader("Your stories")
     for entry in entries:
         story_row(ws, entry)
-    deleted = ws.stories(deleted=True)
+    deleted = ws.library.stories(deleted=True)
     if deleted:
         with st.expander(f"Deleted stories ({len(deleted)}): kept until purged"):
             for entry in deleted:
@@ -283,7 +309,7 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
     title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
     edited.caption(f"{entry.nodes} nodes · edited {when(entry.updated)}")
-    if st.session_state.get("confirm_delete") != entry.id:
+    if page().confirm_delete != entry.id:
         delete.button("🗑️ Delete", key=f"delete_{entry.id}",
                       help="Delete (recoverable until purged)",
                       on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
@@ -291,28 +317,31 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     st.warning(f"Delete “{md(entry.title)}”? It stays recoverable until you purge it.")
     yes, no = st.columns(2)
     yes.button("Yes, delete", key=f"delete_yes_{entry.id}", on_click=confirm,
-               args=("confirm_delete", ws.delete, entry.id))  # fmt: skip
+               args=("confirm_delete", ws.library.delete, entry.id))  # fmt: skip
     no.button("Cancel", key=f"delete_no_{entry.id}", on_click=ask, args=("confirm_delete", None))
 
 
 def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, restore, purge = st.columns([6, 2, 2], vertical_alignment="center")
     title.markdown(f"{md(entry.title)} · deleted, edited {when(entry.updated)}")
-    restore.button("Restore", key=f"restore_{entry.id}", on_click=ws.restore, args=(entry.id,))
-    if st.session_state.get("confirm_purge") != entry.id:
+    restore.button(
+        "Restore", key=f"restore_{entry.id}", on_click=ws.library.restore, args=(entry.id,)
+    )
+    if page().confirm_purge != entry.id:
         purge.button("Purge…", key=f"purge_{entry.id}", on_click=ask,
                      args=("confirm_purge", entry.id))  # fmt: skip
         return
     purge.button("Purge forever", key=f"purge_yes_{entry.id}", type="primary",
-                 on_click=confirm, args=("confirm_purge", ws.purge, entry.id))  # fmt: skip
+                 on_click=confirm, args=("confirm_purge", ws.library.purge, entry.id))  # fmt: skip
 
 
 def ask(flag: str, value: str | None) -> None:
-    st.session_state[flag] = value
+    """Set `flag` ("confirm_delete" or "confirm_purge"): the story awaiting a yes."""
+    setattr(page(), flag, value)
 
 
 def confirm(flag: str, action, story_id: str) -> None:
-    st.session_state[flag] = None
+    setattr(page(), flag, None)
     action(story_id)
 
 
@@ -330,8 +359,8 @@ def config_ui(
     change is saved with the story.
     """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if st.session_state.get("settings_for") != ws.story_id:
-        st.session_state.settings_for = ws.story_id
+    if page().settings_for != ws.story_id:
+        page().settings_for = ws.story_id
         load_settings_into_widgets(ws, defaults)
     for key, field in CONFIG_KEYS.items():
         st.session_state.setdefault(key, getattr(defaults, field))
@@ -424,9 +453,9 @@ def display_ui() -> tuple[bool, bool]:
 def story_ui(ws: session.Workspace) -> None:
     """The editable story (Ctrl+Enter applies: a new branch), then the moves in the tree."""
     shown = (ws.story_id, ws.cursor, ws.text)
-    if st.session_state.get("story_shown") != shown:  # another node, or another tab's edit
+    if page().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
-        st.session_state.story_shown = shown
+        page().story_shown = shown
     st.text_area("Story", key="story_text", height=170, on_change=apply_edit, args=(ws,),
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
     moves_ui(ws)
@@ -462,16 +491,18 @@ def apply_edit(ws: session.Workspace) -> None:
 # -- searching ------------------------------------------------------------------------------
 def search_ui(
     ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
-) -> session.Offer | None:
+) -> Offer | None:
     """Search at this node when it has no suggestions for these parameters; a live status.
 
     Returns the suggestions to show: this node's only (on failure, its earlier ones).
     """
     model = backend.model_name if backend else None
-    if backend is not None and ws.needs_search(params, model=model):
+    if backend is not None and ws.offers.needs_search(ws.spot, params, model=model):
+        first = present.first_status(ws.text)
         try:
-            with st.status(first_label(ws), expanded=False) as status, while_open(backend):
-                offer = ws.suggest(backend, params, progress=lambda p: status.update(label=live(p)))
+            with st.status(first, expanded=False) as status, while_open(backend):
+                report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+                offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
                 if offer is None:
                     status.update(label="No suggestions: see below", state="error")
                 else:
@@ -480,12 +511,12 @@ def search_ui(
             st.stop()
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
-        return offer or ws.earlier_offer()
-    offer = ws.offer(params, model=model)
+        return offer or ws.offers.latest(ws.cursor)
+    offer = ws.offers.offer(ws.spot, params, model=model)
     if offer is not None:
         st.caption(f"✔️ {md(present.search_status(offer.result))}")
         return offer
-    return ws.earlier_offer()
+    return ws.offers.latest(ws.cursor)
 
 
 def while_open(backend: Backend):
@@ -499,36 +530,22 @@ def while_open(backend: Backend):
     return hook(lambda: runtime.is_active_session(session_id))
 
 
-def first_label(ws: session.Workspace) -> str:
-    if len(ws.text) < LONG_STORY:
-        return "Weaving…"
-    return "Weaving… (a long story is read once and then kept: on a CPU this takes a while)"
-
-
-def live(p: Progress) -> str:
-    if p.depth == 0:
-        return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
-    latest = f" · latest: “{md(shorten(p.latest, 60))}”" if p.latest else ""
-    return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
-
-
 def error_ui(ws: session.Workspace) -> None:
-    reason = st.session_state.get("backend_error")
+    reason = page().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
                  "fix the backend, then try again.", icon="🔌")  # fmt: skip
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
-    elif ws.error:
-        st.error(f"**The model did not answer.** {md(ws.error)}\n\nYour story and the last "
+    elif ws.offers.error:
+        st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
                  "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
-    if ws.notice:
-        st.warning(md(ws.notice), icon="⚠️")
+    for notice in (ws.notice, ws.offers.notice):
+        if notice:
+            st.warning(md(notice), icon="⚠️")
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
-def sample_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None
-) -> session.Draw | None:
+def sample_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Draw | None:
     """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
     with st.expander("🎲 Sample continuations (temperature, min-p)"):
         columns = st.columns(len(SAMPLE_SLIDERS))
@@ -541,12 +558,13 @@ def sample_ui(
     if clicked:
         values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
         sample(ws, backend, replace(settings.sample, **values))
-    return ws.draw()
+    return ws.offers.draw(ws.cursor)
 
 
 def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
     with st.status("Sampling…", expanded=False) as status:
-        draw = ws.sample(backend, params, progress=lambda p: status.update(label=live(p)))
+        report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+        draw = ws.offers.sample(backend, ws.spot, params, progress=report)
         if draw is None:
             status.update(label="No samples: see below", state="error")
         else:
@@ -559,7 +577,7 @@ def drawn(result: RamifyResult) -> str:
     return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
 
 
-def samples_ui(ws: session.Workspace, draw: session.Draw, prefix_space: bool) -> None:
+def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
     """The samples drawn here, each with its log-probability, editable, 📌 and ➡️."""
     st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
     space = "p" if prefix_space else "n"
@@ -578,38 +596,28 @@ def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
     """The story's last tokens shaded by their probability; pick one, then one of the
     model's alternatives there, and the loom branches at that token."""
     with st.expander("🔍 Alternatives at any token"):
-        key = ("alternatives", ws.story_id, ws.cursor)
         if st.button("Show the story's tokens", key="alt_show",
                      disabled=backend is None or not ws.text,
                      help=f"The last {ALTERNATIVE_TOKENS} tokens, each with the model's "
                      f"top {ALTERNATIVES_K} there"):  # fmt: skip
-            st.session_state.alternatives = (key, token_alternatives(ws, backend))
-        shown = st.session_state.get("alternatives")
-        if shown is None or shown[0] != key:
+            page().alternatives = ws.offers.alternatives(
+                backend, ws.spot, k=ALTERNATIVES_K, last=ALTERNATIVE_TOKENS
+            )
+        shown = page().alternatives
+        if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
             return
-        rows = shown[1]
-        if rows is None:
+        if shown.unsupported:
             st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
                     "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
             return
-        if isinstance(rows, str):
-            st.error(f"**No alternatives here.** {md(rows)}", icon="🔌")
+        if shown.error is not None:
+            st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
             return
-        alternatives_picker(ws, rows)
+        alternatives_picker(ws, shown)
 
 
-def token_alternatives(ws: session.Workspace, backend: Backend) -> list | str | None:
-    """`Backend.alternatives` for the story's last tokens; None: the backend cannot; a
-    string: why it failed."""
-    try:
-        ids = list(ws.path_ids(backend, ws.cursor))
-        return backend.alternatives(ids, ALTERNATIVES_K,
-                                    start=max(1, len(ids) - ALTERNATIVE_TOKENS))  # fmt: skip
-    except BackendError as e:
-        return str(e)
-
-
-def alternatives_picker(ws: session.Workspace, rows: list) -> None:
+def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
+    rows = shown.rows
     st.markdown(present.story_tokens_html(rows), unsafe_allow_html=True)
     st.caption("Shaded by the probability the model gave each token (hover for it and the "
                "likeliest alternatives).")  # fmt: skip
@@ -624,7 +632,7 @@ def alternatives_picker(ws: session.Workspace, rows: list) -> None:
         format_func=lambda i: present.alternative_label(row.top[i]),
     )
     go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
-              args=(ws, rows, row, row.top[pick]),
+              args=(ws, shown, row, row.top[pick]),
               help="A new branch: the story up to this token, then the alternative")  # fmt: skip
 
 
@@ -632,11 +640,11 @@ def token_label(row, i: int) -> str:
     return f"{i + 1}. {present.editable_text(row.text) or '∅'}"
 
 
-def branch_at(ws: session.Workspace, rows: list, row, choice) -> None:
+def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
-        ws.edit(branch_text(ws.text, rows, row, choice))
+        ws.edit(branch_text(ws.text, shown.rows, row, choice))
     except ValueError as e:  # the tokens do not spell this story's end
-        st.session_state.alternatives = (("alternatives", ws.story_id, ws.cursor), str(e))
+        page().alternatives = shown.failed(str(e))
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -660,9 +668,7 @@ def story_end_ui(ws: session.Workspace) -> None:
     st.markdown(f"> …{md(tail)}".replace("  \n", "  \n> "))
 
 
-def suggestions_ui(
-    ws: session.Workspace, offer: session.Offer, prefix_space: bool, shading: bool
-) -> None:
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool) -> None:
     """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
 
     The widgets are named after the search and the prefix-space choice, so a box never
@@ -686,7 +692,7 @@ class Row:
     """One offered continuation on the page: where it came from, and its widgets' key."""
 
     ws: session.Workspace
-    piece: session.Piece
+    piece: Piece
     key: str
     prefix_space: bool
 
@@ -704,7 +710,7 @@ def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
     editing = st.session_state.get(f"{row.key}_editing", False)
     with text:
         if editing:
-            shown = present.shown_text(suggestion, prefix_space=row.prefix_space)
+            shown = present.shown_text(suggestion.text, prefix_space=row.prefix_space)
             st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
                           label_visibility="collapsed",
                           help="↵ is a new line, ␣ a space at the start")  # fmt: skip
@@ -727,7 +733,7 @@ def toggle_edit(row: Row) -> None:
 
 def text_box(row: Row, label: str) -> None:
     """The offered text, editable (prefix space: shown without its leading space)."""
-    shown = display_text(row.piece) if row.prefix_space else row.piece.text
+    shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
     st.text_input(label, value=present.editable_text(shown), key=row.key,
                   label_visibility="collapsed")  # fmt: skip
 
@@ -756,13 +762,7 @@ def loom_ui(ws: session.Workspace) -> None:
     """The story tree (current path highlighted, a click on a node goes there) and a
     picker to go to any node, the folded ones too."""
     loom = ws.loom
-    on_path = {node.id for node in loom.path()}
-    nodes = [StoryNode(n.id, n.parent, n.text, on_path=n.id in on_path,
-                       bookmarked=n.id in loom.bookmarks) for n in loom.nodes.values()]  # fmt: skip
-    story_id = ws.story_id
-    graph = render_story_tree(nodes, cursor=ws.cursor,
-                              url=lambda node_id: f"?story={story_id}&node={node_id}")  # fmt: skip
-    st.graphviz_chart(graph)
+    st.graphviz_chart(story_tree(loom, ws.story_id))
     ids = list(loom.nodes)
     st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
                  format_func=lambda node_id: node_label(loom, node_id),
@@ -770,19 +770,11 @@ def loom_ui(ws: session.Workspace) -> None:
                  help="Any node of the story tree")  # fmt: skip
 
 
-def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, opening words and a 🔖 when bookmarked."""
-    depth = len(loom.path(node_id)) - 1
-    mark = " 🔖" if node_id in loom.bookmarks else ""
-    return f"{'·' * depth} {opening(loom.node(node_id))}{mark}"
-
-
 def pick_node(ws: session.Workspace, key: str) -> None:
     ws.go(st.session_state[key])
 
 
-def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
-    graph = page_graph(ws, offer)
+def graph_ui(graph: Digraph) -> None:
     st.graphviz_chart(graph)
     dot_button, png_button = st.columns(2)
     dot_button.download_button("DOT", graph.source, "lloom.dot", "text/vnd.graphviz",
@@ -794,7 +786,7 @@ def graph_ui(ws: session.Workspace, offer: session.Offer) -> None:
         png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
 
 
-def page_graph(ws: session.Workspace, offer: session.Offer):
+def page_graph(ws: session.Workspace, offer: Offer) -> Digraph:
     result = offer.result
     best = result.suggestions[0].token_ids if result.suggestions else None
     return render_tree(result.tree, best=best, story_tail=ws.loom.text(offer.node_id)[-60:])
@@ -806,7 +798,11 @@ def has_dot() -> bool:
 
 # -- the sidebar ----------------------------------------------------------------------------
 def sidebar_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: session.Offer | None
+    settings: Settings,
+    ws: session.Workspace,
+    backend: Backend | None,
+    offer: Offer | None,
+    graph: Digraph | None,
 ) -> None:
     """The story's title and bookmarks, the model, this node's search and the downloads."""
     with st.sidebar:
@@ -819,11 +815,11 @@ def sidebar_ui(
         if hasattr(backend, "cache_bytes"):
             st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                        f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-        draw = ws.draw()
+        draw = ws.offers.draw(ws.cursor) if ws.started else None
         if draw is not None:
             stats_ui("This node's samples", draw.result.stats)
         if ws.started:
-            downloads_ui(ws, offer)
+            downloads_ui(ws, offer, graph)
         import_ui(ws)
         st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
 
@@ -843,7 +839,8 @@ def bookmarks_ui(ws: session.Workspace) -> None:
         return
     st.subheader("Bookmarks")
     for node_id in marked:
-        st.button(f"🔖 {shorten(loom.text(node_id)[-40:], 40)}", key=f"mark_{node_id}",
+        label = present.shorten(present.one_line(loom.text(node_id)[-40:]), 40)
+        st.button(f"🔖 {label}", key=f"mark_{node_id}",
                   on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
                   width="stretch")  # fmt: skip
 
@@ -854,10 +851,10 @@ def rename(ws: session.Workspace, key: str) -> None:
 
 def import_ui(ws: session.Workspace) -> None:
     """Open an exported story (.json: the loom, or an older session) as a new story."""
-    key = f"import_{st.session_state.get('imports', 0)}"
+    key = f"import_{page().imports}"
     st.file_uploader("Import a story (.json)", type=["json"], key=key,
                      on_change=import_file, args=(ws, key))  # fmt: skip
-    problem = st.session_state.get("import_error")
+    problem = page().import_error
     if problem:
         st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
 
@@ -867,9 +864,9 @@ def import_file(ws: session.Workspace, key: str) -> None:
     if upload is None:
         return
     problem = ws.import_file(upload.getvalue())
-    st.session_state.import_error = problem
+    page().import_error = problem
     if problem is None:
-        st.session_state.imports = st.session_state.get("imports", 0) + 1  # a fresh uploader
+        page().imports += 1  # a fresh uploader
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
@@ -904,7 +901,7 @@ def stats_ui(title: str, s: SearchStats) -> None:
     )
 
 
-def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
+def downloads_ui(ws: session.Workspace, offer: Offer | None, graph: Digraph | None) -> None:
     """The story shown (.txt, .md), the whole loom (.json), and this node's search."""
     st.subheader("Downloads")
     text, title = ws.text, ws.title
@@ -913,12 +910,11 @@ def downloads_ui(ws: session.Workspace, offer: session.Offer | None) -> None:
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-    if offer is None:
+    if offer is None or graph is None:
         return
     tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
                               allow_nan=False)  # fmt: skip
     download(two, "Tree .json", tree, "tree.json", "application/json")
-    graph = page_graph(ws, offer)
     download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")
     if has_dot():
         download(two, "Graph .png", lambda: graph.pipe(format="png"), "lloom.png", "image/png")
@@ -932,28 +928,6 @@ def download(column, label: str, data, file_name: str, mime: str) -> None:
     """A download that does not rerun the page (data may be a function, run on click)."""
     key = "dl_" + file_name.replace(".", "_").replace("-", "_")
     column.download_button(label, data, file_name, mime, key=key, on_click="ignore")
-
-
-# -- small helpers --------------------------------------------------------------------------
-def md(text: str) -> str:
-    """Text shown literally inside Streamlit markdown (messages, names, URLs)."""
-    escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
-    lines = ("\\" + line if line[:1] in LINE_START else line for line in escaped.split("\n"))
-    return "  \n".join(lines)
-
-
-def code(text: str) -> str:
-    """A path or URL as inline code (shown as it is), or escaped where it holds a backtick."""
-    return f"`{text}`" if "`" not in text and "\n" not in text else md(text)
-
-
-MARKDOWN = set("\\`*_[]<>$~|")
-LINE_START = set("#-+=")
-
-
-def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 if __name__ == "__main__":

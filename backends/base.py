@@ -156,9 +156,11 @@ class Backend(ABC):
       prefers_chains  whether `greedy_chains` (when offered) beats depth-by-depth requests
                    by default; a server that batches a whole depth in one request gains
                    no round trips from chains, only extra tokens.
-    An instance attribute:
+    Instance attributes:
       special_token_ids  control tokens (end of text, chat markers) that the search never
                    offers as story text; a backend fills it when it knows them.
+      vocab_size   how many token ids the model has (valid ids are 0 .. vocab_size - 1);
+                   None where the backend does not know. `check_ids` reads it.
     """
 
     name: str = "backend"
@@ -168,6 +170,7 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.stats = BackendStats()
         self.special_token_ids: frozenset[int] = frozenset()
+        self.vocab_size: int | None = None
 
     # -- what the page shows -------------------------------------------------------
     @property
@@ -184,6 +187,18 @@ class Backend(ABC):
     def context_length(self) -> int | None:
         """The model's context window in tokens, when known."""
         return None
+
+    def check_ids(self, ids: Sequence[object]) -> None:
+        """Raise a `BackendError` naming the first of `ids` that is not one of this model's
+        token ids (not an int, negative, or past `vocab_size`): an id the model has no
+        embedding row for must never reach it (MLX reads past the table, or crashes)."""
+        bad = invalid_id(ids, self.vocab_size)
+        if bad is not None:
+            known = "" if self.vocab_size is None else f" (0 to {self.vocab_size - 1:,})"
+            raise BackendError(
+                f"token id {ids[bad]!r:.40} is not one of the model's token ids{known}",
+                backend=self.name,
+            )
 
     # -- tokens --------------------------------------------------------------------
     @abstractmethod
@@ -255,6 +270,16 @@ class Backend(ABC):
         `stats` as a search is.
         """
         raise BackendError("this backend cannot sample continuations", backend=self.name)
+
+
+def invalid_id(ids: Sequence[object], vocab_size: int | None) -> int | None:
+    """The position of the first of `ids` that is not an int in 0 .. vocab_size - 1 (any
+    int >= 0 when `vocab_size` is None), or None when all are."""
+    top = vocab_size if vocab_size is not None else float("inf")
+    for position, token_id in enumerate(ids):
+        if type(token_id) is not int or not 0 <= token_id < top:
+            return position
+    return None
 
 
 Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path

@@ -102,6 +102,7 @@ class LlamaCppBackend(GreedyPathBackend):
         return self._token_ids(text)
 
     def detokenize(self, ids: list[int]) -> str:
+        self.check_ids(ids)
         reply = self.client.post("/detokenize", {"tokens": list(ids)})
         return replies.field(reply, "content", str, self.client.error, "/detokenize")
 
@@ -114,6 +115,7 @@ class LlamaCppBackend(GreedyPathBackend):
         own: one multi-prompt request that the server spreads over its slots, each
         re-reading with `cache_prompt` little more than its slot lacks. The story token's
         log-prob is known only when it is among the top-k (else None)."""
+        self.check_ids(ids)
         if not 1 <= start < len(ids):
             raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
         positions = range(start, len(ids))
@@ -146,6 +148,8 @@ class LlamaCppBackend(GreedyPathBackend):
     def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
         """Top-k at `length` greedy positions per context (fewer where the text reached one
         of `stops`): one request per slot used, in parallel."""
+        for context in contexts:
+            self.check_ids(context)
         prompts = [self._bos + list(ctx) for ctx in contexts]
         plan = self.slots.plan(prompts)
         with ThreadPoolExecutor(len(plan)) as pool:
@@ -338,6 +342,7 @@ class LlamaCppBackend(GreedyPathBackend):
         and copies that slot's state to the others, each child's seed one more than the
         one before. A server that answers fewer is asked again for the rest, seeds going on.
         `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
+        self.check_ids(context)
         seed = secrets.randbits(31) if seed is None else seed
         slots = replies.count(self._props.get("total_slots"), self.client.error,
                               "/props total_slots") or 1  # fmt: skip

@@ -112,6 +112,8 @@ class MLXBackend(Backend):
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
         self._context_length = _context_length(self.model_path)
         self._pieces_count = len(self._pieces)
+        # ids the model embeds and the tokenizer names: any other id is refused
+        self.vocab_size = min(self._pieces_count, _embedding_rows(self.model))
         self._kv_shape = _kv_shape(self.model)
         self._rows_attention = rows_attention and install(self.model)
         install_swiglu(self.model)  # module-wide: every forward of this architecture
@@ -136,11 +138,14 @@ class MLXBackend(Backend):
             raise BackendError(f"cannot tokenize this text: {e}", backend=self.name) from e
 
     def detokenize(self, ids: list[int]) -> str:
+        self.check_ids(ids)
         return self.tokenizer.decode(list(ids))
 
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
+        for context in contexts:
+            self.check_ids(context)
         request = self._batcher.ask({tuple(c) for c in contexts}, k, self._wanted())
         answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
@@ -150,6 +155,7 @@ class MLXBackend(Backend):
         """Prefill a context one chunk per worker call, reporting after each; the last
         chunk leaves the context's top-k cached for the search's first step. A tail of
         one chunk or less is left to the search: there is no progress to show."""
+        self.check_ids(context)
         ids = tuple(context)
         done = self._worker.submit(lambda: self.tree.match(list(ids)).length).result()
         if len(ids) - done <= self.prefill_chunk:
@@ -168,6 +174,7 @@ class MLXBackend(Backend):
     ) -> list[TokenAlternatives] | None:
         """The cached KV before `start`, then one forward over the rest reading every
         position (`backends.mlx_alternatives`)."""
+        self.check_ids(ids)
         job = (self.model, self.tree, self._pieces, list(ids), k, start, self.prefill_chunk)
         rows, usage = self._worker.submit(token_alternatives, *job).result()
         self.stats.add(**usage.__dict__)
@@ -383,6 +390,7 @@ class MLXBackend(Backend):
         searching on from it costs no prefill."""
         if not context:
             raise BackendError("an empty context has no next token", backend=self.name)
+        self.check_ids(context)
         seed = secrets.randbits(31) if seed is None else seed
         job = (tuple(context), n, temperature, min_p, max_tokens, seed)
         drawn, usage = self._worker.submit(self._draw, *job).result()
@@ -533,6 +541,11 @@ def _kv_shape(model) -> tuple[int, int, int]:
     heads = getattr(args, "num_key_value_heads", None) or args.num_attention_heads
     head_dim = getattr(args, "head_dim", None) or args.hidden_size // args.num_attention_heads
     return len(model.layers), heads, head_dim
+
+
+def _embedding_rows(model) -> int:
+    """How many token ids the model's embedding table has rows for."""
+    return model.model.embed_tokens.weight.shape[0]
 
 
 def _activation_dtype(model) -> mx.Dtype:

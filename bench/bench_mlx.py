@@ -61,7 +61,6 @@ from backends.mlx_head import PLAIN_HEADS  # noqa: E402
 from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import SearchParams, expand  # noqa: E402
-from weave.story import Story  # noqa: E402
 import mlx.core as mx  # noqa: E402
 from mlx.utils import tree_flatten  # noqa: E402
 # isort: on
@@ -422,9 +421,9 @@ def _torch_figures(model: Path, ids: list[int], read_chunk: int):
 
 
 def _accept_round(backend: Backend, text: str, result, params: SearchParams) -> None:
-    story = Story(text).tokenized(backend)
-    accepted = story.accept(next(s for s in result.suggestions if s.exact))
-    again, seconds = run(backend, accepted.ids_for(backend), params)
+    beam = next(s for s in result.suggestions if s.exact).token_ids  # the beam's own ids
+    accepted = backend.tokenize(text) + list(beam)
+    again, seconds = run(backend, accepted, params)
     print(
         f"{'':<22}after accept: {again.stats.prefill_tokens} prefill tokens, "
         f"{again.stats.forward_calls} forwards, {seconds:.2f} s"

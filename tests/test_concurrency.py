@@ -1,7 +1,7 @@
 """Four writers at once on one shared real model: nobody's story gets another's suggestions.
 
 Each thread runs what a page session runs (`Workspace.start` in one shared story store,
-then `Workspace.suggest` on the process's one backend); every story's suggestions must
+then `Offers.suggest` on the process's one backend); every story's suggestions must
 equal what a lone run of that story gives.
 """
 
@@ -28,8 +28,8 @@ PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=10)
 def run(store: LoomStore, backend, story: str):
     ws = Workspace(store)
     assert ws.start(story), ws.save_error
-    offer = ws.suggest(backend, PARAMS)
-    assert offer is not None, ws.error
+    offer = ws.offers.suggest(backend, ws.spot, PARAMS)
+    assert offer is not None, ws.offers.error
     return ws, offer.result
 
 

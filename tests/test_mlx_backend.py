@@ -18,7 +18,6 @@ from backends.mlx import MLXBackend
 from backends.mlx_head import PLAIN_HEADS, last_logits
 from backends.swiglu import swiglu_in_place
 from weave.search import SearchParams, expand
-from weave.story import Story
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 TOLERANCE = 1e-3
@@ -171,13 +170,13 @@ def test_rows_of_different_lengths_share_one_batch(fresh_mlx_backend):
 def test_accepting_a_suggestion_costs_no_prefill(fresh_mlx_backend):
     backend = fresh_mlx_backend
     params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=8)
-    story = Story("Once upon a time,").tokenized(backend)
-    first = expand(backend, story.ids_for(backend), params)
-    assert first.stats.prefill_tokens == len(story.token_ids)
-    story = story.accept(next(s for s in first.suggestions if s.exact))
-    second = expand(backend, story.ids_for(backend), params)
+    story = backend.tokenize("Once upon a time,")
+    first = expand(backend, story, params)
+    assert first.stats.prefill_tokens == len(story)
+    story += next(s for s in first.suggestions if s.exact).token_ids  # the beam's own ids
+    second = expand(backend, story, params)
     assert second.stats.prefill_tokens == 0
-    again = expand(backend, story.ids_for(backend), params)  # "Suggest again"
+    again = expand(backend, story, params)  # "Suggest again"
     assert again.stats.prefill_tokens == 0
     assert [s.text for s in again.suggestions] == [s.text for s in second.suggestions]
 

@@ -1,7 +1,7 @@
 """The page's flows through Streamlit's AppTest: elements asserted, never an exception.
 
 Most flows run on the deterministic fake model (the flow is under test, not the model),
-installed through `weave.session.backend_factory`; two run on the real embedded model,
+installed by patching `backends.create_backend`; two run on the real embedded model,
 and a few on real llama.cpp-shaped servers that answer badly (tests/hostile_servers.py).
 Every test gets its own data folder (LLOOM_DATA_DIR, a real SQLite store) and a fresh
 shared backend. The four page bugs of issue 10 each have a regression test here.
@@ -21,11 +21,14 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import backends
 from backends import BackendError
 from tests.fake_backend import FakeBackend
 from tests.hostile_servers import hostile_server
+from tests.test_token_ids import oov_loom
 from weave import present, session
 from weave.loom_store import LoomStore
+from weave.offers import Offer, Piece
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -68,7 +71,7 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def fake(data_dir, monkeypatch) -> StoryFake:
     backend = StoryFake(seed=1)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
     return backend
 
 
@@ -80,7 +83,7 @@ def spaced_table(beam: tuple[str, ...]) -> dict[str, float]:
 @pytest.fixture
 def spaced(data_dir, monkeypatch) -> StoryFake:
     backend = StoryFake(table=spaced_table)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: backend)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
     return backend
 
 
@@ -146,14 +149,12 @@ def backend_error(at: AppTest) -> str:
 
 
 def workspace(at: AppTest) -> session.Workspace:
-    return at.session_state["ws"]
+    return at.session_state["page"].ws
 
 
-def offer(at: AppTest) -> session.Offer:
-    """The suggestions the page shows (those of the current node, with its parameters)."""
-    ws = workspace(at)
-    return next(session.Offer(n, p, r) for (n, p), r in reversed(ws.results.items())
-                if n == ws.cursor)  # fmt: skip
+def offer(at: AppTest) -> Offer:
+    """The suggestions the page shows (the current node's latest search)."""
+    return workspace(at).offers.latest(workspace(at).cursor)
 
 
 def branch(at: AppTest) -> str:
@@ -302,7 +303,7 @@ def test_undo_and_redo_move_in_the_tree(fake):
 
 def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, monkeypatch):
     certain = StoryFake(table=lambda beam: {"a": 0.95})  # one beam: nothing clears the cutoff
-    monkeypatch.setattr(session, "backend_factory", lambda settings: certain)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: certain)
     at = started()
     assert not at.exception
     path = workspace(at).loom.path()
@@ -354,7 +355,7 @@ def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatc
     def broken(settings):
         raise BackendError("no server address: set LLAMA_API_URL", backend="llamacpp")
 
-    monkeypatch.setattr(session, "backend_factory", broken)
+    monkeypatch.setattr(backends, "create_backend", broken)
     at = started()
     assert not at.exception
     assert story(at) == FIRST
@@ -403,7 +404,7 @@ def test_an_unreachable_server_is_one_clear_message(data_dir, monkeypatch, varia
 # -- the real embedded model ----------------------------------------------------------------
 @pytest.mark.slow
 def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefill(data_dir):
-    at = started()  # session.backend_factory is the real registry: MLX, embedded model
+    at = started()  # backends.create_backend is the real registry: MLX, embedded model
     assert not at.exception and not backend_error(at)
     first = offer(at).result
     assert first.stats.backend == "mlx" and first.stats.model == "SmolLM2-135M-Instruct"
@@ -443,7 +444,7 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     at.slider(key="smp_max_tokens").set_value(8).run()
     at.button(key="sample").click().run()
     assert not at.exception and not backend_error(at)
-    drawn = workspace(at).draw().result.samples
+    drawn = workspace(at).offers.draw(workspace(at).cursor).result.samples
     assert len(samples(at)) == 3 and all(s.token_ids for s in drawn)
     assert "This node's samples" in " ".join(h.value for h in at.sidebar.subheader)
     boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
@@ -456,7 +457,7 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     assert {c.kind for c in loom.children(start)} == {"sampled"}
     assert len(loom.children(start)) == (2 if drawn[1].text != drawn[0].text else 1)
     assert samples(at) == []  # they belong to the node they were drawn at
-    searched = [r for (node, _), r in workspace(at).results.items() if node == taken.id]
+    searched = [r for (node, _), r in workspace(at).offers.results.items() if node == taken.id]
     assert searched[0].stats.prefill_tokens == 0  # the search after a sample reads nothing again
     undo_to(at, start)
     assert len(samples(at)) == 3
@@ -470,7 +471,10 @@ def draw_samples(at: AppTest, n: int) -> AppTest:
 def test_samples_are_taken_or_kept_as_branches_and_stay_at_their_node(fake):
     at = draw_samples(started(), 3)
     assert not at.exception and len(samples(at)) == 3
-    start, drawn = workspace(at).cursor, workspace(at).draw().result.samples
+    start, drawn = (
+        workspace(at).cursor,
+        workspace(at).offers.draw(workspace(at).cursor).result.samples,
+    )
     boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
     at.button(key=f"{boxes_[2].key}_keep").click().run()
     assert workspace(at).cursor == start and len(samples(at)) == 3  # kept: nothing moved
@@ -584,6 +588,41 @@ def test_two_tabs_add_to_one_tree_and_see_each_other(fake, data_dir):
     assert len(stored.children(start)) == 2
 
 
+def test_two_tabs_when_a_save_fails_in_one_lose_nothing_and_never_fail(fake, data_dir):
+    one = started()  # issue 27: the failing tab's next moves raised NoSuchNode on every rerun
+    sid, start = one.query_params["story"], workspace(one).cursor
+    two = app(story=sid)
+    workspace(one).library.store = LoomStore(data_dir, busy_ms=50)  # a lock fails saves at once
+    first = offer(one).result.suggestions[0].text
+    holder = sqlite3.connect(LoomStore(data_dir).path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds the database
+    accept(one, 0)
+    accept(one, 0)  # a move at a node the store does not have yet
+    assert not one.exception and "could not be saved" in storage_alarm(one)
+    one.button(key="close").click().run()  # leaving would lose them: the tab stays
+    assert not one.exception and story(one).startswith(FIRST + first)
+    shown = story(one)
+    holder.execute("ROLLBACK")
+    holder.close()
+    accept(two, 0)  # the other tab saves the same suggestion first
+    assert not two.exception and story(two).startswith(FIRST + first)
+    one.run()  # the next rerun saves the pending moves, onto the other tab's node
+    assert not one.exception and not storage_alarm(one) and not notices(one)
+    assert story(one) == shown and not workspace(one).pending
+    stored = LoomStore(data_dir).load(sid)
+    assert [n.text for n in stored.children(start)] == [first]
+    assert workspace(one).cursor in stored.nodes and stored.text(workspace(one).cursor) == shown
+    assert one.query_params["node"] == workspace(one).cursor
+    two.run()
+    accept(two, 0)
+    one.run()
+    accept(one, 1)
+    assert not one.exception and not two.exception and not storage_alarm(one)
+    for tab in (one, two):
+        stored = LoomStore(data_dir).load(sid)
+        assert workspace(tab).cursor in stored.nodes and not workspace(tab).pending
+
+
 # -- the four page bugs of issue 10 ----------------------------------------------------------
 def test_after_a_reload_mid_search_no_earlier_suggestions_are_shown_as_current(fake):
     at = started()  # bug (2): the story's last search came back for a later state
@@ -630,7 +669,7 @@ def test_a_move_naming_another_storys_node_does_nothing(tmp_path):
     first, second = session.Workspace(store), session.Workspace(store)
     assert first.start("ab") and second.start("ab ab")
     second.go(first.cursor)
-    second.accept(session.Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
+    second.accept(Piece(first.cursor, " c", (), False, "m", {}, 0.0), None,
                   prefix_space=True)  # fmt: skip
     assert second.text == "ab ab" and not second.pending and second.save_error is None
     assert len(store.load(second.story_id).nodes) == 2  # the root and its one node
@@ -832,6 +871,17 @@ def test_a_locked_database_keeps_the_moves_and_saves_them_once_free(tmp_path):
 
 
 # -- bad input ------------------------------------------------------------------------------
+def test_an_imported_loom_with_ids_outside_the_vocabulary_opens_and_searches(data_dir):
+    at = app()  # the real embedded model: such an id crashed the whole server (issue 27)
+    loom = json.dumps(oov_loom([1_000_000, 2**31 - 1])).encode()
+    at.file_uploader[0].set_value(("oov.json", loom, "application/json")).run()
+    assert not at.exception and not backend_error(at)
+    assert story(at) == "Once upon a time, there was" and suggestions(at)
+    again = app(story=at.query_params["story"], node=workspace(at).cursor)  # reopened by URL
+    assert not again.exception and not backend_error(again)
+    assert story(again) == "Once upon a time, there was" and suggestions(again)
+
+
 def test_a_hundred_thousand_character_story_works(fake):
     long = ("a b c. " * 15_000)[:100_000]
     at = started(long)
@@ -843,13 +893,12 @@ def test_a_hundred_thousand_character_story_works(fake):
 
 
 def test_the_status_tells_how_far_a_long_story_has_been_read():
-    import lloom
     from weave.search import Progress
 
     reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
-    assert lloom.live(reading) == "Reading the story… 512 of 30,000 tokens"
+    assert present.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
     weaving = Progress(2, 1, 3, 40, 3.5, " the king")
-    assert lloom.live(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
+    assert present.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
 
 
 ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
@@ -940,7 +989,7 @@ class GgufNamed(StoryFake):
 
 
 def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_dir, monkeypatch):
-    monkeypatch.setattr(session, "backend_factory", lambda settings: GgufNamed(seed=1))
+    monkeypatch.setattr(backends, "create_backend", lambda settings: GgufNamed(seed=1))
     at = started()
     assert not at.exception
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
@@ -975,7 +1024,7 @@ def lookalike_table(context: tuple[str, ...]) -> dict[str, float]:
 
 def test_suggestions_alike_but_for_a_leading_space_are_one_row(data_dir, monkeypatch):
     lookalike = StoryFake(table=lookalike_table)
-    monkeypatch.setattr(session, "backend_factory", lambda settings: lookalike)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: lookalike)
     at = started()
     assert sorted(suggestions(at)) == ["a.", "b."]  # " a." and "a." pooled, as v0.3 did
     pooled = next(s for s in offer(at).result.suggestions if s.text.endswith("a."))
@@ -1032,7 +1081,7 @@ def test_the_start_page_says_first_that_the_model_cannot_be_used(data_dir, monke
     def broken(settings):
         raise BackendError("connection refused", backend="fake", url="http://127.0.0.1:9")
 
-    monkeypatch.setattr(session, "backend_factory", broken)
+    monkeypatch.setattr(backends, "create_backend", broken)
     at = app()
     assert not at.exception
     [error] = [e for e in at.error if e.icon == "🔌"]
@@ -1061,7 +1110,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
     assert not at.exception
     tokens = " ".join(m.value for m in at.markdown if "title=" in m.value)
     assert "upon" in tokens and "background-color" in tokens  # shaded, with tooltips
-    rows_shown = at.session_state["alternatives"][1]
+    rows_shown = at.session_state["page"].alternatives.rows
     index = next(i for i, row in enumerate(rows_shown) if row.text == " upon")
     at.selectbox(key="alt_token").set_value(index).run()
     pick, choice = next((j, c) for j, c in enumerate(rows_shown[index].top) if c.text != " upon")
@@ -1075,7 +1124,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
 
 def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
     spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
-    monkeypatch.setattr(session, "backend_factory", lambda settings: spaces)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: spaces)
     at = started()
     at.slider(key="cfg_max_depth").set_value(1).run()  # one token: " " alone is a suggestion
     blank = next(row for row in shaded(at) if "a" not in re.sub(r"<[^>]+>", "", row))

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
+from weave.offers import branch_text
 from weave.present import (
+    accepted_text,
     alternative_label,
     auto_accept_message,
     bar_caption,
@@ -31,7 +33,6 @@ from weave.present import (
     visible,
 )
 from weave.search import SearchParams, expand
-from weave.story import accepted_text, branch_text
 from weave.tree import Suggestion
 
 
@@ -118,8 +119,8 @@ def test_the_edit_box_shows_whitespace_and_reads_it_back():
 def test_an_unedited_box_accepts_exactly_the_suggestion(text):
     s = suggestion([text or "x"], [0.5], text=text)
     for prefix_space in (True, False):
-        box = editable_text(shown_text(s, prefix_space=prefix_space))
-        assert accepted_text(s, typed_text(box), prefix_space=prefix_space) == text
+        box = editable_text(shown_text(s.text, prefix_space=prefix_space))
+        assert accepted_text(s.text, typed_text(box), prefix_space=prefix_space) == text
 
 
 # -- numbers --------------------------------------------------------------------------------

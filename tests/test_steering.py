@@ -486,7 +486,6 @@ def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_bac
 
 def test_accepting_under_memory_lore_and_a_note_costs_no_prefill_on_mlx(fresh_mlx_backend):
     from weave.search import SearchParams, expand
-    from weave.story import Story
 
     backend = fresh_mlx_backend
     real = dict(tokenize=backend.tokenize, detokenize=backend.detokenize)
@@ -494,13 +493,14 @@ def test_accepting_under_memory_lore_and_a_note_costs_no_prefill_on_mlx(fresh_ml
     lore = (entry("fox", text="The fox is a trickster who never tells the truth."),)
     for note in ("", "[Keep it dark.]"):
         steering = Steering(memory="A fable in the old style.", note=note, lore=lore)
-        story = Story("The night fell.\nThe fox crept to the well.\nThere,").tokenized(backend)
-        context = build_context(steering, story.text, story_ids=story.token_ids, **real)
+        text = "The night fell.\nThe fox crept to the well.\nThere,"
+        ids = tuple(backend.tokenize(text))
+        context = build_context(steering, text, story_ids=ids, **real)
         first = expand(backend, list(context.ids), params)
         assert first.stats.prefill_tokens <= context.token_count
         accepted = next(s for s in first.suggestions if s.exact and "\n" not in s.text)
-        story = story.accept(accepted)
-        after = build_context(steering, story.text, story_ids=story.token_ids, **real)
+        text, ids = text + accepted.text, ids + accepted.token_ids  # as an accept appends
+        after = build_context(steering, text, story_ids=ids, **real)
         assert after.ids == context.ids + accepted.token_ids
         second = expand(backend, list(after.ids), params)
         assert second.stats.prefill_tokens == 0, note

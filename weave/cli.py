@@ -1,7 +1,7 @@
 """The headless command line: `python -m weave expand ...` and `python -m weave loom ...`.
 
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
-suggestions (or, with --json, suggestions, tree and stats as one strict JSON object);
+suggestions (or, with --json, the search as one strict JSON object, `weave.offers`' codec);
 `loom` lists, shows, exports and imports saved stories (`weave.loom_cli`). Errors, a
 mistyped command line's included, become one line on stderr and exit status 2; nothing
 else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
@@ -19,10 +19,11 @@ from backends import BackendError, create_backend
 from weave import loom_cli, steering_cli
 from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
+from weave.loom_formats import without_surrogates
 from weave.loom_store import StoreError
 from weave.model_context import fitted_context, sent_ids
+from weave.offers import search_to_dict
 from weave.search import SearchParams, SearchResult, expand
-from weave.session import clean_text
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         given = _given(args)  # before the model loads: a mistyped option fails at once
         story = _read_story(args)
-        steering = steering_cli.steering_from(args, clean_text)
+        steering = steering_cli.steering_from(args, without_surrogates)
         settings = load_settings()
         if args.backend:
             settings = replace(settings, backend=args.backend)
@@ -85,9 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        out = (
-            json.dumps(to_json(result), ensure_ascii=False, allow_nan=False) if args.json else None
-        )
+        data = search_to_dict(result, params)
+        out = json.dumps(data, ensure_ascii=False, allow_nan=False) if args.json else None
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
         return EXIT_ERROR
@@ -106,14 +106,14 @@ def _loom(args: argparse.Namespace) -> int:
 
 def _read_story(args: argparse.Namespace) -> str:
     if args.story is not None:
-        return clean_text(args.story)  # argv bytes that were not UTF-8 arrive as surrogates
+        return without_surrogates(args.story)  # argv bytes that were not UTF-8 arrive as surrogates
     with open(args.story_file, "rb") as f:  # a device like /dev/zero never ends: read a cap
         data = f.read(MAX_STORY_BYTES + 1)
     if len(data) > MAX_STORY_BYTES:
         raise ValueError(f"{args.story_file} is longer than {MAX_STORY_BYTES >> 20} MiB: "
                          "give the story's end, which is what the model reads")  # fmt: skip
     try:
-        return clean_text(data.decode("utf-8"))
+        return without_surrogates(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
 
@@ -143,14 +143,6 @@ def _given(args: argparse.Namespace) -> dict:
         if wrong:
             raise ValueError(wrong)
     return given
-
-
-def to_json(result: SearchResult) -> dict:
-    return {
-        "suggestions": [s.to_dict() for s in result.suggestions],
-        "tree": result.tree.to_dict(),
-        "stats": result.stats.to_dict(),
-    }
 
 
 def to_text(result: SearchResult) -> str:

@@ -176,4 +176,9 @@ def _time(value: Any) -> float:
 def _title(doc: dict) -> str | None:
     """The title, when it has a visible character; a lone surrogate becomes U+FFFD."""
     title = doc.get("title")
-    return _SURROGATE.sub("\ufffd", title) if isinstance(title, str) and title.strip() else None
+    return without_surrogates(title) if isinstance(title, str) and title.strip() else None
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (a code point UTF-8 cannot hold) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)

@@ -2,10 +2,10 @@
 
 Owns how model text is shown (whitespace made visible, every character escaped), the
 one-row suggestion (tokens shaded by probability), the story's tokens with their
-alternatives, the bars' shares, the search's status line, and the messages after an
-automatic accept or a thin search. The page
-(`lloom.py`) puts these strings into widgets; the plain-text ones go through its
-markdown escaping like any other text. This module does not search, rank or pool
+alternatives, the bars' shares, the search's status lines (live, and when done), the
+messages after an automatic accept or a thin search, and text made literal for markdown
+(`md`, `code`). The page (`lloom.py`) puts these strings into widgets; the plain-text
+ones go through `md` like any other text. This module does not search, rank or pool
 (`weave.search`, `weave.tree`) and draws no graph (`weave.render`).
 """
 
@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from backends.base import TokenAlternatives
-from weave.search import SearchParams, SearchResult, SearchStats
+from weave.search import Progress, SearchParams, SearchResult, SearchStats
 from weave.tree import Score, Suggestion, without_prefix_space
 
 VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
@@ -25,6 +25,9 @@ EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it ca
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
+LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
+MARKDOWN = set("\\`*_[]<>$~|")  # characters markdown reads as markup
+LINE_START = set("#-+=")  # ... and at the start of a line
 
 
 # -- text -------------------------------------------------------------------------------
@@ -46,9 +49,19 @@ def visible(text: str) -> str:
     return "".join(out)
 
 
-def shown_text(suggestion: Suggestion, *, prefix_space: bool) -> str:
-    """The suggestion's text as a row shows it: without the prefix space when it is on."""
-    return without_prefix_space(suggestion.text) if prefix_space else suggestion.text
+def shown_text(text: str, *, prefix_space: bool) -> str:
+    """A suggestion's text as a row shows it: without the prefix space when it is on."""
+    return without_prefix_space(text) if prefix_space else text
+
+
+def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
+    """What is appended when a suggestion of `text`, shown (and maybe edited) as `shown`,
+    is accepted (None: unchanged): the leading space taken off for display comes back
+    when `text` had one and "prefix space" is on."""
+    if shown is None:
+        return text
+    space = " " if prefix_space and text.startswith(" ") else ""
+    return space + shown
 
 
 def editable_text(text: str) -> str:
@@ -87,7 +100,7 @@ def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool
         is HTML-escaped and markdown's special characters are entities.
     """
     spans = token_spans(suggestion)
-    if prefix_space and shown_text(suggestion, prefix_space=True) and spans[0][0][:1] == " ":
+    if prefix_space and shown_text(suggestion.text, prefix_space=True) and spans[0][0][:1] == " ":
         spans[0] = (spans[0][0][1:], spans[0][1])  # a lone space stays, to be seen
     blank = not "".join(text for text, _ in spans).strip()
     parts, leading = [], True
@@ -213,6 +226,23 @@ def search_status(result: SearchResult) -> str:
     return f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
 
 
+def first_status(story: str) -> str:
+    """The status line before a search's first report (a long story warns it is slow)."""
+    if len(story) < LONG_STORY:
+        return "Weaving…"
+    return "Weaving… (a long story is read once and then kept: on a CPU this takes a while)"
+
+
+def live_status(p: Progress) -> str:
+    """The status line as a search goes: how far the story is read, then the depth, the
+    beams found and growing, and the latest beam's text (as markdown, shown literally)."""
+    if p.depth == 0:
+        return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
+    latest = shorten(one_line(p.latest), 60)
+    latest = f" · latest: “{md(latest)}”" if latest else ""
+    return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
+
+
 def from_cache(stats: SearchStats) -> bool:
     """Whether the backend computed nothing for this search (its cache held every answer)."""
     return stats.forward_calls == 0 and stats.model_tokens == 0
@@ -259,3 +289,21 @@ def few_suggestions_hint(count: int, params: SearchParams) -> str | None:
 def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, ending in '…' when cut."""
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: each run of whitespace (newlines too) one space."""
+    return " ".join(text.split())
+
+
+# -- text in Streamlit's markdown -------------------------------------------------------
+def md(text: str) -> str:
+    """Text shown literally inside Streamlit markdown (messages, names, URLs)."""
+    escaped = "".join("\\" + ch if ch in MARKDOWN else ch for ch in text)
+    lines = ("\\" + line if line[:1] in LINE_START else line for line in escaped.split("\n"))
+    return "  \n".join(lines)
+
+
+def code(text: str) -> str:
+    """A path or URL as inline code (shown as it is), or escaped where it holds a backtick."""
+    return f"`{text}`" if "`" not in text and "\n" not in text else md(text)

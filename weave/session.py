@@ -1,4 +1,4 @@
-"""One tab's place in a story's loom, without Streamlit: a story id, a cursor, its searches.
+"""One tab's place in a story's loom, without Streamlit: a story id, a cursor, its moves.
 
 The story is a loom (`weave.loom`) kept by `weave.loom_store.LoomStore`; this module
 keeps no history of its own. A `Workspace` is a cursor over the stored loom: every move
@@ -6,108 +6,42 @@ keeps no history of its own. A `Workspace` is a cursor over the stored loom: eve
 `refresh` reads the loom afresh on every rerun, so the nodes another tab added appear.
 A write that fails (a locked or full disk) stays pending: the page shows the move at
 once, says it is not saved (`save_error`), and the move is saved at the next change or
-rerun, with the node ids it was shown with.
+rerun, with the node ids it was shown with. Where another tab saved a node of the same
+text at the same place meanwhile, the store keeps that one (nodes are never doubled): our
+node's id then stands for it in the moves still pending, and the tab moves onto it. A
+tab does not leave a story while moves of it are unsaved.
 
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
 
-Suggestions belong to the node they were made for: a search's result is kept per
-(node, parameters), in memory and in the store beside that node, and a node shows only
-its own. So do samples (`weave.ramify`), kept in memory for this tab until one is taken
-or kept as a branch. The page (`lloom.py`) draws widgets and calls a `Workspace`, so that everything
-it does to a story can be tested without a browser. Searching is `weave.search`'s.
-
-`backend_factory` is the one hook for building the shared backend: the page calls
-`make_backend`, and page tests set the factory to a fake.
+What a node offers (searches, samples, alternatives) is `weave.offers`'; the store's
+stories as a list are `weave.library`'s. The page (`lloom.py`) draws widgets and calls a
+`Workspace`, so that everything it does to a story can be tested without a browser.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import tempfile
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from functools import partial
 
-from backends import Backend, BackendError, create_backend
-from weave.config import Settings
-from weave.finite import non_finite
+from weave.library import Library
 from weave.loom import Loom, NoSuchNode, new_id
-from weave.loom_store import LoomStore, StoreError, StoryInfo, StoryNotFound
-from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
-from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
-from weave.story import accepted_text
-from weave.tree import Suggestion, TreeNode
+from weave.loom_formats import without_surrogates
+from weave.loom_store import LoomStore, StoreError, StoryNotFound
+from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
 
-backend_factory: Callable[[Settings], Backend] = create_backend
-KEPT_RESULTS = 16  # searches remembered per tab (going back shows a node's at once)
-KEPT_IDS = 64  # token-id paths remembered per tab
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Move = Callable[[Loom], Loom]
 
 
-def make_backend(settings: Settings) -> Backend:
-    """The backend the settings choose (or, in page tests, the fake they install)."""
-    return backend_factory(settings)
-
-
-def clean_text(text: str) -> str:
-    """Text a tokenizer and a UTF-8 database accept: lone surrogates become U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def open_store(folder) -> tuple[LoomStore, str | None]:
-    """The store in the data folder; where it cannot open, one in a temporary folder and why."""
-    try:
-        return LoomStore(folder), None
-    except StoreError as e:
-        return LoomStore(tempfile.mkdtemp(prefix="lloom-unsaved-")), str(e)
-
-
 @dataclass(frozen=True)
-class Piece:
-    """A continuation offered at a node (a suggestion or a sample), and what made it."""
+class Pending:
+    """A move shown but not saved yet, and the id of the node it adds (if it adds one)."""
 
-    node_id: str  # the node it was made for: taking it adds a child there
-    text: str
-    token_ids: tuple[int, ...]
-    exact: bool  # `token_ids` spell `text` exactly
-    model: str
-    params: dict[str, Any]
-    score: float
-    kind: str = "accepted"
-
-    def text_as(self, shown: str | None, prefix_space: bool) -> str:
-        """The text taken when the box showed `shown` (None: unchanged)."""
-        return accepted_text(self, shown, prefix_space=prefix_space)
-
-
-def _tag(node_id: str, params, stats: SearchStats) -> str:
-    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
-    another run never show its texts."""
-    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
-
-
-@dataclass(frozen=True)
-class Offer:
-    """A search's suggestions for one node: what the page shows there, and nowhere else."""
-
-    node_id: str
-    params: SearchParams
-    result: SearchResult
-
-    @property
-    def tag(self) -> str:
-        """Names this search's widgets, so that another search's never show its texts."""
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, suggestion: Suggestion) -> Piece:
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+    move: Move
+    made: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,48 +53,33 @@ class LoneChain:
     texts: tuple[str, ...]  # what each appended, in order
 
 
-@dataclass(frozen=True)
-class Draw:
-    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
-
-    node_id: str
-    params: RamifyParams
-    result: RamifyResult
-
-    @property
-    def tag(self) -> str:
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, sample: Sample) -> Piece:
-        """A sample to take: its text is the detokenization of exactly its ids."""
-        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
-
-
 class Workspace:
-    """This tab's cursor in one story of `store`, and the searches made at its nodes.
-
-    A failure to save is kept in `save_error` and never raised.
-    """
+    """This tab's cursor in one story of `store`: its moves, its `offers` there, and its
+    `library` of other stories. A failure to save is kept in `save_error`, never raised."""
 
     def __init__(self, store: LoomStore) -> None:
-        self.store = store
+        self.library = Library(store)
+        self._save = self.library.save
         self.story_id: str | None = None
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
-        self.save_error: str | None = None
         self._clear()
+
+    @property
+    def store(self) -> LoomStore:
+        return self.library.store
+
+    @property
+    def save_error(self) -> str | None:
+        """What failed last in the store (None once an action works again)."""
+        return self.library.save_error
 
     def _clear(self) -> None:
         self.settings: dict = {}
-        self.pending: list[Move] = []  # moves shown but not yet saved
-        self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
-        self.draws: OrderedDict[str, Draw] = OrderedDict()  # node id -> its latest samples
-        self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
-        self.error: str | None = None
+        self.pending: list[Pending] = []  # moves shown but not yet saved
+        self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
+        self.offers = Offers(self.library)  # this tab's searches and draws, per node
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
-        self.failed: tuple[str, SearchParams] | None = None  # not retried until asked
-        self.forced = False  # 'Suggest again': search even where a result is kept
         self.auto_accepted = 0
         self.lone: LoneChain | None = None  # the last run of lone suggestions taken
 
@@ -188,53 +107,74 @@ class Workspace:
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
         except StoreError as e:
-            self.save_error = str(e)
+            self.library.save_error = str(e)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
 
     # -- opening and closing ------------------------------------------------------------
     def start(self, text: str) -> bool:
-        """A new story holding `text`; False (see `save_error`) when the store cannot take it."""
-        made = self._save(lambda: self.store.create(clean_text(text)))
+        """A new story holding `text`; False (see `save_error`) when the store cannot take it
+        or this tab's moves cannot be saved first."""
+        if not self._may_leave():
+            return False
+        made = self._save(lambda: self.store.create(without_surrogates(text)))
         if made is None:
             return False
         self._clear()
         self.story_id, self.loom = made
-        self.title = self._save(lambda: self.store.info(self.story_id).title) or ""
+        self.title = self.library.title(self.story_id)
         return True
 
     def open(self, story_id: str, node_id: str | None = None) -> bool:
-        """Reopen a saved story at `node_id` (where it has that node), else where it was left.
-
-        Returns False when the store has no such story (or cannot read it: `save_error`).
-        """
+        """Reopen a saved story at `node_id` (where it has that node), else where it was left;
+        False when the store has no such story (or `save_error` says what failed)."""
+        if not self._may_leave():
+            return False
         try:
             loom = self.store.load(story_id)
         except StoryNotFound:  # purged, or never here: the page says so, nothing failed
             return False
         except StoreError as e:
-            self.save_error = str(e)
+            self.library.save_error = str(e)
             return False
         self._clear()
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
-        self.title = self._save(lambda: self.store.info(story_id).title) or ""
+        self.title = self.library.title(story_id)
         self.settings = self._save(lambda: self.store.settings(story_id)) or {}
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
 
     def close(self) -> None:
-        """Back to the start page; the story stays saved."""
+        """Back to the start page; the story stays saved (this tab stays while its moves
+        cannot be saved: `save_error`)."""
+        if not self._may_leave():
+            return
         self._clear()
         self.story_id, self.loom, self.title = None, None, ""
+
+    def _may_leave(self) -> bool:
+        """Save the pending moves; False (and why, in `save_error`) while any are unsaved."""
+        self._flush()
+        if self.pending:
+            self.library.save_error = (
+                f"{len(self.pending)} change(s) to this story are not saved yet "
+                f"({self.save_error}); the story stays open until they are"
+            )
+        return not self.pending
+
+    def _id(self, node_id: str) -> str:
+        """The stored node that `node_id` stands for (itself, unless another tab saved the
+        same text first)."""
+        return self._stand_ins.get(node_id, node_id)
 
     # -- moves ----------------------------------------------------------------------------
     def edit(self, text: str) -> None:
         """The writer's own edit: a branch from the longest common prefix (nothing lost)."""
-        text = clean_text(text)
+        text = without_surrogates(text)
         if text != self.text:
             node_id, cursor = new_id(), self.cursor
-            self._move(lambda loom: loom.at(cursor).edit(text, id=node_id))
+            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
             self.auto_accepted = 0
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
@@ -246,33 +186,30 @@ class Workspace:
         if piece.node_id != self.cursor:
             self.keep(piece, shown, prefix_space=prefix_space)
             return
-        grow = self._grower(piece, shown, prefix_space=prefix_space)
-        self._move(lambda loom: grow(loom, "accept"))
+        grow, made = self._grower(piece, shown, prefix_space=prefix_space)
+        self._move(lambda loom: grow(loom, "accept"), made)
         self.auto_accepted = 0
 
     def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
-        grow = self._grower(piece, shown, prefix_space=prefix_space)
+        grow, made = self._grower(piece, shown, prefix_space=prefix_space)
         cursor = self.cursor
-        self._move(lambda loom: grow(loom, "keep").at(cursor))
+        self._move(lambda loom: grow(loom, "keep").at(self._id(cursor)), made)
 
     def _grower(
         self, piece: Piece, shown: str | None, *, prefix_space: bool
-    ) -> Callable[[Loom, str], Loom]:
-        text = piece.text_as(None if shown is None else clean_text(shown), prefix_space)
+    ) -> tuple[Callable[[Loom, str], Loom], str]:
+        """How to grow `piece` (as shown) at its node, and the id of the node it adds."""
+        text = piece.text_as(None if shown is None else without_surrogates(shown), prefix_space)
         exact = text == piece.text and piece.exact
-        node = {
-            "id": new_id(),
-            "kind": piece.kind,
-            "token_ids": piece.token_ids if exact else None,
-            "model": piece.model if exact else None,
-            "params": piece.params,
-            "score": piece.score,
-        }
-        return lambda loom, how: getattr(loom.at(piece.node_id), how)(text, **node)
+        made, ids = new_id(), {"token_ids": piece.token_ids, "model": piece.model}
+        node = {"id": made, "kind": piece.kind, "params": piece.params, "score": piece.score}
+        node |= ids if exact else {}
+        at = piece.node_id
+        return lambda loom, how: getattr(loom.at(self._id(at)), how)(text, **node), made
 
     def go(self, node_id: str) -> None:
-        self._navigate(lambda loom: loom.go(node_id))
+        self._navigate(lambda loom: loom.go(self._id(node_id)))
 
     def lone_chain(self) -> LoneChain | None:
         """The lone suggestions accepted by themselves that led to the cursor, if any."""
@@ -289,87 +226,85 @@ class Workspace:
         by themselves, to where the first was accepted (one step undoes them all)."""
         cursor, chain = self.cursor, self.lone_chain()
         if chain is not None:
-            self._navigate(lambda loom: loom.go(chain.start))
+            self._navigate(lambda loom: loom.go(self._id(chain.start)))
             return
-        self._navigate(lambda loom: loom.at(cursor).undo())
+        self._navigate(lambda loom: loom.at(self._id(cursor)).undo())
 
     def redo(self) -> None:
         """To the checked-out child: back along the branch this tab came from."""
         cursor = self.cursor
-        self._navigate(lambda loom: loom.at(cursor).redo())
+        self._navigate(lambda loom: loom.at(self._id(cursor)).redo())
 
     def sibling(self, step: int) -> None:
         cursor = self.cursor
-        self._navigate(lambda loom: loom.at(cursor).sibling(step))
+        self._navigate(lambda loom: loom.at(self._id(cursor)).sibling(step))
 
     def bookmark(self, node_id: str, on: bool) -> None:
         cursor = self.cursor
-        self._move(lambda loom: loom.bookmark(node_id, on).at(cursor))
+        self._move(lambda loom: loom.bookmark(self._id(node_id), on).at(self._id(cursor)))
 
     def _navigate(self, move: Move) -> None:
         self._move(move)
         self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
 
-    def _move(self, move: Move) -> None:
-        """Show `move` at once; save it (and any before it) in the store.
-
-        A move naming a node this story lacks (a click left on the page from another
-        story) does nothing.
-        """
+    def _move(self, move: Move, made: str | None = None) -> None:
+        """Show `move` (which adds the node `made`, if any) at once, then save it (and any
+        before it). A move naming a node this story lacks (a stale click) does nothing."""
         if self.loom is None:
             return
         try:
             self.loom = move(self.loom)
         except NoSuchNode:
             return
-        self.pending.append(move)
-        self.error, self.failed, self.notice = None, None, None
+        self.pending.append(Pending(move, made))
+        self.notice = None
+        self.offers.settle()
         self._flush()
 
     def _flush(self) -> None:
-        """Save the pending moves in order; those that fail stay, and are shown."""
+        """Save the pending moves in order; those that fail stay, and are shown. A move the
+        stored loom cannot take (it names a node the store lacks) is dropped, and said."""
         while self.pending:
-            saved = self._save(lambda: self.store.update(self.story_id, self.pending[0]))
-            if saved is None:
-                return
+            pending = self.pending[0]
+            try:
+                saved = self._save(partial(self.store.update, self.story_id, pending.move))
+            except (NoSuchNode, ValueError) as e:
+                self.notice = f"A change could not be saved and was dropped: {e}."
+                last = len(self.pending) == 1
+                saved = self._save(lambda: self.store.load(self.story_id)) if last else None
+            else:
+                if saved is None:
+                    return
+                self._stand_in(pending.made, saved)
             self.pending.pop(0)
-            if not self.pending:
-                self.loom = saved
+            if not self.pending and saved is not None:
+                cursor = self._id(self.cursor)
+                self.loom = saved.at(cursor) if cursor in saved.nodes else saved
 
-    # -- the store's other stories ----------------------------------------------------
-    def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
-        return self._save(lambda: self.store.stories(deleted=deleted)) or []
+    def _stand_in(self, made: str | None, saved: Loom) -> None:
+        """When the node a saved move added is not in the store (another tab had saved the
+        same text there first, and the store kept theirs), ours stands for theirs."""
+        if made is None or made in saved.nodes or made not in self.loom.nodes:
+            return
+        ours = self.loom.nodes[made]
+        theirs = saved.child_with_text(self._id(ours.parent), ours.text)
+        if theirs is not None:
+            self._stand_ins[made] = theirs.id
 
+    # -- the story's title, settings and file ------------------------------------------
     def rename(self, title: str) -> None:
-        title = clean_text(title)
-        self._save(lambda: self.store.rename(self.story_id, title))
-        self.title = self._save(lambda: self.store.info(self.story_id).title) or title
-
-    def delete(self, story_id: str) -> None:
-        """Move a story to the deleted ones (recoverable until purged)."""
-        self._save(lambda: self.store.delete(story_id))
-
-    def restore(self, story_id: str) -> None:
-        self._save(lambda: self.store.restore(story_id))
-
-    def purge(self, story_id: str) -> None:
-        """Remove a deleted story for good."""
-        self._save(lambda: self.store.purge(story_id))
+        self.title = self.library.rename(self.story_id, title)
 
     def import_file(self, data: bytes | str) -> str | None:
         """Open an exported story (the loom JSON, or an older session file) as a new story.
 
         Returns None when it worked, else what is wrong with the file.
         """
-        try:
-            story_id = self.store.import_json(data)
-        except ValueError as e:
-            return str(e)
-        except StoreError as e:
-            self.save_error = str(e)
-            return str(e)
+        story_id, problem = self.library.import_json(data)
+        if story_id is None:
+            return problem
         self.open(story_id)
-        self.notice = _unshowable_import(data)
+        self.notice = unshowable_import(data)
         return None
 
     def export(self) -> str:
@@ -382,129 +317,15 @@ class Workspace:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
 
-    def _save(self, action: Callable[[], Any]) -> Any:
-        """Run a store action; a failure is kept in `save_error`, never raised."""
-        try:
-            value = action()
-        except StoreError as e:
-            self.save_error = str(e)
-            return None
-        self.save_error = None
-        return value
-
-    # -- searching ----------------------------------------------------------------------
-    def offer(self, params: SearchParams, *, model: str | None) -> Offer | None:
-        """The suggestions made here with `params` (by `model`), from this tab or the store."""
-        if self.loom is None:
-            return None
-        key = (self.cursor, params)
-        if key not in self.results and not self.pending:
-            saved = self._save(lambda: self.store.suggestions(self.story_id, self.cursor))
-            self.notice = _unshowable(saved, "The saved suggestions") or self.notice
-            restored = search_from_dict(saved) if saved else None
-            if restored and restored[1] == params and restored[0].stats.model == model:
-                self._keep(key, restored[0])
-        result = self.results.get(key)
-        return None if result is None else Offer(self.cursor, params, result)
-
-    def earlier_offer(self) -> Offer | None:
-        """This node's latest search with other parameters (shown while a new one fails)."""
-        for (node_id, params), result in reversed(self.results.items()):
-            if node_id == self.cursor:
-                return Offer(node_id, params, result)
-        return None
-
-    def needs_search(self, params: SearchParams, *, model: str | None) -> bool:
-        if self.loom is None or not self.text:
-            return False
-        key = (self.cursor, params)
-        return self.forced or (self.offer(params, model=model) is None and key != self.failed)
-
-    def suggest(
-        self, backend: Backend, params: SearchParams, progress: ProgressCallback | None = None
-    ) -> Offer | None:
-        """Search at the cursor; on a backend error keep everything and remember why.
-
-        Returns the suggestions, or None when the search failed (see `error`).
-        """
-        node_id, self.forced = self.cursor, False
-        try:
-            ids = self.path_ids(backend, node_id)
-            result = expand(backend, list(ids), params, progress=progress)
-        except (BackendError, ValueError) as e:
-            self.error, self.failed = str(e), (node_id, params)
-            return None
-        self.error, self.failed = None, None
-        self._keep((node_id, params), result)
-        if not self.pending:
-            data = search_to_dict(result, params)
-            self._save(lambda: self.store.save_suggestions(self.story_id, node_id, data))
-        return Offer(node_id, params, result)
-
-    def path_ids(self, backend: Backend, node_id: str) -> tuple[int, ...]:
-        """The token ids of the story at `node_id`, the same every time it is asked for.
-
-        A node's own ids (an accepted suggestion's beam) follow its parent's path ids;
-        from a node without ids for this model up, the path's text is tokenized. So the
-        ids of a node the backend searched before are the ones it searched with: the MLX
-        fragment tree holds their KV, and going back there costs no prefill.
-        """
-        model, path = backend.model_name, self.loom.path(node_id)
-        tail: list[tuple[int, ...]] = []
-        for node in reversed(path):
-            known = self._ids.get((model, node.id))
-            if known is not None:
-                base = known
-                break
-            if node.parent is None:
-                base = ()
-                break
-            if node.token_ids is None or node.model != model:
-                base = tuple(backend.tokenize(self.loom.text(node.id)))
-                self._remember_ids((model, node.id), base)
-                break
-            tail.append(node.token_ids)
-        ids = base + tuple(i for piece in reversed(tail) for i in piece)
-        self._remember_ids((model, node_id), ids)
-        return ids
-
-    def _remember_ids(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
-        self._ids[key] = ids
-        self._ids.move_to_end(key)
-        while len(self._ids) > KEPT_IDS:
-            self._ids.popitem(last=False)
-
-    def _keep(self, key: tuple[str, SearchParams], result: SearchResult) -> None:
-        self.results[key] = result
-        self.results.move_to_end(key)
-        while len(self.results) > KEPT_RESULTS:
-            self.results.popitem(last=False)
-
-    def draw(self) -> Draw | None:
-        """The samples last drawn at the cursor in this tab (they are not saved until taken
-        or kept)."""
-        return self.draws.get(self.cursor) if self.loom is not None else None
-
-    def sample(
-        self, backend: Backend, params: RamifyParams, progress: ProgressCallback | None = None
-    ) -> Draw | None:
-        """Draw `params.n` continuations at the cursor; None on a backend error (see `error`)."""
-        node_id = self.cursor
-        try:
-            result = ramify(backend, list(self.path_ids(backend, node_id)), params, progress)
-        except (BackendError, ValueError) as e:
-            self.error = str(e)
-            return None
-        self.error = None
-        self.draws[node_id] = Draw(node_id, params, result)
-        self.draws.move_to_end(node_id)
-        while len(self.draws) > KEPT_RESULTS:
-            self.draws.popitem(last=False)
-        return self.draws[node_id]
+    # -- what is offered here --------------------------------------------------------------
+    @property
+    def spot(self) -> Spot:
+        """Where this tab is, for `offers`' searches and draws (the story must be open)."""
+        return Spot(self.story_id, self.loom, not self.pending)
 
     def retry(self) -> None:
-        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
-        self.forced, self.failed = True, None
+        """'Suggest again': search once more; lone suggestions are shown, not taken."""
+        self.offers.retry()
         self.auto_accepted = 0
 
     def take_lone(self, offer: Offer, *, prefix_space: bool) -> bool:
@@ -520,58 +341,3 @@ class Workspace:
             first, texts = (chain.start, chain.texts) if chain else (start, ())
             self.lone = LoneChain(first, self.cursor, (*texts, piece.text))
         return True
-
-
-# -- searches as JSON ---------------------------------------------------------------------
-def search_to_dict(result: SearchResult, params: SearchParams) -> dict:
-    """A search as JSON: parameters, stats, the ranked suggestions and the whole tree."""
-    return {
-        "params": asdict(params),
-        "stats": result.stats.to_dict(),
-        "suggestions": [asdict(s) for s in result.suggestions],
-        "tree": result.tree.to_dict(),
-        "context_tokens": len(result.context_ids),
-    }
-
-
-def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
-    """`search_to_dict`'s inverse; None when the data is not a search we can show
-    (one holding NaN or an infinity, say)."""
-    if non_finite(data):
-        return None
-    try:
-        params = SearchParams(**_known(SearchParams, data["params"]))
-        suggestions = [_suggestion(s) for s in data["suggestions"]]
-        stats = SearchStats(**_known(SearchStats, data["stats"]))
-        tree = TreeNode.from_dict(data["tree"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    return SearchResult(suggestions, tree, stats, context_ids=()), params
-
-
-def _unshowable(search: object, what: str, where: str = "search") -> str | None:
-    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
-    broken = non_finite(search, where)
-    if broken is None:
-        return None
-    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
-
-
-def _unshowable_import(data: bytes | str) -> str | None:
-    """Why an imported file's suggestions were left out (the store keeps none holding NaN
-    or an infinity): the loom's per node, or an older file's one search."""
-    doc = json.loads(data)  # the store has read it: it is a JSON object
-    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
-    return _unshowable(searches, "The file's suggestions", "")
-
-
-def _suggestion(data: dict) -> Suggestion:
-    values = _known(Suggestion, data)
-    for name in ("token_ids", "token_pieces", "token_logprobs"):
-        values[name] = tuple(values[name])
-    return Suggestion(**values)
-
-
-def _known(cls, data: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}

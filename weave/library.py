@@ -1,0 +1,77 @@
+"""A tab's view of the story store: the stories it lists, renames, deletes, restores,
+purges and imports, and what failed last.
+
+Every store action a tab runs goes through `Library.save`, so that a failure (a locked
+or full disk, a damaged entry) is kept in `save_error` for the page to show, never
+raised. The moves within a story are `weave.session`'s; the rows are `weave.loom_store`'s.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from weave.loom_formats import without_surrogates
+from weave.loom_store import LoomStore, StoreError, StoryInfo
+
+
+def open_store(folder) -> tuple[LoomStore, str | None]:
+    """The store in the data folder; where it cannot open, one in a temporary folder and why."""
+    try:
+        return LoomStore(folder), None
+    except StoreError as e:
+        return LoomStore(tempfile.mkdtemp(prefix="lloom-unsaved-")), str(e)
+
+
+class Library:
+    """The stories of `store`, as one tab changes them; `save_error` says what failed last."""
+
+    def __init__(self, store: LoomStore) -> None:
+        self.store = store
+        self.save_error: str | None = None
+
+    def save(self, action: Callable[[], Any]) -> Any:
+        """Run a store action; a failure is kept in `save_error` (and None returned), never
+        raised. One that works clears it."""
+        try:
+            value = action()
+        except StoreError as e:
+            self.save_error = str(e)
+            return None
+        self.save_error = None
+        return value
+
+    def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
+        return self.save(lambda: self.store.stories(deleted=deleted)) or []
+
+    def title(self, story_id: str) -> str:
+        return self.save(lambda: self.store.info(story_id).title) or ""
+
+    def rename(self, story_id: str, title: str) -> str:
+        """Give a story a title (a blank one: its first words); returns the title it has."""
+        title = without_surrogates(title)
+        self.save(lambda: self.store.rename(story_id, title))
+        return self.title(story_id) or title
+
+    def delete(self, story_id: str) -> None:
+        """Move a story to the deleted ones (recoverable until purged)."""
+        self.save(lambda: self.store.delete(story_id))
+
+    def restore(self, story_id: str) -> None:
+        self.save(lambda: self.store.restore(story_id))
+
+    def purge(self, story_id: str) -> None:
+        """Remove a deleted story for good."""
+        self.save(lambda: self.store.purge(story_id))
+
+    def import_json(self, data: bytes | str) -> tuple[str | None, str | None]:
+        """Store an exported story (the loom JSON, or an older session file) as a new one:
+        (its id, None), or (None, what is wrong with the file or the store)."""
+        try:
+            return self.store.import_json(data), None
+        except ValueError as e:  # the file's fault (InvalidInput is also a StoreError)
+            return None, str(e)
+        except StoreError as e:
+            self.save_error = str(e)
+            return None, str(e)

@@ -1,0 +1,325 @@
+"""What a node offers a writer: a search's suggestions, a draw's samples, the model's
+alternatives at the story's tokens, and the one JSON form of a search.
+
+Suggestions belong to the node they were made for: `Offers` runs a tab's searches and
+draws at a `Spot` (a node of a story) and keeps them per (node, parameters) and per
+node, the latest few of each, so that going back shows a node's own at once; a search
+is also saved beside its node, and read back from there. A `Piece` is one continuation
+to take (a suggestion or a sample) with what made it. `search_to_dict`/`search_from_dict`
+are the one codec of a search, for the store and the command line. The search itself is
+`weave.search`'s and `weave.ramify`'s; the cursor and its moves are `weave.session`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from weave.finite import non_finite
+from weave.library import Library
+from weave.loom import Loom
+from weave.present import accepted_text
+from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
+from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
+from weave.token_ids import TokenIds
+from weave.tree import Suggestion, TreeNode
+
+KEPT_RESULTS = 16  # searches (and draws) remembered per tab
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A continuation offered at a node (a suggestion or a sample), and what made it."""
+
+    node_id: str  # the node it was made for: taking it adds a child there
+    text: str
+    token_ids: tuple[int, ...]
+    exact: bool  # `token_ids` spell `text` exactly
+    model: str
+    params: dict[str, Any]
+    score: float
+    kind: str = "accepted"
+
+    def text_as(self, shown: str | None, prefix_space: bool) -> str:
+        """The text taken when the box showed `shown` (None: unchanged)."""
+        return accepted_text(self.text, shown, prefix_space=prefix_space)
+
+
+def _tag(node_id: str, params, stats: SearchStats) -> str:
+    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
+    another run never show its texts."""
+    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A search's suggestions for one node: what the page shows there, and nowhere else."""
+
+    node_id: str
+    params: SearchParams
+    result: SearchResult
+
+    @property
+    def tag(self) -> str:
+        """Names this search's widgets, so that another search's never show its texts."""
+        return _tag(self.node_id, self.params, self.result.stats)
+
+    def piece(self, suggestion: Suggestion) -> Piece:
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
+
+    node_id: str
+    params: RamifyParams
+    result: RamifyResult
+
+    @property
+    def tag(self) -> str:
+        return _tag(self.node_id, self.params, self.result.stats)
+
+    def piece(self, sample: Sample) -> Piece:
+        """A sample to take: its text is the detokenization of exactly its ids."""
+        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a tab is: the node at `loom`'s cursor in story `story_id`; `saved` when no
+    move of the tab is pending (what is made here may then be stored beside the node)."""
+
+    story_id: str
+    loom: Loom
+    saved: bool
+
+    @property
+    def node_id(self) -> str:
+        return self.loom.cursor
+
+
+class Offers:
+    """A tab's searches per (node, parameters) and draws per node, and how the last went:
+    `error` (a backend's), `failed` (not searched again until asked), `notice` (a saved
+    search not shown, and why)."""
+
+    def __init__(self, library: Library) -> None:
+        self.library = library
+        self.ids = TokenIds()
+        self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
+        self.draws: OrderedDict[str, Draw] = OrderedDict()
+        self.settle()
+        self.forced = False  # 'Suggest again': search even where a result is kept
+
+    def settle(self) -> None:
+        """Forget how the last search went (the writer moved)."""
+        self.error: str | None = None
+        self.failed: tuple[str, SearchParams] | None = None
+        self.notice: str | None = None
+
+    def offer(self, spot: Spot, params: SearchParams, *, model: str | None) -> Offer | None:
+        """The suggestions made at `spot` with `params` (by `model`), kept or saved."""
+        result = self.results.get((spot.node_id, params))
+        if result is None and spot.saved:
+            store = self.library.store
+            saved = self.library.save(lambda: store.suggestions(spot.story_id, spot.node_id))
+            self.notice = unshowable(saved, "The saved suggestions") or self.notice
+            restored = search_from_dict(saved) if saved else None
+            if restored and restored[1] == params and restored[0].stats.model == model:
+                result = restored[0]
+                _keep(self.results, (spot.node_id, params), result)
+        return None if result is None else Offer(spot.node_id, params, result)
+
+    def latest(self, node_id: str) -> Offer | None:
+        """The node's latest search, whatever its parameters (shown while a new one fails)."""
+        for (at, params), result in reversed(self.results.items()):
+            if at == node_id:
+                return Offer(at, params, result)
+        return None
+
+    def needs_search(self, spot: Spot, params: SearchParams, *, model: str | None) -> bool:
+        if not spot.loom.text():
+            return False
+        key = (spot.node_id, params)
+        return self.forced or (self.offer(spot, params, model=model) is None and key != self.failed)
+
+    def retry(self) -> None:
+        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
+        self.forced, self.failed = True, None
+
+    def suggest(
+        self,
+        backend: Backend,
+        spot: Spot,
+        params: SearchParams,
+        progress: ProgressCallback | None = None,
+    ) -> Offer | None:
+        """Search at `spot`; on a backend error keep everything and remember why.
+
+        Returns the suggestions, or None when the search failed (see `error`).
+        """
+        node_id, self.forced = spot.node_id, False
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, node_id)
+            result = expand(backend, list(ids), params, progress=progress)
+        except (BackendError, ValueError) as e:
+            self.error, self.failed = str(e), (node_id, params)
+            return None
+        self.error, self.failed = None, None
+        _keep(self.results, (node_id, params), result)
+        if spot.saved:
+            data, store = search_to_dict(result, params), self.library.store
+            self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
+        return Offer(node_id, params, result)
+
+    def draw(self, node_id: str) -> Draw | None:
+        """The samples last drawn at the node in this tab (not saved until taken or kept)."""
+        return self.draws.get(node_id)
+
+    def sample(
+        self,
+        backend: Backend,
+        spot: Spot,
+        params: RamifyParams,
+        progress: ProgressCallback | None = None,
+    ) -> Draw | None:
+        """Draw `params.n` continuations at `spot`; None on a backend error (see `error`)."""
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+            result = ramify(backend, list(ids), params, progress)
+        except (BackendError, ValueError) as e:
+            self.error = str(e)
+            return None
+        self.error = None
+        draw = Draw(spot.node_id, params, result)
+        _keep(self.draws, spot.node_id, draw)
+        return draw
+
+    def alternatives(self, backend: Backend, spot: Spot, *, k: int, last: int) -> Alternatives:
+        """What the model offered at the last `last` tokens of the story at `spot`."""
+        where = (spot.story_id, spot.node_id)
+        try:
+            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+        except BackendError as e:
+            return Alternatives(*where, error=str(e))
+        return token_alternatives(backend, ids, where, k=k, last=last)
+
+
+def _keep(kept: OrderedDict, key, value) -> None:
+    kept[key] = value
+    kept.move_to_end(key)
+    while len(kept) > KEPT_RESULTS:
+        kept.popitem(last=False)
+
+
+# -- alternatives at the story's tokens -------------------------------------------------
+@dataclass(frozen=True)
+class Alternatives:
+    """What the model offered at the last tokens of the story at a node: `rows`, else why
+    there are none (`unsupported`: the backend cannot say; `error`: what failed)."""
+
+    story_id: str
+    node_id: str
+    rows: tuple[TokenAlternatives, ...] = ()
+    unsupported: bool = False
+    error: str | None = None
+
+    def failed(self, error: str) -> Alternatives:
+        return Alternatives(self.story_id, self.node_id, error=error)
+
+
+def token_alternatives(
+    backend: Backend, ids: Sequence[int], where: tuple[str, str], *, k: int, last: int
+) -> Alternatives:
+    """`Backend.alternatives` at the last `last` of `ids` (the story at `where`, a
+    (story id, node id) pair), the top `k` at each."""
+    try:
+        rows = backend.alternatives(list(ids), k, start=max(1, len(ids) - last))
+    except BackendError as e:
+        return Alternatives(*where, error=str(e))
+    if rows is None:
+        return Alternatives(*where, unsupported=True)
+    return Alternatives(*where, rows=tuple(rows))
+
+
+def branch_text(
+    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate
+) -> str:
+    """The story up to the token `at`, then `choice` in its place: what a loom edit
+    branches with when the writer picks another token there.
+
+    Args:
+        text: the story's text.
+        rows: `Backend.alternatives` for the story's ids, through its last token (their
+            texts join to the story's end).
+        at: the row of the token replaced; choice: one of its alternatives.
+    Raises:
+        ValueError: when the rows' texts are not the end of `text` (another story's).
+    """
+    tail = "".join(row.text for row in rows if row.position >= at.position)
+    if not text.endswith(tail):
+        raise ValueError("these alternatives belong to another text than the story's")
+    return text[: len(text) - len(tail)] + choice.text
+
+
+# -- searches as JSON ---------------------------------------------------------------------
+def search_to_dict(result: SearchResult, params: SearchParams | None = None) -> dict:
+    """A search as JSON: parameters (when given), stats, the ranked suggestions and the
+    whole tree."""
+    data = {} if params is None else {"params": asdict(params)}
+    return data | {
+        "stats": result.stats.to_dict(),
+        "suggestions": [asdict(s) for s in result.suggestions],
+        "tree": result.tree.to_dict(),
+        "context_tokens": len(result.context_ids),
+    }
+
+
+def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
+    """`search_to_dict`'s inverse; None when the data is not a search we can show
+    (one holding NaN or an infinity, say)."""
+    if non_finite(data):
+        return None
+    try:
+        params = SearchParams(**_known(SearchParams, data["params"]))
+        suggestions = [_suggestion(s) for s in data["suggestions"]]
+        stats = SearchStats(**_known(SearchStats, data["stats"]))
+        tree = TreeNode.from_dict(data["tree"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return SearchResult(suggestions, tree, stats, context_ids=()), params
+
+
+def unshowable(search: object, what: str, where: str = "search") -> str | None:
+    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
+    broken = non_finite(search, where)
+    if broken is None:
+        return None
+    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
+
+
+def unshowable_import(data: bytes | str) -> str | None:
+    """Why an imported file's suggestions were left out (the store keeps none holding NaN
+    or an infinity): the loom's per node, or an older file's one search."""
+    doc = json.loads(data)  # the store has read it: it is a JSON object
+    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
+    return unshowable(searches, "The file's suggestions", "")
+
+
+def _suggestion(data: dict) -> Suggestion:
+    values = _known(Suggestion, data)
+    for name in ("token_ids", "token_pieces", "token_logprobs"):
+        values[name] = tuple(values[name])
+    return Suggestion(**values)
+
+
+def _known(cls, data: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -1,0 +1,65 @@
+"""The token ids of a story at a node of its loom, the same every time they are asked for.
+
+A loom node may carry the ids of its own text (an accepted beam's, whose KV the MLX
+fragment tree holds); they are only a cache of the text. `TokenIds` builds a path's ids
+from its nodes' usable ids, tokenizing the text from the deepest node that has none, and
+remembers the paths it built (per model), so that going back to a node asks the backend
+for the very ids it searched with there, and costs no prefill. It stores nothing and knows
+nothing of searches or pages.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from backends.base import Backend, invalid_id
+from weave.loom import Loom, Node
+
+KEPT_IDS = 64  # token-id paths remembered per tab
+
+
+class TokenIds:
+    """One tab's memo of path ids, keyed by (model, node id)."""
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
+
+    def path_ids(self, backend: Backend, loom: Loom, node_id: str) -> tuple[int, ...]:
+        """The token ids of the story at `node_id` for `backend`.
+
+        A node's own ids follow its parent's path ids; from a node without usable ids for
+        this model up, the path's text is tokenized.
+        """
+        model, path = backend.model_name, loom.path(node_id)
+        tail: list[tuple[int, ...]] = []
+        for node in reversed(path):
+            known = self._ids.get((model, node.id))
+            if known is not None:
+                base = known
+                break
+            if node.parent is None:
+                base = ()
+                break
+            if not usable(backend, node):
+                base = tuple(backend.tokenize(loom.text(node.id)))
+                self._remember((model, node.id), base)
+                break
+            tail.append(node.token_ids)
+        ids = base + tuple(i for piece in reversed(tail) for i in piece)
+        self._remember((model, node_id), ids)
+        return ids
+
+    def _remember(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
+        self._ids[key] = ids
+        self._ids.move_to_end(key)
+        while len(self._ids) > KEPT_IDS:
+            self._ids.popitem(last=False)
+
+
+def usable(backend: Backend, node: Node) -> bool:
+    """Whether `node`'s stored ids can be fed to `backend`: an imported or crafted loom may
+    hold any, so ids made by another model, or not valid token ids of this one, are read as
+    unknown."""
+    if node.token_ids is None or node.model != backend.model_name:
+        return False
+    return invalid_id(node.token_ids, backend.vocab_size) is None
