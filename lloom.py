@@ -23,6 +23,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import present, session
@@ -128,6 +129,9 @@ def story_page(
     showed and its graph (built once a run)."""
     st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
     params, prefix_space, shading = config_ui(settings, backend, ws)
+    steer, seen = st.columns(2)
+    with steer.popover("📝 Memory & notes", width="stretch"):
+        lloom_steering.steering_ui(ws)  # before the search: it searches under them
     story_ui(ws)
     sampling, alternatives = st.columns(2)
     with sampling:
@@ -135,6 +139,8 @@ def story_page(
     with alternatives:
         alternatives_ui(ws, backend)
     offer = search_ui(ws, backend, params, prefix_space)
+    with seen.popover("👁️ What the model sees", width="stretch"):
+        lloom_steering.context_ui(ws, backend, params.max_depth)
     error_ui(ws)
     lone_ui(ws)
     if offer is not None:

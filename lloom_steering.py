@@ -16,6 +16,7 @@ import streamlit as st
 
 from backends import Backend, BackendError
 from weave.lorebook import parse_lorebook
+from weave.present import md
 from weave.session import Workspace
 from weave.steering import (
     MAX_ENTRY_CHARS,
@@ -49,7 +50,7 @@ def steering_ui(ws: Workspace) -> None:
         lore = tuple(_entry_ui(ws, entry, i, rev) for i, entry in enumerate(steering.lore))
         _save(ws, replace(steering, memory=memory, note=note, note_depth=int(depth), lore=lore))
     except ValueError as e:  # a key past its length: the saved steering stays
-        st.error(f"**Not saved.** {str(e).removeprefix('steering: ')}", icon="📖")
+        st.error(f"**Not saved.** {md(str(e).removeprefix('steering: '))}", icon="📖")
     _add_ui(ws, rev)
     _import_ui(ws, rev)
 
@@ -57,7 +58,7 @@ def steering_ui(ws: Workspace) -> None:
 def _entry_ui(ws: Workspace, entry: LoreEntry, i: int, rev: str) -> LoreEntry:
     """One lorebook entry's editor; returns the entry as the widgets now hold it."""
     mark = "" if entry.enabled else " (off)"
-    with st.expander(f"📖 {entry.label}{mark}"):
+    with st.expander(f"📖 {md(entry.label)}{mark}"):
         keys = st.text_input("Keys (comma-separated)", ", ".join(entry.keys),
                              key=f"st_keys_{rev}_{i}")  # fmt: skip
         text = st.text_area("Text", entry.text, max_chars=MAX_ENTRY_CHARS,
@@ -86,7 +87,7 @@ def _import_ui(ws: Workspace, rev: str) -> None:
                      key=key, on_change=_import, args=(ws, key))  # fmt: skip
     problem = st.session_state.get("st_import_error")
     if problem:
-        st.error(f"**That lorebook cannot be imported.** {problem}", icon="📖")
+        st.error(f"**That lorebook cannot be imported.** {md(problem)}", icon="📖")
 
 
 def _import(ws: Workspace, key: str) -> None:
@@ -134,9 +135,9 @@ def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
     if backend is None or not ws.text:
         return
     try:
-        context = ws.context(backend, ws.cursor, room=room)
+        context = ws.offers.context(backend, ws.spot, room=room)
     except (BackendError, ValueError) as e:
-        st.error(f"**The context cannot be built.** {e}", icon="📝")
+        st.error(f"**The context cannot be built.** {md(str(e))}", icon="📝")
         return
     window = backend.context_length
     of = f" of the model's {window:,}" if window else ""
@@ -144,6 +145,6 @@ def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
     if context.left_out:
         st.warning(f"The story's first {context.left_out:,} tokens are left out: the whole "
                    "does not fit the model's window.", icon="✂️")  # fmt: skip
-    fired = ", ".join(entry.label for entry in context.fired)
+    fired = ", ".join(md(entry.label) for entry in context.fired)
     st.caption(f"Lorebook entries fired: {fired}." if fired else "No lorebook entry fired.")
     st.code(context.marked_text(), language=None, wrap_lines=True)

@@ -14,6 +14,8 @@ tab does not leave a story while moves of it are unsaved.
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
 
+The story's steering (memory, note, lorebook: `weave.steering`) is kept in its settings
+record and goes with this tab's `spot`, so every search here is made under it.
 What a node offers (searches, samples, alternatives) is `weave.offers`'; the store's
 stories as a list are `weave.library`'s. The page (`lloom.py`) draws widgets and calls a
 `Workspace`, so that everything it does to a story can be tested without a browser.
@@ -30,6 +32,7 @@ from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_formats import without_surrogates
 from weave.loom_store import LoomStore, StoreError, StoryNotFound
 from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
+from weave.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
 
@@ -76,6 +79,7 @@ class Workspace:
 
     def _clear(self) -> None:
         self.settings: dict = {}
+        self.steering = Steering()  # the story's memory, note and lorebook
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.offers = Offers(self.library)  # this tab's searches and draws, per node
@@ -142,6 +146,10 @@ class Workspace:
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
         self.title = self.library.title(story_id)
         self.settings = self._save(lambda: self.store.settings(story_id)) or {}
+        try:
+            self.steering = steering_in(self.settings)
+        except ValueError as e:  # a store edited by hand: the story opens, unsteered
+            self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
 
@@ -312,16 +320,22 @@ class Workspace:
         return self.store.export_json(self.story_id)
 
     def remember_settings(self, settings: dict) -> None:
-        """Save the story's search settings when they changed."""
+        """Save the story's search settings when they changed (its steering stays)."""
+        settings = with_steering(settings, self.steering)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
+
+    def set_steering(self, steering: Steering) -> None:
+        """The story's memory, note and lorebook from now on, saved with the story."""
+        self.steering = steering
+        self.remember_settings(self.settings)
 
     # -- what is offered here --------------------------------------------------------------
     @property
     def spot(self) -> Spot:
         """Where this tab is, for `offers`' searches and draws (the story must be open)."""
-        return Spot(self.story_id, self.loom, not self.pending)
+        return Spot(self.story_id, self.loom, not self.pending, self.steering)
 
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""
