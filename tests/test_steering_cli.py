@@ -48,9 +48,9 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
         assert done.returncode == 0, done.stderr
         backend = LlamaCppBackend(llama_url)
         read = [backend.detokenize(p) for p in prompts(proxy.bodies("/completion"))]
-        steering = Steering("A dark tale.", "[Keep it dark.]", 2,
-                            (LoreEntry(("Mira",), "Mira is a spy with red hair."),))  # fmt: skip
-        expected = fitted_context(backend, steering, STORY, room=3).text
+        steering = ("A dark tale.", "[Keep it dark.]", 2)
+        fired = (LoreEntry(("Mira",), "Mira is a spy with red hair."),)
+        expected = fitted_context(backend, Steering(*steering, fired), STORY, room=3).text
         backend.close()
     assert expected == (
         "A dark tale.\nMira is a spy with red hair.\nThe night was cold.\n[Keep it dark.]\n"
@@ -58,7 +58,13 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
     )  # the dragon did not fire; the moor's entry is switched off
     assert min(read, key=len) == expected
     assert all(text.startswith(expected) for text in read)
-    assert json.loads(done.stdout)["suggestions"]
+    out = json.loads(done.stdout)
+    assert out["suggestions"]
+    recorded = Steering.from_dict(out["steering"])  # the search records what steered it
+    assert (recorded.memory, recorded.note, recorded.note_depth) == steering[:3]
+    assert [(e.label, e.enabled) for e in recorded.lore] == [
+        ("Dragons", True), ("Mira", True), ("moor", False)
+    ]  # fmt: skip
 
 
 def test_bad_steering_options_are_one_line_naming_them(tmp_path):
