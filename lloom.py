@@ -26,7 +26,7 @@ import backends
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
-from weave import present, session
+from weave import access, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
@@ -103,8 +103,9 @@ def shared_store() -> tuple[LoomStore, str | None]:
 def main() -> None:
     st.set_page_config(page_title="LLooM", page_icon="🧶", layout="wide")
     settings = settings_or_stop()
+    writer = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
-    ws = workspace(store)
+    ws = workspace(store.as_writer(writer))
     backend = backend_or_none()
     open_from_url(ws)
     ws.refresh()  # the other tabs' nodes, this tab's cursor
@@ -203,9 +204,35 @@ def page() -> PageState:
     return st.session_state.page
 
 
+def writer_or_stop(settings: Settings) -> str:
+    """The writer this page is for (`weave.access`); else a login button or the reason."""
+    login = st.secrets.load_if_toml_exists() and "auth" in st.secrets
+    proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
+    verdict = access.decide(
+        address=st.get_option("server.address") or "", proxied=proxied, login=login,
+        open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
+        email=st.user.get("email") if login else None,
+    )  # fmt: skip
+    if verdict.ask_login:
+        st.title("🧶 LLooM")
+        st.write("Your stories are private: log in to see them.")
+        if st.button("Log in", type="primary"):
+            st.login()
+    elif verdict.refusal:
+        st.error(verdict.refusal, icon="🔒")
+    if login and st.user.is_logged_in:
+        with st.sidebar:
+            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name') or '')}**")
+            if st.button("Log out", key="logout"):
+                st.logout()
+    if verdict.writer is None:
+        st.stop()
+    return verdict.writer
+
+
 def workspace(store: LoomStore) -> session.Workspace:
-    """This browser session's workspace, made once."""
-    if "page" not in st.session_state:
+    """This browser session's workspace, made once (anew when another writer logs in)."""
+    if "page" not in st.session_state or page().ws.store.writer != store.writer:
         st.session_state.page = PageState(session.Workspace(store))
     return page().ws
 
@@ -250,7 +277,8 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
         )
     missing, page().url_missing = page().url_missing, None
     if missing:
-        st.warning(f"No saved story {md(missing)} here: it may have been purged.", icon="🔎")
+        st.warning(f"No story {md(missing)} of yours here: it may have been purged, or be "
+                   "another writer's.", icon="🔎")  # fmt: skip
 
 
 def backend_or_none() -> Backend | None:

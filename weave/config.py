@@ -79,6 +79,11 @@ class OpenAISettings:
 
 
 @dataclass(frozen=True)
+class SharingSettings:
+    open: bool = False  # true: served beyond loopback without a login, on purpose
+
+
+@dataclass(frozen=True)
 class Settings:
     search: SearchParams = field(default_factory=SearchParams)
     model_search: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -88,6 +93,7 @@ class Settings:
     llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     vllm: VLLMSettings = field(default_factory=VLLMSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
+    sharing: SharingSettings = field(default_factory=SharingSettings)
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
 
@@ -170,7 +176,7 @@ def _check_key_parts(text: str, path: Path) -> None:
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
-                        "openai", "stories", "data"}, where)  # fmt: skip
+                        "openai", "stories", "data", "sharing"}, where)  # fmt: skip
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
@@ -198,6 +204,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         llamacpp=_section(LlamaCppSettings, table, "llamacpp", where),
         vllm=_section(VLLMSettings, table, "vllm", where),
         openai=_section(OpenAISettings, table, "openai", where),
+        sharing=_section(SharingSettings, table, "sharing", where),
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
     )

@@ -7,9 +7,13 @@
                                without --json an outline, indented where the story branches
     loom export STORY_ID       the whole loom as JSON on stdout
     loom import FILE           a new story from such a file; its id (or one error naming it)
+    loom give STORY_ID EMAIL   hand a story to the writer who logs in as EMAIL (the page's
+                               login); it leaves this machine's list
 
-The data folder is the configured one (`LLOOM_DATA_DIR` overrides it). This module owns
-these subcommands' arguments and output; the stories are `weave.loom_store`'s, and
+The command line is the machine's local writer (`LOCAL_WRITER`): it sees the stories made
+without a login. The data folder is the configured one (`LLOOM_DATA_DIR` overrides it).
+This module owns these subcommands' arguments and output; the stories are
+`weave.loom_store`'s, and
 `weave.cli` turns errors into one line on stderr.
 """
 
@@ -19,6 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
+from weave.access import writer_for
 from weave.config import load_settings
 from weave.loom import Loom
 from weave.loom_formats import MAX_BYTES
@@ -30,7 +35,7 @@ MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their l
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `loom` subcommand and its own subcommands."""
-    loom = commands.add_parser("loom", help="list, show, export and import stories")
+    loom = commands.add_parser("loom", help="list, show, export, import and give stories")
     actions = loom.add_subparsers(dest="loom_command", required=True)
     listing = actions.add_parser("list", help="the stories in the data folder")
     listing.add_argument("--json", action="store_true", help="print one JSON list")
@@ -41,6 +46,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     export.add_argument("story_id")
     imported = actions.add_parser("import", help="a new story from an exported file")
     imported.add_argument("file", type=Path)
+    give = actions.add_parser("give", help="hand a story to a login (an e-mail address)")
+    give.add_argument("story_id")
+    give.add_argument("email")
 
 
 def run(args: argparse.Namespace) -> str:
@@ -64,6 +72,12 @@ def run(args: argparse.Namespace) -> str:
         return _outline(loom)
     if args.loom_command == "export":
         return store.export_json(args.story_id)
+    if args.loom_command == "give":
+        writer = writer_for(args.email)
+        if writer is None:
+            raise InvalidInput(f"{args.email!r} is not an e-mail address; a login is named by one")
+        store.give(args.story_id, writer)
+        return f"{args.story_id} is now {writer}'s"
     return store.import_json(_read_export(args.file), str(args.file))
 
 

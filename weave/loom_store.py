@@ -8,6 +8,12 @@ applies a pure move from `weave.loom`, and writes what the move added. So two wr
 on one story only ever add nodes, and nothing saved is lost when a process is killed.
 Every failure is a `StoreError` whose message says what to check.
 
+A store is one writer's view of the file (`writer`; `as_writer` gives another's): it
+lists, opens, changes, exports and imports only that writer's stories, and another
+writer's story is `StoryNotFound` to it. The filter is `weave.store_rows`' alone, so no
+caller can forget it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands
+one to another writer.
+
 This module owns `LoomStore` and the names the page and the command line import with it;
 the errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
 `weave.store_rows`', the JSON documents `weave.loom_formats`'. None of them imports the
@@ -16,10 +22,12 @@ page, the session layer or the backends.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +36,35 @@ from weave.loom import Loom, new_id
 from weave.loom_formats import SavedStory, loom_document, read_document
 from weave.steering import steering_in
 from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
-from weave.store_file import FILE_NAME, StoreFile
+from weave.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
 from weave.store_rows import StoryInfo
 
-__all__ = ["BadImport", "InvalidInput", "LoomStore", "StoreError", "StoryInfo", "StoryNotFound"]
+__all__ = ["LOCAL_WRITER", "BadImport", "InvalidInput", "LoomStore", "StoreError", "StoryInfo", "StoryNotFound"]
 
 
 class LoomStore:
-    """Stories in `folder/stories.sqlite3`; the folder and file are made when missing.
+    """`writer`'s stories in `folder/stories.sqlite3`; the folder and file are made when
+    missing.
 
     Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older
     file, left untouched), `NewerDatabase` or `DatabaseLocked`. Holds no connection.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], *, busy_ms: int = 5000):
+    def __init__(
+        self, folder: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
+    ):
         self.folder = Path(folder).expanduser().absolute()
         self.path = self.folder / FILE_NAME
         self.busy_ms = busy_ms
-        self._file = StoreFile(self.path, busy_ms)
+        self.writer = writer
+        self._file = StoreFile(self.path, busy_ms, writer)
         self._file.prepare()
+
+    def as_writer(self, writer: str) -> LoomStore:
+        """This store's file as `writer` sees it (opened already: not checked again)."""
+        store = copy.copy(self)
+        store.writer, store._file = writer, replace(self._file, writer=writer)
+        return store
 
     # -- stories ------------------------------------------------------------------------
     def create(
@@ -94,6 +112,12 @@ class LoomStore:
     def delete(self, story_id: str) -> None:
         """Mark a story deleted (kept, and restorable, until purged)."""
         self._set(story_id, "deleted = coalesce(deleted, ?)", time.time())
+
+    def give(self, story_id: str, writer: str) -> None:
+        """Hand one of this writer's stories to `writer`: it leaves this writer's list."""
+        if not isinstance(writer, str) or not writer.strip():
+            raise InvalidInput("a story can only be given to a writer named by a login")
+        self._set(story_id, "owner = ?", writer)
 
     def restore(self, story_id: str) -> None:
         self._set(story_id, "deleted = ?", None)

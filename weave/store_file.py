@@ -1,12 +1,15 @@
 """The story store's SQLite file: its tables, opening it, and every connection on it.
 
-The tables: `stories` (a row a story: title, times, settings, root, cursor), `nodes`
+The tables: `stories` (a row a story: title, times, settings, root, cursor, and its
+owner: the writer who may see it), `nodes`
 (only ever added: triggers refuse to change one, or to delete one of a story that is not
 deleted), and the small records beside them (`checkouts`, `bookmarks`, `suggestions`).
 Opening reads the header with plain file I/O before SQLite does: a foreign or damaged
 file is left untouched, a newer or older one refused; a new one gets the schema. Every
 connection is made here (WAL, `synchronous=FULL`, foreign keys, a busy timeout, one per
 operation), and any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
+Each connection belongs to one writer: SQL's `writer()` names them, and `weave.store_rows`
+reads and writes only that writer's stories.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from weave.store_errors import (
 )
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: stories have an owner (a schema 3 file gains the column)
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
+LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
+OWNER = f"owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'"  # the writer who may see a story
 
 SCHEMA = (
     """CREATE TABLE stories (
@@ -39,7 +44,8 @@ SCHEMA = (
         deleted REAL,         -- when it was deleted; NULL while it is not
         settings TEXT,        -- JSON object
         root TEXT NOT NULL,
-        cursor TEXT NOT NULL
+        cursor TEXT NOT NULL,
+        """ + OWNER + """
     )""",
     """CREATE TABLE nodes (
         story_id TEXT NOT NULL REFERENCES stories(id),
@@ -86,10 +92,12 @@ SCHEMA = (
 
 @dataclass(frozen=True)
 class StoreFile:
-    """The database at `path`, whose locks are waited for `busy_ms` milliseconds."""
+    """The database at `path`, whose locks are waited for `busy_ms` milliseconds, as
+    `writer` sees it."""
 
     path: Path
     busy_ms: int
+    writer: str = LOCAL_WRITER
 
     # -- connections ----------------------------------------------------------------------
     @contextmanager
@@ -116,6 +124,8 @@ class StoreFile:
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
             db.row_factory = sqlite3.Row
+            writer = self.writer
+            db.create_function("writer", 0, lambda: writer, deterministic=True)
             for pragma in (f"busy_timeout = {int(self.busy_ms)}", "foreign_keys = ON",
                            "synchronous = FULL"):  # fmt: skip
                 db.execute(f"PRAGMA {pragma}")
@@ -164,7 +174,9 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
+            if version == 3:  # before owners: its stories are the local writer's
+                self._add_owners(db)
+            elif version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
                 raise NotLoomDatabase(
                     f"the database at {self.path} has schema {version}, from a development "
                     "build of LLooM that no release read; it was left untouched"
@@ -173,6 +185,14 @@ class StoreFile:
             db.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not later
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("ROLLBACK")
+
+    def _add_owners(self, db: sqlite3.Connection) -> None:
+        """Schema 3 to 4 in one transaction (another process may be first)."""
+        db.execute("BEGIN IMMEDIATE")
+        if db.execute("PRAGMA user_version").fetchone()[0] == 3:
+            db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
 
     def _is_new(self) -> bool:
         """Whether the file is new; raises `NotLoomDatabase` for one that is not ours.

@@ -7,6 +7,11 @@ and a node's score, time, ids, model or params that still cannot be read dropped
 of how it was made; ids are made again from the text). What would change the story's
 shape is a `DamagedStory` naming the story and node: a parent missing or after its child
 (a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
+
+The owner filter is here, and only here: a connection belongs to one writer (SQL's
+`writer()`, set by `weave.store_file`); `story_row`, the gate every read or change of a
+story goes through, and `story_infos`, the list, see only that writer's stories, and a
+new story is theirs. Another writer's story is, to them, no story (`StoryNotFound`).
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ class StoryInfo:
 
 # -- reading a story ----------------------------------------------------------------------
 def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
-    """The story's row in `stories`. Raises `StoryNotFound`."""
-    row = db.execute("SELECT * FROM stories WHERE id = ?", (story_id,)).fetchone()
+    """The story's row, when it is the connection's writer's. Raises `StoryNotFound`."""
+    row = db.execute(
+        "SELECT * FROM stories WHERE id = ? AND owner = writer()", (story_id,)
+    ).fetchone()
     if row is None:
         raise StoryNotFound(f"no story {story_id} in the store (purged, or never saved here)")
     return row
@@ -136,8 +143,8 @@ def _json(value: Any) -> Any:
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
-    """Every story (or the one `story_id`, when it exists), last updated first."""
-    where = "WHERE s.id = ?" if story_id is not None else ""
+    """The writer's stories (or the one `story_id`, when it is theirs), last updated first."""
+    where = "WHERE s.owner = writer()" + (" AND s.id = ?" if story_id is not None else "")
     found = db.execute(
         f"""SELECT s.id, s.title, s.created, s.updated, s.deleted,
             (SELECT COUNT(*) FROM nodes WHERE story_id = s.id) AS nodes,
@@ -192,8 +199,8 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     story = finite_only(story)
     loom, now = story.loom, time.time()
     db.execute(
-        "INSERT INTO stories (id, title, created, updated, settings, root, cursor) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO stories (id, title, created, updated, settings, root, cursor, owner) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, writer())",
         (story_id, story.title, story.created, now, dumps(story.settings, "the settings"),
          loom.root, loom.cursor),
     )  # fmt: skip

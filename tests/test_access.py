@@ -1,0 +1,141 @@
+"""Who may use the page (`weave.access`), and the store's owner filter (`weave.loom_store`):
+each writer's stories are their own, below the page and the session layer."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from weave.access import decide, is_loopback, writer_for
+from weave.loom import Loom
+from weave.loom_store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
+
+ALICE, BOB = "alice@example.org", "bob@example.org"
+
+
+@pytest.mark.parametrize(
+    "address, local",
+    [("127.0.0.1", True), ("127.8.9.1", True), ("localhost", True), ("::1", True),
+     ("[::1]", True), ("unix://run/lloom.sock", True), ("", False), ("0.0.0.0", False),
+     ("::", False), ("192.168.1.20", False), ("my-laptop", False)],
+)  # fmt: skip
+def test_only_loopback_addresses_are_this_machine_only(address, local):
+    assert is_loopback(address) is local
+
+
+def test_on_loopback_without_login_the_page_is_the_local_writers():
+    verdict = decide(address="127.0.0.1", login=False, open_page=False, logged_in=False,
+                     email=None)  # fmt: skip
+    assert verdict.writer == LOCAL_WRITER and not verdict.ask_login and verdict.refusal is None
+
+
+@pytest.mark.parametrize("address", ["", "0.0.0.0", "192.168.1.20"])
+def test_beyond_loopback_without_login_the_page_is_nobodys_and_says_how_to_share(address):
+    verdict = decide(address=address, login=False, open_page=False, logged_in=False, email=None)
+    assert verdict.writer is None and not verdict.ask_login
+    assert "[auth]" in verdict.refusal and "[sharing] open = true" in verdict.refusal
+    opened = decide(address=address, login=False, open_page=True, logged_in=False, email=None)
+    assert opened.writer == LOCAL_WRITER
+
+
+def test_through_a_reverse_proxy_loopback_is_no_longer_this_machine_only():
+    verdict = decide(address="127.0.0.1", proxied=True, login=False, open_page=False,
+                     logged_in=False, email=None)  # fmt: skip
+    assert verdict.writer is None and "through a proxy" in verdict.refusal
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "0.0.0.0"])
+def test_with_login_configured_only_a_logged_in_address_is_a_writer(address):
+    asked = decide(address=address, login=True, open_page=True, logged_in=False, email=None)
+    assert asked.writer is None and asked.ask_login
+    verdict = decide(address=address, login=True, open_page=False, logged_in=True,
+                     email=" Alice@Example.org ")  # fmt: skip
+    assert verdict.writer == ALICE
+    for email in (None, "", "local", "@"):
+        refused = decide(address=address, login=True, open_page=False, logged_in=True,
+                         email=email)  # fmt: skip
+        assert refused.writer is None and "e-mail" in refused.refusal
+
+
+def test_an_address_is_never_the_local_writer():
+    assert writer_for(LOCAL_WRITER) is None and writer_for("Bob@Example.org") == BOB
+
+
+# -- the store: each writer's stories are their own ----------------------------------------
+def test_each_writer_lists_opens_and_changes_only_their_own_stories(tmp_path):
+    store = LoomStore(tmp_path)
+    alice, bob = store.as_writer(ALICE), LoomStore(tmp_path, writer=BOB)
+    mine, _ = alice.create("Alice's garden.")
+    theirs, _ = bob.create("Bob's harbour.")
+    local, _ = store.create("A draft before login.")
+    assert [s.id for s in alice.stories()] == [mine]
+    assert [s.id for s in bob.stories()] == [theirs]
+    assert [s.id for s in store.stories()] == [local]
+    for action in (
+        lambda: bob.load(mine), lambda: bob.info(mine), lambda: bob.export_json(mine),
+        lambda: bob.settings(mine), lambda: bob.suggestions(mine, "x"),
+        lambda: bob.rename(mine, "mine now"), lambda: bob.delete(mine),
+        lambda: bob.save_settings(mine, {"cutoff": 0.5}),
+        lambda: bob.update(mine, lambda loom: loom.bookmark(loom.cursor, True)),
+        lambda: bob.give(mine, BOB),
+    ):  # fmt: skip
+        with pytest.raises(StoryNotFound):
+            action()
+    assert alice.load(mine).text() == "Alice's garden." and not alice.info(mine).deleted
+    assert alice.info(mine).title == "Alice's garden."
+
+
+def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(tmp_path):
+    store = LoomStore(tmp_path)
+    draft, _ = store.create("A draft before login.")
+    bob = store.as_writer(BOB)
+    copy = bob.import_json(store.export_json(draft))
+    assert [s.id for s in bob.stories()] == [copy] and [s.id for s in store.stories()] == [draft]
+    store.give(draft, ALICE)
+    assert store.stories() == [] and [s.id for s in store.as_writer(ALICE).stories()] == [draft]
+    with pytest.raises(InvalidInput):
+        store.as_writer(ALICE).give(draft, " ")
+
+
+def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_path):
+    store = LoomStore(tmp_path)
+    story_id, _ = store.create("Written before login existed.")
+    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner column
+        db.execute("ALTER TABLE stories DROP COLUMN owner")
+        db.execute("PRAGMA user_version = 3")
+    db.close()
+    reopened = LoomStore(tmp_path)
+    assert [s.id for s in reopened.stories()] == [story_id]
+    assert isinstance(reopened.load(story_id), Loom)
+    assert reopened.as_writer(ALICE).stories() == []
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+    db.close()
+
+
+def test_loom_give_hands_a_pre_login_story_to_a_login(tmp_path):
+    store = LoomStore(tmp_path)
+    draft, _ = store.create("A draft before login.")
+
+    def loom(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
+            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+        )  # fmt: skip
+
+    done = loom("give", draft, "Alice@Example.org")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{draft} is now {ALICE}'s"
+    assert [s.id for s in store.as_writer(ALICE).stories()] == [draft]
+    assert json.loads(loom("list", "--json").stdout) == []  # gone from this machine's list
+    again = loom("give", draft, BOB)  # not the local writer's any more
+    assert again.returncode == 2 and again.stderr.startswith(f"error: no story {draft}")
+    kept, _ = store.create("Another draft.")
+    wrong = loom("give", kept, "alice")
+    assert wrong.returncode == 2 and "'alice' is not an e-mail address" in wrong.stderr
+    assert [s.id for s in store.stories()] == [kept]
