@@ -63,8 +63,10 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
     recorded = Steering.from_dict(out["steering"])  # the search records what steered it
     assert (recorded.memory, recorded.note, recorded.note_depth) == steering[:3]
     assert [(e.label, e.enabled) for e in recorded.lore] == [
-        ("Dragons", True), ("Mira", True), ("moor", False)
-    ]  # fmt: skip
+        ("Dragons", True),
+        ("moor", False),
+        ("Mira", True),
+    ]  # sorted by SillyTavern's order (100 where none is given)
 
 
 def test_bad_steering_options_are_one_line_naming_them(tmp_path):
