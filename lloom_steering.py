@@ -30,6 +30,8 @@ from weave.steering import (
 
 def steering_ui(ws: Workspace) -> None:
     """Memory, note and lorebook, saved with the story as they change."""
+    if st.session_state.get("st_seen") != ws.steering:  # another tab's, or another story's
+        _bump(ws)
     steering, rev = ws.steering, _rev(ws)
     memory = st.text_area(
         "Memory", steering.memory, max_chars=MAX_MEMORY_CHARS, key=f"st_memory_{rev}",
@@ -114,6 +116,7 @@ def _delete(ws: Workspace, i: int) -> None:
 def _save(ws: Workspace, steering: Steering) -> None:
     if steering != ws.steering:
         ws.set_steering(steering)
+    st.session_state.st_seen = ws.steering  # this tab's widgets hold it
 
 
 def _keys(text: str) -> tuple[str, ...]:
@@ -122,7 +125,8 @@ def _keys(text: str) -> tuple[str, ...]:
 
 def _rev(ws: Workspace) -> str:
     """A name for this story's steering widgets, new after an entry is added, deleted or
-    imported (entries' widgets are named by place) and for another story."""
+    imported (entries' widgets are named by place), and when the steering changed
+    elsewhere (another tab, another story), so that they show it instead of their own."""
     return f"{ws.story_id}_{st.session_state.get('st_rev', 0)}"
 
 

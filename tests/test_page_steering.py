@@ -25,7 +25,9 @@ def fake(tmp_path, monkeypatch) -> StoryFake:
 
 
 def memory_key(at) -> str:
-    return f"st_memory_{at.query_params['story']}_0"
+    """The memory box's key: its widgets are named anew when the steering changes
+    elsewhere, as when the page first shows it (1)."""
+    return f"st_memory_{at.query_params['story']}_1"
 
 
 def seen(at) -> str:
@@ -53,19 +55,33 @@ def test_memory_set_search_reload_still_there(fake):
 def test_the_note_and_the_lorebook_are_edited_switched_off_and_deleted(fake):
     at = started("a cab. a bac,\nabc abc,\nb a c,")
     sid = at.query_params["story"]
-    at.text_area(key=f"st_note_{sid}_0").set_value("[Keep it dark.]").run()
-    at.number_input(key=f"st_depth_{sid}_0").set_value(2).run()
-    at.text_input(key=f"st_new_keys_{sid}_0").set_value("bac, cab")
-    at.text_area(key=f"st_new_text_{sid}_0").set_value("The bac is a cab.")
+    at.text_area(key=f"st_note_{sid}_1").set_value("[Keep it dark.]").run()
+    at.number_input(key=f"st_depth_{sid}_1").set_value(2).run()
+    at.text_input(key=f"st_new_keys_{sid}_1").set_value("bac, cab")
+    at.text_area(key=f"st_new_text_{sid}_1").set_value("The bac is a cab.")
     next(b for b in at.button if b.label == "➕ Add entry").click().run()
     assert not at.exception
     ws = workspace(at)
     entry = LoreEntry(("bac", "cab"), "The bac is a cab.")
     assert ws.steering == Steering(note="[Keep it dark.]", note_depth=2, lore=(entry,))
     assert "Lorebook entries fired: bac." in [c.value for c in at.caption]
-    at.toggle(key=f"st_on_{sid}_1_0").set_value(False).run()
+    at.toggle(key=f"st_on_{sid}_2_0").set_value(False).run()
     assert workspace(at).steering.lore[0].enabled is False
     assert "No lorebook entry fired." in [c.value for c in at.caption]
-    at.button(key=f"st_delete_{sid}_1_0").click().run()
+    at.button(key=f"st_delete_{sid}_2_0").click().run()
     assert workspace(at).steering.lore == ()
     assert not at.exception
+
+
+def test_another_tabs_memory_is_shown_not_overwritten(fake):
+    one = started()
+    two = app(story=one.query_params["story"], node=one.query_params["node"])
+    one.text_area(key=memory_key(one)).set_value("A dark tale.").run()
+    two.slider(key="cfg_max_depth").set_value(7).run()  # saves its settings
+    assert not two.exception
+    assert workspace(two).steering.memory == "A dark tale."
+    boxes = [t.value for t in two.text_area if t.key and t.key.startswith("st_memory_")]
+    assert boxes == ["A dark tale."]
+    assert workspace(one).store.settings(one.query_params["story"])["steering"]["memory"] == (
+        "A dark tale."
+    )

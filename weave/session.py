@@ -110,10 +110,12 @@ class Workspace:
             return
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
+            settings = self.store.settings(self.story_id)  # another tab may have steered
         except StoreError as e:
             self.library.save_error = str(e)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
+        self._take_settings(settings)
 
     # -- opening and closing ------------------------------------------------------------
     def start(self, text: str) -> bool:
@@ -145,11 +147,7 @@ class Workspace:
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
         self.title = self.library.title(story_id)
-        self.settings = self._save(lambda: self.store.settings(story_id)) or {}
-        try:
-            self.steering = steering_in(self.settings)
-        except ValueError as e:  # a store edited by hand: the story opens, unsteered
-            self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
+        self._take_settings(self._save(lambda: self.store.settings(story_id)) or {})
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
 
@@ -325,6 +323,14 @@ class Workspace:
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
+
+    def _take_settings(self, settings: dict) -> None:
+        """The story's settings as stored, its steering among them."""
+        self.settings = settings
+        try:
+            self.steering = steering_in(settings)
+        except ValueError as e:  # a store edited by hand: the story opens, unsteered
+            self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
 
     def set_steering(self, steering: Steering) -> None:
         """The story's memory, note and lorebook from now on, saved with the story."""
