@@ -557,11 +557,11 @@ def while_open(backend: Backend):
     """Within it, a long read or search for a tab that has since closed stops between
     chunks and depths (on MLX, the one backend with `cancellable`), leaving the model to
     the other writers; the script ends quietly."""
-    hook, ctx = getattr(backend, "cancellable", None), get_script_run_ctx()
-    if hook is None or ctx is None or not Runtime.exists():
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
         return nullcontext()
     runtime, session_id = Runtime.instance(), ctx.session_id
-    return hook(lambda: runtime.is_active_session(session_id))
+    return backend.cancellable(lambda: runtime.is_active_session(session_id))
 
 
 def error_ui(ws: session.Workspace) -> None:
@@ -846,7 +846,7 @@ def sidebar_ui(
         backend_info_ui(settings, backend)
         if offer is not None:
             stats_ui("This node's search", offer.result.stats)
-        if hasattr(backend, "cache_bytes"):
+        if backend is not None and backend.cache_bytes is not None:
             st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                        f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
         draw = ws.offers.draw(ws.cursor) if ws.started else None
@@ -918,7 +918,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
-    note = getattr(backend, "note", None)
+    note = backend.note if backend is not None else None
     if note:
         st.info(md(note))
 

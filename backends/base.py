@@ -12,7 +12,9 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,16 @@ class BackendError(RuntimeError):
 
     The message often quotes a server, which may echo a request's credentials: anything
     that looks like one is redacted here, so no error shown or logged can carry a key.
+    It is one line: a server's text may hold many (an HTML page, an echoed request), and
+    every run of whitespace becomes one space (after redaction, whose patterns end at a
+    line's end).
     """
 
     def __init__(self, message: str, *, backend: str, url: str | None = None):
         self.backend = backend
         self.url = url
         where = f" at {url}" if url else ""
-        super().__init__(redacted(f"{backend}{where}: {message}"))
+        super().__init__(" ".join(redacted(f"{backend}{where}: {message}").split()))
 
 
 CREDENTIALS = (  # (what names it, then its value)
@@ -146,26 +151,54 @@ def token_texts(pieces: Sequence[bytes], start: int) -> list[str]:
     return texts[start:]
 
 
+Positions = list[list[Candidate]]  # top-k at successive positions, as a backend reads them
+
+
+class Chain(Protocol):
+    """The top-k at successive positions of one greedy path (`Backend.greedy_chains`):
+    chain[j] is the top-k after the context plus the path's first j tokens, its greedy
+    token chain[j][0]. Positions may arrive as a server makes them: indexing waits for
+    the one asked, `len()` for the path's end."""
+
+    def __getitem__(self, index: int) -> list[Candidate]: ...
+
+    def __len__(self) -> int: ...
+
+    def known_length(self) -> int | None:
+        """The path's length once its end is known, else None; never waits."""
+        ...
+
+    def close(self) -> None:
+        """No beam follows this path any more: the backend may stop making it."""
+        ...
+
+
+class WholeChain(list[list[Candidate]]):
+    """A `Chain` read whole: its length is known at once, and closing it frees nothing."""
+
+    def known_length(self) -> int:
+        return len(self)
+
+    def close(self) -> None:
+        """Nothing to stop: the path was read whole."""
+
+
 class Backend(ABC):
     """Batched, token-native next-token log-probabilities.
 
-    Class attributes describe capabilities:
-      name         short backend name ("mlx", "llamacpp", "vllm", "openai").
-      token_native False for backends whose API has no token ids (the search then works
-                   on token text; ids are local to one expansion).
-      prefers_chains  whether `greedy_chains` (when offered) beats depth-by-depth requests
-                   by default; a server that batches a whole depth in one request gains
-                   no round trips from chains, only extra tokens.
-    Instance attributes:
-      special_token_ids  control tokens (end of text, chat markers) that the search never
-                   offers as story text; a backend fills it when it knows them.
-      vocab_size   how many token ids the model has (valid ids are 0 .. vocab_size - 1);
-                   None where the backend does not know. `check_ids` reads it.
+    A class attribute: `name`, the short backend name ("mlx", "llamacpp", "vllm",
+    "openai"). An instance attribute: `special_token_ids`, control tokens (end of text,
+    chat markers) that the search never offers as story text; a backend fills it when it
+    knows them; and `vocab_size`, how many token ids the model has (valid ids are 0 ..
+    vocab_size - 1; None where the backend does not know), which `check_ids` reads.
+
+    Optional abilities are declared here, each with the default that is the one way to
+    say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
+    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`)
+    do nothing by default. Callers ask the method; nobody probes for attributes.
     """
 
     name: str = "backend"
-    token_native: bool = True
-    prefers_chains: bool = True
 
     def __init__(self) -> None:
         self.stats = BackendStats()
@@ -200,6 +233,22 @@ class Backend(ABC):
                 backend=self.name,
             )
 
+    @property
+    def note(self) -> str | None:
+        """Optional: what the page says while this backend is active."""
+        return None
+
+    @property
+    def cache_bytes(self) -> int | None:
+        """Optional: bytes of KV cache the backend holds in this process now (None: it
+        keeps none, or a server keeps it)."""
+        return None
+
+    @property
+    def cache_cap_bytes(self) -> int | None:
+        """Optional: the most `cache_bytes` may hold between calls."""
+        return None
+
     # -- tokens --------------------------------------------------------------------
     @abstractmethod
     def tokenize(self, text: str) -> list[int]:
@@ -231,21 +280,25 @@ class Backend(ABC):
 
     def greedy_chains(
         self, contexts: list[list[int]], k: int, lengths: list[int], *, stops: tuple[str, ...] = ()
-    ) -> list[list[list[Candidate]]] | None:
+    ) -> list[Chain] | None:
         """Optional: top-k at each of `lengths[i]` positions along each context's greedy path.
 
-        result[i][j] is the top-k after contexts[i] plus the first j greedy tokens; the
-        greedy token at j is result[i][j][0]. Remote backends answer a whole beam in one
-        request this way. A path may end early just after a greedy token whose text holds
-        one of `stops` (the search's auto-stop ends the beam there), so a server stops
-        generating what no beam would use; a chain may also be shorter than asked for
-        other reasons, and the search asks again for beams that go on. A chain may be a
-        sequence whose positions arrive as the server makes them (indexing waits for
-        them), with a `close()` that the search calls once no beam follows it, so the
-        server stops making positions nobody reads. Returns None when the backend has no
-        such capability.
+        result[i] is a `Chain`: result[i][j] is the top-k after contexts[i] plus the first
+        j greedy tokens. Remote backends answer a whole beam in one request this way. A
+        path may end early just after a greedy token whose text holds one of `stops` (the
+        search's auto-stop ends the beam there), so a server stops generating what no beam
+        would use; a chain may also be shorter than asked for other reasons, and the
+        search asks again for beams that go on. A chain's positions may arrive as the
+        server makes them; the search closes each once no beam follows it, so the server
+        stops making positions nobody reads. Returns None when the backend cannot.
         """
         return None
+
+    def cancellable(self, wanted: Callable[[], bool]) -> AbstractContextManager[None]:
+        """Optional hint: within this block, this thread's reads and searches may stop
+        (with the backend's own exception) once wanted() is False, leaving the model to
+        other writers. By default nothing stops: the work simply finishes."""
+        return nullcontext()
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""
@@ -259,7 +312,7 @@ class Backend(ABC):
         min_p: float,
         max_tokens: int,
         seed: int | None = None,
-    ) -> list[Continuation]:
+    ) -> list[Continuation] | None:
         """Optional: n continuations of `context` drawn by the model, in the order drawn.
 
         At each position, tokens whose probability is below `min_p` times the top token's
@@ -267,9 +320,9 @@ class Backend(ABC):
         ends after `max_tokens` tokens or at a control token, which it does not include.
         `seed` makes the draw repeatable where the backend can. Servers draw with their
         own samplers; a backend's `sample` says where they differ from this. Counted in
-        `stats` as a search is.
+        `stats` as a search is. Returns None when the backend cannot sample.
         """
-        raise BackendError("this backend cannot sample continuations", backend=self.name)
+        return None
 
 
 def invalid_id(ids: Sequence[object], vocab_size: int | None) -> int | None:
@@ -282,9 +335,6 @@ def invalid_id(ids: Sequence[object], vocab_size: int | None) -> int | None:
     return None
 
 
-Chain = list[list[Candidate]]  # top-k at successive positions of one greedy path
-
-
 class GreedyPathBackend(Backend):
     """A server backend whose one request answers many contexts at once, each for a
     number of positions along its greedy path; single steps are paths of length one."""
@@ -292,7 +342,7 @@ class GreedyPathBackend(Backend):
     @abstractmethod
     def _complete(
         self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
-    ) -> list[Chain]:
+    ) -> list[Positions]:
         """For each context, the top-k at each of `length` greedy positions (at least one),
         or fewer where the path's text reached one of `stops`."""
 
@@ -311,7 +361,7 @@ class GreedyPathBackend(Backend):
 
     def _chains(
         self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
-    ) -> Sequence[Sequence[list[Candidate]]]:
+    ) -> Sequence[Chain]:
         """The chains of one request: `_complete`'s, read whole, unless a backend gives
         chains whose positions arrive as the server makes them."""
-        return self._complete(contexts, k, length, stops)
+        return [WholeChain(chain) for chain in self._complete(contexts, k, length, stops)]

@@ -7,19 +7,23 @@ sends it, so a caller can act on a vLLM completion's first tokens while the serv
 on with the rest, and can drop the connection to stop it).
 
 The timeout bounds each request end to end (`backends.deadline`), not each socket read:
-a server that drips its reply a byte at a time is too slow all the same. A server may
-close an idle kept-alive connection just as a request goes out on it; that request is
-sent again, once, on a new connection, within the same deadline.
+a server that drips its reply a byte at a time is too slow all the same, streamed or
+not. Every body is read here, in chunks, by one loop (`_Body`) that stops at the
+request's deadline and at MAX_REPLY_BYTES (`backends.replies`), closes the connection
+and drops what it read: a request given up stops reading on its own thread too, so a
+huge reply costs at most the cap, for at most the deadline. JSON is parsed with a bound
+on its depth (`replies.parsed`). A server may close an idle kept-alive connection just
+as a request goes out on it; that request is sent again, once, on a new connection,
+within the same deadline.
 
 Every failure leaves here as a `BackendError` that names the backend, the server and
 what to check: a refused connection, a timeout, an HTTP error with the server's own
-message, or a reply that is not the JSON expected. This module knows nothing of
-completions; the backend modules build the requests.
+message (one short line), a reply too big, or one that is not the JSON expected. This
+module knows nothing of completions; the backend modules build the requests.
 """
 
 from __future__ import annotations
 
-import json
 import queue
 import socket
 import threading
@@ -32,8 +36,11 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ProtocolError
 
+from backends import replies
 from backends.base import BackendError
-from backends.deadline import TooSlow, within
+from backends.deadline import TooSlow, bounded, within
+
+CHUNK = 1 << 16  # bytes a read asks for
 
 
 class JsonClient:
@@ -42,7 +49,10 @@ class JsonClient:
     def __init__(self, base_url: str, *, backend: str, timeout: float, pool: int = 8):
         self.base_url = base_url.rstrip("/")
         self.backend = backend
-        self.timeout = timeout
+        try:
+            self.timeout = bounded(timeout)
+        except ValueError as e:
+            raise self.error(str(e)) from None
         self.session = requests.Session()
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(pool, 1))
         self.session.mount("http://", adapter)
@@ -57,25 +67,22 @@ class JsonClient:
     def post_events(self, path: str, body: dict) -> list[Any]:
         """POST and read a server-sent event stream to its end: each `data:` line's JSON.
         An event that carries an `error` is raised as the server's own message."""
-        reply = self._reply("POST", path, body)
-        events = (self.event(path, line) for line in reply.text.splitlines())
+        _, data = self._reply("POST", path, body)
+        events = (self.event(path, line) for line in data.splitlines())
         return [event for event in events if event is not NO_EVENT]
 
     def event(self, path: str, line: str | bytes) -> Any:
         """The JSON of one `data:` line of an event stream; NO_EVENT for any other line
         and for the end marker. An event that carries an `error` is raised as the
         server's own message."""
-        line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+        line = line.encode("utf-8") if isinstance(line, str) else line
+        if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
             return NO_EVENT
-        try:
-            event = json.loads(line[5:])
-        except ValueError as e:
-            raise self.error(f"{path} streamed what is not JSON: {line[:200]!r}") from e
+        event = replies.parsed(line[5:], self.error, f"{path} (streamed)")
         if isinstance(event, dict) and "error" in event:
             error = event["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
-            raise self.error(f"{path} failed while streaming: {str(message)[:300]}")
+            raise self.error(f"{path} failed while streaming: {replies.one_line(str(message))}")
         return event
 
     def open_events(self, path: str, body: dict) -> EventStream:
@@ -83,7 +90,7 @@ class JsonClient:
         one deadline from now. A reply that is one JSON body, not an event stream, is
         one event."""
         deadline = time.monotonic() + self.timeout
-        reply = self._reply("POST", path, body, stream=True)
+        reply, _ = self._reply("POST", path, body, stream=True, deadline=deadline)
         return EventStream(self, path, reply, deadline)
 
     def too_slow(self, path: str) -> BackendError:
@@ -98,18 +105,18 @@ class JsonClient:
     def close(self) -> None:
         self.session.close()
 
-    def _send(self, method: str, path: str, body: dict | None, stream: bool) -> requests.Response:
-        """One request; asked once more, on a new connection, when the pooled one turns out
-        to have been closed by the server. Every request here only reads, so that is safe.
-        A streamed reply's body is left to read, unless it is an error's."""
+    def _send(
+        self, method: str, path: str, body: dict | None, stream: bool, deadline: float
+    ) -> tuple[requests.Response, bytes]:
+        """One request and its body (b"" for a stream's, left to read, unless it is an
+        error's); asked once more, on a new connection, when the pooled one turns out to
+        have been closed by the server. Every request here only reads, so that is safe."""
 
-        def send() -> requests.Response:
-            reply = self.session.request(
-                method, url, json=body, timeout=self.timeout, stream=stream
-            )
-            if reply.status_code >= 400:
-                _ = reply.content  # an error's message is read within the deadline too
-            return reply
+        def send() -> tuple[requests.Response, bytes]:
+            reply = self.session.request(method, url, json=body, timeout=self.timeout, stream=True)
+            if stream and reply.status_code < 400:
+                return reply, b""
+            return reply, _Body(self, path, reply, deadline).read()
 
         url = f"{self.base_url}{path}"
         try:
@@ -120,22 +127,25 @@ class JsonClient:
         return send()
 
     def _call(self, method: str, path: str, body: dict | None) -> Any:
-        return self.json_of(path, self._reply(method, path, body))
-
-    def json_of(self, path: str, reply: requests.Response) -> Any:
-        try:
-            return reply.json()
-        except (ValueError, json.JSONDecodeError) as e:
-            raise self.error(
-                f"{path} answered with something that is not JSON: {reply.text[:200]!r}"
-            ) from e
+        _, data = self._reply(method, path, body)
+        return replies.parsed(data, self.error, path)
 
     def _reply(
-        self, method: str, path: str, body: dict | None, *, stream: bool = False
-    ) -> requests.Response:
-        """The server's reply with a success status, or a `BackendError` saying what failed."""
+        self,
+        method: str,
+        path: str,
+        body: dict | None,
+        *,
+        stream: bool = False,
+        deadline: float | None = None,
+    ) -> tuple[requests.Response, bytes]:
+        """The server's reply with a success status and its body (b"" when `stream`), or
+        a `BackendError` saying what failed."""
+        deadline = time.monotonic() + self.timeout if deadline is None else deadline
         try:
-            reply = within(self.timeout, lambda: self._send(method, path, body, stream))
+            reply, data = within(
+                self.timeout, lambda: self._send(method, path, body, stream, deadline)
+            )
         except requests.exceptions.ConnectionError as e:
             raise self.error(
                 f"cannot connect ({_reason(e)}): is the server running, and is the address right?"
@@ -145,8 +155,58 @@ class JsonClient:
         except requests.exceptions.RequestException as e:
             raise self.error(f"request to {path} failed: {e}") from e
         if reply.status_code >= 400:
-            raise self.error(f"{path} answered HTTP {reply.status_code}: {server_message(reply)}")
-        return reply
+            message = server_message(data, reply.reason)
+            raise self.error(f"{path} answered HTTP {reply.status_code}: {message}")
+        return reply, data
+
+
+class _Body:
+    """Reading one reply's body in chunks, up to its request's deadline and
+    MAX_REPLY_BYTES: past either the connection is closed and what was read dropped."""
+
+    def __init__(self, client: JsonClient, path: str, reply: requests.Response, deadline: float):
+        self.client, self.path, self.reply, self.deadline = client, path, reply, deadline
+        self.size = 0
+
+    def chunks(self):
+        """The body's chunks as they arrive (raising past the deadline or the cap)."""
+        for chunk in self.reply.iter_content(CHUNK):
+            self.size += len(chunk)
+            if self.size > replies.MAX_REPLY_BYTES:
+                raise self.client.error(
+                    f"{self.path} answered more than {replies.MAX_REPLY_BYTES >> 20} MiB"
+                )
+            if time.monotonic() > self.deadline:
+                raise self.client.too_slow(self.path)
+            yield chunk
+
+    def read(self) -> bytes:
+        parts: list[bytes] = []
+        try:
+            parts.extend(self.chunks())
+            return b"".join(parts)
+        finally:
+            parts.clear()  # an error's traceback must not hold what was read
+            self.reply.close()
+
+    def lines(self):
+        """The body's lines (without their ends); a line is kept in parts as it grows, so
+        one long line costs its size, not its size squared."""
+        pending: list[bytes] = []
+        try:
+            for chunk in self.chunks():
+                if b"\n" not in chunk:
+                    pending.append(chunk)
+                    continue
+                first, *done, last = chunk.split(b"\n")
+                yield b"".join([*pending, first])
+                yield from done
+                pending = [last]
+            if any(pending):
+                yield b"".join(pending)
+        finally:
+            pending.clear()
+            self.reply.close()
 
 
 NO_EVENT = object()  # a stream's line that carries no event
@@ -212,10 +272,14 @@ class EventStream:
             self.reply.close()
 
     def _read_events(self) -> None:
-        self._read(lambda: (self.client.event(self.path, line) for line in self.reply.iter_lines()))
+        body = _Body(self.client, self.path, self.reply, self.deadline)
+        self._read(
+            lambda: (self.client.event(self.path, line.rstrip(b"\r")) for line in body.lines())
+        )
 
     def _read_whole(self) -> None:
-        self._read(lambda: [self.client.json_of(self.path, self.reply)])
+        body = _Body(self.client, self.path, self.reply, self.deadline)
+        self._read(lambda: [replies.parsed(body.read(), self.client.error, self.path)])
 
     def _read(self, events) -> None:
         try:
@@ -244,16 +308,21 @@ def _dropped(error: requests.exceptions.ConnectionError) -> bool:
     )
 
 
-def server_message(reply: requests.Response) -> str:
-    """The server's own words about an error, from its JSON body or its text."""
+def server_message(data: bytes, reason: str | None) -> str:
+    """The server's own words about an error, from its JSON body or its text (an HTML
+    page's too), on one short line."""
     try:
-        body = reply.json()
+        body = replies.parsed(data, _no_json, "")
     except ValueError:
-        return reply.text[:300] or reply.reason
+        return replies.one_line(data[:4096].decode("utf-8", "replace")) or str(reason or "")
     error = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
-    return str(error)[:300]
+        error = error.get("message") or error
+    return replies.one_line(str(error)[:4096])
+
+
+def _no_json(message: str) -> ValueError:
+    return ValueError(message)
 
 
 def _reason(error: Exception) -> str:

@@ -7,7 +7,7 @@ so one is prepended when the model wants it), with `n_probs`, `cache_prompt: tru
 Doing only the work the tree needs. A CPU server's cost is the tokens it evaluates
 (`timings.prompt_n + predicted_n`); the least a search can cost is the story once plus
 one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
-- Greedy chains by default (`prefers_chains`): one prompt answers a beam's whole greedy
+- Greedy chains by default: one prompt answers a beam's whole greedy
   path (`top_k: 1`, `n_predict` up to the remaining depth), each of its tokens evaluated
   once, in place, in its slot; only tokens that split start new prompts.
 - Chains stop where the beam does: the search's auto-stop strings go as `stop`, so the
@@ -45,9 +45,9 @@ from backends import replies
 from backends.base import (
     BackendError,
     Candidate,
-    Chain,
     Continuation,
     GreedyPathBackend,
+    Positions,
     TokenAlternatives,
     Usage,
     token_texts,
@@ -57,6 +57,7 @@ from backends.llamacpp_slots import SlotBook
 
 log = logging.getLogger(__name__)
 
+MAX_SLOTS = 1024  # a server's parallel slots (-np); past it /props is not believed
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
 
@@ -64,7 +65,6 @@ class LlamaCppBackend(GreedyPathBackend):
     """llama-server at `url`."""
 
     name = "llamacpp"
-    prefers_chains = True
 
     def __init__(self, url: str, *, timeout: float = 60.0):
         super().__init__()
@@ -72,9 +72,7 @@ class LlamaCppBackend(GreedyPathBackend):
         props = self.client.get("/props")
         expect(isinstance(props, dict), self.client, "/props is not an object")
         self._props = props
-        self.slots = SlotBook(
-            replies.count(props.get("total_slots"), self.client.error, "/props total_slots") or 0
-        )
+        self.slots = SlotBook(self._total_slots() or 0)
         self.vocab_size = self._vocab_size()
         self._bos = self._token_ids("", add_special=True)  # [] unless the model wants a BOS
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
@@ -96,7 +94,17 @@ class LlamaCppBackend(GreedyPathBackend):
         settings = self._props.get("default_generation_settings")
         settings = settings if isinstance(settings, dict) else {}
         n_ctx = settings.get("n_ctx") or self._props.get("n_ctx")
-        return replies.count(n_ctx or None, self.client.error, "/props n_ctx")
+        return replies.count(
+            n_ctx or None, self.client.error, "/props n_ctx", least=replies.MIN_CONTEXT
+        )
+
+    def _total_slots(self) -> int | None:
+        return replies.count(
+            self._props.get("total_slots"),
+            self.client.error,
+            "/props total_slots",
+            most=MAX_SLOTS,
+        )
 
     def tokenize(self, text: str) -> list[int]:
         return self._token_ids(text)
@@ -145,7 +153,9 @@ class LlamaCppBackend(GreedyPathBackend):
         return token_texts(pieces, start - lead)
 
     # -- requests --------------------------------------------------------------------
-    def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
+    def _complete(
+        self, contexts: list[list[int]], k: int, length: int, stops=()
+    ) -> list[Positions]:
         """Top-k at `length` greedy positions per context (fewer where the text reached one
         of `stops`): one request per slot used, in parallel."""
         for context in contexts:
@@ -158,7 +168,7 @@ class LlamaCppBackend(GreedyPathBackend):
                                                  length, stops), plan)
             )  # fmt: skip
         spent = Usage()
-        answers: list[Chain] = [[] for _ in contexts]
+        answers: list[Positions] = [[] for _ in contexts]
         for work, (chains, usage) in zip(plan, replies, strict=True):
             spent += usage
             for i, chain in zip(work.rows, chains, strict=True):
@@ -176,7 +186,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 chains[i] = first
         return chains, usage
 
-    def _post(self, slot, group, k: int, length: int, stops) -> tuple[list[Chain], Usage]:
+    def _post(self, slot, group, k: int, length: int, stops) -> tuple[list[Positions], Usage]:
         body = {
             "prompt": group,
             "n_predict": length,
@@ -199,16 +209,12 @@ class LlamaCppBackend(GreedyPathBackend):
             # The server stops after the token whose text holds a stop string. Only a
             # stream reports that token's probabilities (a whole reply drops them).
             body["stop"], body["stream"] = list(stops), True
-            results = _gathered(self.client.post_events("/completion", body))
+            events = self.client.post_events("/completion", body)
+            results = _gathered(events, len(group), self.client.error)
         else:
-            reply = self.client.post("/completion", body)
-            results = reply if isinstance(reply, list) else [reply]
+            results = _ordered(self.client.post("/completion", body), len(group),
+                               self.client.error)  # fmt: skip
         expect(len(results) == len(group), self.client, f"expected {len(group)} results")
-        for i, result in enumerate(results):
-            replies.of_type(result, dict, self.client.error, f"/completion result {i}")
-            replies.of_type(result.get("index", 0), int, self.client.error,
-                            f"/completion result {i} index")  # fmt: skip
-        results = sorted(results, key=lambda r: r.get("index", 0))
         usage = Usage(forward_calls=1)
         chains = []
         for prompt, result in zip(group, results, strict=True):
@@ -233,7 +239,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 self.slots.hold(slot, tuple(prompt), tuple(prompt + generated)[:cached], read)
 
     # -- parsing ---------------------------------------------------------------------
-    def _chain(self, result: dict, k: int) -> Chain:
+    def _chain(self, result: dict, k: int) -> Positions:
         """The positions of a greedy path, up to the first the server merged away.
 
         While generated text ends inside a UTF-8 character the server holds back that
@@ -275,7 +281,7 @@ class LlamaCppBackend(GreedyPathBackend):
             raise error(FA_HINT)
         logprob = replies.logprob(option["logprob"], error, f"{what}.logprob")
         token_id = replies.token_id(option["id"], error, f"{what}.id", self.vocab_size)
-        raw = _token_bytes(option.get("bytes"), error, f"{what}.bytes")
+        raw = replies.token_bytes(option.get("bytes"), error, f"{what}.bytes")
         token = replies.of_type(option.get("token", ""), str, error, f"{what}.token")
         text = raw.decode("utf-8", errors="replace") if raw is not None else token
         return None if logprob is None else Candidate(token_id, text, logprob, raw)
@@ -344,8 +350,7 @@ class LlamaCppBackend(GreedyPathBackend):
         `n_probs: 1` with raw probabilities gives each drawn token's log-prob."""
         self.check_ids(context)
         seed = secrets.randbits(31) if seed is None else seed
-        slots = replies.count(self._props.get("total_slots"), self.client.error,
-                              "/props total_slots") or 1  # fmt: skip
+        slots = self._total_slots() or 1
         drawn: list[Continuation] = []
         while len(drawn) < n:
             body = {
@@ -362,14 +367,9 @@ class LlamaCppBackend(GreedyPathBackend):
                 "cache_prompt": True,
                 "stop": [],
             }
-            reply = self.client.post("/completion", body)
-            results = reply if isinstance(reply, list) else [reply]
+            results = _ordered(self.client.post("/completion", body), body["n_cmpl"],
+                               self.client.error)  # fmt: skip
             expect(bool(results), self.client, "no completions")
-            for i, result in enumerate(results):
-                replies.of_type(result, dict, self.client.error, f"/completion result {i}")
-                replies.of_type(result.get("index", 0), int, self.client.error,
-                                f"/completion result {i} index")  # fmt: skip
-            results.sort(key=lambda r: r.get("index", 0))
             self.stats.add(forward_calls=1, **_sampling_usage(results))
             drawn += [self._continuation(result) for result in results]
         return drawn[:n]
@@ -396,7 +396,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 raise error(FA_HINT)
             ids.append(token)
             logprob += replies.drawn_logprob(position["logprob"], error, f"{what}.logprob")
-            raw = _token_bytes(position.get("bytes"), error, f"{what}.bytes")
+            raw = replies.token_bytes(position.get("bytes"), error, f"{what}.bytes")
             text = replies.of_type(position.get("token", ""), str, error, f"{what}.token")
             pieces.append(raw if raw is not None else text.encode("utf-8"))
         text = b"".join(pieces).decode("utf-8", errors="replace")
@@ -416,7 +416,7 @@ def _sampling_usage(results: list[dict]) -> dict[str, int]:
 def _piece_bytes(piece: object, error: replies.Error, what: str) -> bytes:
     """A `/tokenize` piece: text, or a list of byte values where it is not valid UTF-8."""
     if isinstance(piece, list):
-        return _token_bytes(piece, error, what)
+        return replies.token_bytes(piece, error, what)
     return replies.of_type(piece, str, error, what).encode("utf-8")
 
 
@@ -434,15 +434,39 @@ def _merged(position: dict) -> bool:
     return not (isinstance(mine, list) and isinstance(shown, list) and mine[: len(shown)] == shown)
 
 
-def _gathered(events: list) -> list[dict]:
+def _ordered(reply: object, asked: int, error: replies.Error) -> list[dict]:
+    """A `/completion` reply's results (one object, or a list of them) in `index` order:
+    at most `asked`, each index (its place where absent) naming a distinct prompt."""
+    results = reply if isinstance(reply, list) else [reply]
+    if len(results) > asked:
+        raise error(f"unexpected reply: /completion gave {len(results)} results, {asked} asked")
+    indices = [
+        _index(replies.of_type(result, dict, error, f"/completion result {i}").get("index", i),
+               asked, error, f"/completion result {i} index")
+        for i, result in enumerate(results)
+    ]  # fmt: skip
+    if len(set(indices)) < len(indices):
+        raise error(f"unexpected reply: /completion results share an index ({indices})")
+    return [result for _, result in sorted(zip(indices, results, strict=True))]
+
+
+def _index(value: object, asked: int, error: replies.Error, what: str) -> int:
+    """A result's `index`: which of the `asked` prompts (or completions) it answers."""
+    replies.of_type(value, int, error, what)
+    if not 0 <= value < asked:
+        raise replies.wrong(error, what, value, f"an index in 0..{asked - 1}")
+    return value
+
+
+def _gathered(events: list, asked: int, error: replies.Error) -> list[dict]:
     """A stream's events made into one result per prompt, as a whole reply gives them:
     its positions in order, its generated tokens, and the final event's fields."""
     results: dict[int, dict] = {}
     for event in events:
         if not isinstance(event, dict):
             continue
-        result = results.setdefault(_count_of(event.get("index")), {
-            "completion_probabilities": [], "tokens": []})  # fmt: skip
+        index = _index(event.get("index", 0), asked, error, "/completion (streamed) index")
+        result = results.setdefault(index, {"completion_probabilities": [], "tokens": []})
         for key in ("completion_probabilities", "tokens"):
             part = event.get(key)
             result[key] += part if isinstance(part, list) else []
@@ -450,16 +474,6 @@ def _gathered(events: list) -> list[dict]:
             result.update({key: event[key] for key in ("timings", "id_slot", "tokens_cached",
                            "index", "tokens_predicted") if key in event})  # fmt: skip
     return [results[i] for i in sorted(results)]
-
-
-def _token_bytes(value: object, error: replies.Error, what: str) -> bytes | None:
-    """A token's bytes, from the list of byte values the server gives (or None)."""
-    if value is None:
-        return None
-    items = replies.of_type(value, list, error, what)
-    if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in items):
-        raise replies.wrong(error, what, value, "a list of byte values 0..255")
-    return bytes(items)
 
 
 def _count_of(value: object) -> int:

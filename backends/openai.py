@@ -1,6 +1,6 @@
 """The OpenAI backend: chat (or legacy completions) log-probabilities via the `openai` client.
 
-A text-only backend (`token_native = False`): the API takes text and answers token
+A text-only backend: the API takes text and answers token
 strings and bytes, no ids. The search still passes id lists, so this backend keeps a
 vocabulary of its own that interns token *bytes* to ids: `tokenize(story)` is one
 pseudo-token holding the whole story, each candidate token another, and `detokenize`
@@ -32,8 +32,11 @@ logged, shown, put in an error or in `url`: every server text an error quotes is
 redacted of it (and of anything that looks like a credential). The timeout bounds each
 request end to end (`backends.deadline`), and the client does not retry by itself: its
 retries waited a back-off on top of a timeout, and hid a server's own error behind a
-deadline; the writer's "Suggest again" is the retry. Log-probabilities
-must be finite numbers (-inf candidates are dropped; `backends.replies`).
+deadline; the writer's "Suggest again" is the retry. Each reply is read with a cap on
+its size and depth and stops at the deadline (`backends.openai_transport`).
+Log-probabilities must be finite numbers <= 0 (-inf candidates are dropped), token bytes
+lists of byte values, and a reply holds the choices asked, no more
+(`backends.replies`).
 
 Usage: `forward_calls` are requests, `prefill_tokens` prompt tokens less those the API
 reports as cached, `model_tokens` adds the completion tokens.
@@ -41,15 +44,15 @@ reports as cached, `model_tokens` adds the completion tokens.
 
 from __future__ import annotations
 
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from urllib.parse import urlparse
 
+from backends import openai_replies as shapes
 from backends import replies
-from backends.base import Backend, BackendError, Candidate, Continuation, redacted
-from backends.deadline import TooSlow, within
+from backends.base import Backend, BackendError, Candidate, Continuation, WholeChain, redacted
+from backends.deadline import TooSlow, bounded, within
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CHAT_MAX_LOGPROBS = 20
@@ -57,7 +60,6 @@ LEGACY_MAX_LOGPROBS = 5
 PARALLEL_REQUESTS = 4
 DEFAULT_URL = "https://api.openai.com/v1"
 OPENAI_HOST = "api.openai.com"
-BYTES_TOKEN = re.compile(r"^bytes:((?:\\x[0-9a-fA-F]{2})+)$")  # legacy: a partial character
 INSTRUCTION = (
     "You continue stories. Reply with the continuation of the user's text only, exactly "
     "where it stops (mid-sentence if it stops mid-sentence), with no preamble or quotes."
@@ -74,7 +76,6 @@ APPENDED = ", the suggestion so far appended to it (OpenAI cannot continue an an
 
 class OpenAIBackend(Backend):
     name = "openai"
-    token_native = False
 
     def __init__(
         self,
@@ -86,16 +87,29 @@ class OpenAIBackend(Backend):
         timeout: float = 60.0,
     ):
         super().__init__()
-        import openai  # late: only this backend needs the package
+        import httpx2  # late: only this backend needs the package (and `openai`'s client)
+        import openai
+
+        from backends.openai_transport import BoundedTransport
 
         self._openai = openai
         self._base_url = (base_url or DEFAULT_URL).rstrip("/")
+        self._model = model
         if not api_key.strip():
             raise BackendError("no API key: set OPENAI_API_KEY", backend=self.name, url=self.url)
+        try:
+            timeout = bounded(timeout)
+        except ValueError as e:
+            raise BackendError(f"{e} (OPENAI_TIMEOUT)", backend=self.name, url=self.url) from None
+        self._key = api_key
+        transport = BoundedTransport(timeout=timeout, error=self._plain_error)
         self._client = openai.OpenAI(
-            api_key=api_key, base_url=self._base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=self._base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=httpx2.Client(transport=transport, timeout=timeout),
         )
-        self._model = model
         self._timeout = timeout
         self.endpoint = _endpoint(model, endpoint)
         self.prefill = urlparse(self._base_url).hostname != OPENAI_HOST
@@ -129,7 +143,8 @@ class OpenAIBackend(Backend):
         return [chain[0] for chain in self._chains(contexts, k, [1] * len(contexts))]
 
     def greedy_chains(self, contexts, k, lengths, *, stops=()):
-        return self._chains(contexts, k, lengths)  # stops unused: chains run their length
+        chains = self._chains(contexts, k, lengths)  # stops unused: chains run their length
+        return [WholeChain(chain) for chain in chains]
 
     def close(self) -> None:
         self._client.close()
@@ -150,7 +165,7 @@ class OpenAIBackend(Backend):
             raise self._too_slow() from e
         except self._openai.OpenAIError as e:
             raise self._error(e) from e
-        except (AttributeError, KeyError, TypeError, ValueError) as e:  # another reply shape
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as e:
             raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
 
     def _chat_prompt(self, context: list[int]) -> tuple[list[dict], dict | None]:
@@ -163,9 +178,27 @@ class OpenAIBackend(Backend):
         messages.append({"role": "user", "content": story + beam})
         return messages, None
 
+    def _json(self, resource, **request) -> dict:
+        """POST `request` through one of the client's resources; the reply's own JSON
+        (`backends.openai_replies` reads it, not the package's models)."""
+        raw = resource.with_raw_response.create(**request)
+        reply = replies.parsed(raw.content, self._plain_error, "the reply")
+        return replies.of_type(reply, dict, self._plain_error, "the reply")
+
+    def _chain(self, reply: dict) -> tuple[list[list[Candidate]], dict[str, int]]:
+        """The greedy path of a request for one choice, and its usage."""
+        found = shapes.choices(reply, 1, self._plain_error)
+        positions = shapes.top_positions(found[0] if found else None, self._plain_error)
+        chain = [[self._candidate(piece, lp) for piece, lp in top] for top in positions]
+        return chain, shapes.usage(reply)
+
+    def _candidate(self, piece: bytes, logprob: float) -> Candidate:
+        return Candidate(self._intern(piece), piece.decode("utf-8", "replace"), logprob, piece)
+
     def _ask_chat(self, context: list[int], k: int, length: int):
         messages, extra = self._chat_prompt(context)
-        reply = self._client.chat.completions.create(
+        reply = self._json(
+            self._client.chat.completions,
             model=self._model,
             messages=messages,
             max_tokens=length,
@@ -174,62 +207,22 @@ class OpenAIBackend(Backend):
             top_logprobs=min(k, CHAT_MAX_LOGPROBS),
             extra_body=extra,
         )
-        choice = reply.choices[0] if reply.choices else None
-        content = choice.logprobs.content if choice and choice.logprobs else None
-        if not content:
-            raise self._plain_error("the reply carried no log-probabilities for this model")
-        chain = [
-            self._ranked((_piece(t.token, t.bytes), t.logprob) for t in position.top_logprobs)
-            for position in content
-        ]
-        return chain, _usage(reply)
+        return self._chain(reply)
 
     def _ask_completion(self, context: list[int], k: int, length: int):
-        reply = self._client.completions.create(
+        reply = self._json(
+            self._client.completions,
             model=self._model,
             prompt=self._prompt_text(context),
             max_tokens=length,
             temperature=0,
             logprobs=min(k, LEGACY_MAX_LOGPROBS),
         )
-        choice = reply.choices[0] if reply.choices else None
-        logprobs = choice.logprobs if choice else None
-        if logprobs and logprobs.top_logprobs:
-            chain = [
-                self._ranked((_piece(token, None), lp) for token, lp in position.items())
-                for position in logprobs.top_logprobs
-            ]
-        elif logprobs and getattr(logprobs, "content", None):  # llama.cpp: the chat shape
-            chain = self._chat_shaped(logprobs.content)
-        else:
-            raise self._plain_error("the reply carried no log-probabilities for this model")
-        return chain, _usage(reply)
-
-    def _chat_shaped(self, positions) -> list[list[Candidate]]:
-        """Positions as plain dicts `{top_logprobs: [{token, bytes, logprob}]}`."""
-        return [
-            self._ranked(
-                (_piece(t["token"], t.get("bytes")), t["logprob"]) for t in p["top_logprobs"]
-            )
-            for p in positions
-        ]
+        return self._chain(reply)
 
     def _prompt_text(self, ids: list[int]) -> str:
         """Text to send: an unfinished character at the end cannot travel as text."""
         return self.detokenize(ids).rstrip("\ufffd")
-
-    def _ranked(self, options) -> list[Candidate]:
-        """Candidates by log-probability; -inf ones dropped, NaN or +inf an error."""
-        out = []
-        for piece, value in options:
-            logprob = replies.logprob(value, self._plain_error, "a top_logprobs entry's logprob")
-            if logprob is not None:
-                text = piece.decode("utf-8", errors="replace")
-                out.append(Candidate(self._intern(piece), text, logprob, piece))
-        if not out:
-            raise self._plain_error("no finite log-probability at a position of the reply")
-        out.sort(key=lambda c: -c.logprob)
-        return out
 
     def _intern(self, piece: bytes) -> int:
         with self._intern_lock:
@@ -247,7 +240,7 @@ class OpenAIBackend(Backend):
 
     def _plain_error(self, message: str) -> BackendError:
         return BackendError(
-            redacted(f"{message} (model {self._model})", (self._client.api_key,)),
+            redacted(f"{message} (model {self._model})", (self._key,)),
             backend=self.name,
             url=self.url,
         )
@@ -274,9 +267,7 @@ class OpenAIBackend(Backend):
             message = f"HTTP {e.status_code}: {_status_message(e)}"
         else:
             message = f"request failed: {type(e).__name__}"
-        return BackendError(
-            redacted(message, (self._client.api_key,)), backend=self.name, url=self.url
-        )
+        return BackendError(redacted(message, (self._key,)), backend=self.name, url=self.url)
 
     # -- sampling (ramify) -------------------------------------------------------------
     def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):
@@ -297,7 +288,7 @@ class OpenAIBackend(Backend):
             draw = partial(self._draw, context, n - len(drawn), temperature, min_p, max_tokens)
             try:
                 reply = within(self._timeout, partial(draw, start))
-                choices = sorted(reply.choices, key=lambda c: c.index)
+                choices = shapes.choices(reply, n - len(drawn), self._plain_error)
                 if not choices:
                     raise self._plain_error("the reply carried no choices")
                 drawn += [self._drawn(choice) for choice in choices]
@@ -305,9 +296,9 @@ class OpenAIBackend(Backend):
                 raise self._too_slow() from e
             except self._openai.OpenAIError as e:
                 raise self._error(e) from e
-            except (AttributeError, KeyError, TypeError, ValueError) as e:  # another shape
+            except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as e:
                 raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
-            self.stats.add(forward_calls=1, **_usage(reply))
+            self.stats.add(forward_calls=1, **shapes.usage(reply))
         return drawn[:n]
 
     def _draw(self, context, n, temperature, min_p, max_tokens, seed):
@@ -317,38 +308,26 @@ class OpenAIBackend(Backend):
         if self.endpoint == "chat":
             messages, prompt_extra = self._chat_prompt(context)
             extra |= prompt_extra or {}
-            return self._client.chat.completions.create(
-                messages=messages, logprobs=True, extra_body=extra or None, **options
+            return self._json(
+                self._client.chat.completions,
+                messages=messages,
+                logprobs=True,
+                extra_body=extra or None,
+                **options,
             )
-        return self._client.completions.create(
-            prompt=self._prompt_text(context), logprobs=1, extra_body=extra or None, **options
+        return self._json(
+            self._client.completions,
+            prompt=self._prompt_text(context),
+            logprobs=1,
+            extra_body=extra or None,
+            **options,
         )
 
-    def _drawn(self, choice) -> Continuation:
+    def _drawn(self, choice: dict) -> Continuation:
         """A choice's tokens (interned by their bytes) and the sum of their log-probs."""
-        logprobs = choice.logprobs
-        if self.endpoint == "chat" or getattr(logprobs, "content", None) is not None:
-            positions = (logprobs.content if logprobs else None) or []
-            pieces = [_piece(_get(t, "token"), _get(t, "bytes")) for t in positions]
-            values = [_get(t, "logprob") for t in positions]
-        else:
-            tokens = (logprobs.tokens if logprobs else None) or []
-            pieces = [_piece(t, None) for t in tokens]
-            values = logprobs.token_logprobs if tokens else []
-        pairs = list(zip(pieces, values, strict=True))
-        written = choice.message.content if self.endpoint == "chat" else choice.text
-        if written and not pairs:
-            raise self._plain_error("the reply carried no log-probabilities for this model")
-        ids = tuple(self._intern(piece) for piece, _ in pairs)
-        logprob = sum(replies.drawn_logprob(lp, self._plain_error, "a drawn token's logprob")
-                      for _, lp in pairs)  # fmt: skip
-        return Continuation(ids, self.detokenize(list(ids)), float(logprob))
-
-
-def _get(entry, name: str):
-    """A field of a log-prob entry, parsed (chat API) or a plain dict (llama.cpp's
-    completions answer in the chat shape)."""
-    return entry[name] if isinstance(entry, dict) else getattr(entry, name)
+        options, _ = shapes.drawn(choice, self.endpoint == "chat", self._plain_error)
+        ids = tuple(self._intern(piece) for piece, _ in options)
+        return Continuation(ids, self.detokenize(list(ids)), float(sum(lp for _, lp in options)))
 
 
 def _endpoint(model: str, endpoint: str) -> str:
@@ -363,30 +342,12 @@ def _endpoint(model: str, endpoint: str) -> str:
     return "completions" if legacy else "chat"
 
 
-def _piece(token: str, raw: list[int] | None) -> bytes:
-    """A token's bytes: the chat API's `bytes`, or the legacy API's "bytes:\\xNN" form for
-    part of a character, or the token text."""
-    if raw:
-        return bytes(raw)
-    partial = BYTES_TOKEN.match(token)
-    if partial:
-        return bytes(int(h, 16) for h in partial.group(1).split("\\x")[1:])
-    return token.encode("utf-8")
-
-
-def _usage(reply) -> dict[str, int]:
-    usage = getattr(reply, "usage", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    details = getattr(usage, "prompt_tokens_details", None)
-    prompt -= int(getattr(details, "cached_tokens", 0) or 0)
-    completion = int(getattr(usage, "completion_tokens", 0) or 0)
-    return {"model_tokens": prompt + completion, "prefill_tokens": prompt}
-
-
 def _status_message(e) -> str:
-    body = getattr(e, "body", None)
+    """The server's words in an error reply (its JSON's message, or its text), on one
+    short line."""
+    body = e.body
     if isinstance(body, dict):
         body = body.get("error", body)
         if isinstance(body, dict):
-            return str(body.get("message", body))[:300]
-    return str(getattr(e, "message", ""))[:300]
+            return replies.one_line(str(body.get("message", body))[:4096])
+    return replies.one_line(e.response.text[:4096] or str(e.message))

@@ -75,9 +75,9 @@ from backends import replies
 from backends.base import (
     BackendError,
     Candidate,
-    Chain,
     Continuation,
     GreedyPathBackend,
+    Positions,
     TokenAlternatives,
 )
 from backends.http import JsonClient, expect
@@ -97,7 +97,6 @@ class VLLMBackend(GreedyPathBackend):
     """vLLM at `url` (e.g. http://127.0.0.1:8000); `model` defaults to the first served."""
 
     name = "vllm"
-    prefers_chains = True  # the tokens a depth-by-depth search would read again
 
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 60.0):
         super().__init__()
@@ -226,7 +225,8 @@ class VLLMBackend(GreedyPathBackend):
                 expect(isinstance(entry.get("id"), str), self.client, "a model without an id")
                 length = entry.get("max_model_len")
                 return entry["id"], replies.count(length, self.client.error,
-                                                  "/v1/models max_model_len")  # fmt: skip
+                                                  "/v1/models max_model_len",
+                                                  least=replies.MIN_CONTEXT)  # fmt: skip
         served = ", ".join(str(m.get("id")) for m in models)
         raise self.client.error(
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
@@ -249,7 +249,9 @@ class VLLMBackend(GreedyPathBackend):
             self.special_token_ids = self.special_token_ids | ids
 
     # -- completions -------------------------------------------------------------------
-    def _complete(self, contexts: list[list[int]], k: int, length: int, stops=()) -> list[Chain]:
+    def _complete(
+        self, contexts: list[list[int]], k: int, length: int, stops=()
+    ) -> list[Positions]:
         """Top-k at each of `length` greedy positions, for every context, in one request;
         a path ends early on a token whose text holds one of `stops` (that token's
         log-probs still come back)."""

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from backends import replies
-from backends.base import BackendStats, Candidate, Chain
+from backends.base import BackendStats, Candidate, Positions
 from backends.http import EventStream, JsonClient, expect
 from backends.vllm_texts import MAX_VOCAB, TokenTexts
 
@@ -94,7 +94,7 @@ class StreamedReply:
         self.client, self.stats, self.texts = client, stats, texts
         self.learn_controls = learn_controls
         rows = len(contexts)
-        self.positions: list[Chain] = [[] for _ in range(rows)]
+        self.positions: list[Positions] = [[] for _ in range(rows)]
         self.ended = [False] * rows  # the server finished the prompt's path
         self.diverged = [False] * rows  # its path left our top token (a tie): no more
         self.last: list[int | None] = [None] * rows  # the last token drawn
@@ -189,7 +189,7 @@ class StreamedChain(Sequence):
 
     def __init__(self, reply: StreamedReply, row: int):
         self.reply, self.row = reply, row
-        self.spelled: Chain = []
+        self.spelled: Positions = []
         self.closed = False
 
     def __getitem__(self, index):

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import BackendError, BackendStats, Candidate, Chain
+from backends.base import BackendError, BackendStats, Candidate, Positions
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class TokenTexts:
         """/detokenize round trips this thread made for token text (in `stats` too)."""
         return getattr(self._local, "lookups", 0)
 
-    def spell(self, contexts: list[list[int]], chains: list[Chain]) -> list[Chain]:
+    def spell(self, contexts: list[list[int]], chains: list[Positions]) -> list[Positions]:
         """Give every candidate its text: look-ups only for ids never seen (a block at a
         time) and for the rare open runs (a context ending mid-character)."""
         ids = {c.token_id for chain in chains for top in chain for c in top}
@@ -100,7 +100,7 @@ class TokenTexts:
             self._run_texts.update(zip(todo, self._decode_each(todo), strict=True))
         return [[[self._spelled(run, c) for c in top] for top, run in chain] for chain in steps]
 
-    def _runs(self, context: list[int], chain: Chain) -> list[Ids]:
+    def _runs(self, context: list[int], chain: Positions) -> list[Ids]:
         """The open run before each position of a chain: the trailing tokens whose text
         ends inside a character (empty almost always)."""
         run: Ids = ()

@@ -17,8 +17,6 @@ from backends.http import JsonClient
 
 class StringPromptBackend(Backend):
     name = "lloom-v0.3"
-    token_native = False
-    prefers_chains = False
     model_name = "the same server"
 
     def __init__(self, url: str, threads: int):

@@ -11,7 +11,7 @@ import math
 import random
 from collections.abc import Callable
 
-from backends.base import Backend, Candidate, Continuation
+from backends.base import Backend, Candidate, Continuation, WholeChain
 
 VOCAB = ["a", "b", "c", ".", ",", "ab", " ", "x", "<eos>", " the", "é"]
 EOS = VOCAB.index("<eos>")
@@ -76,7 +76,7 @@ class FakeBackend(Backend):
                 chain.append(top)
                 ctx.append(top[0].token_id)
             self.stats.add(forward_calls=1, model_tokens=length)
-            out.append(chain)
+            out.append(WholeChain(chain))
         return out
 
     def sample(self, context, *, n, temperature, min_p, max_tokens, seed=None):

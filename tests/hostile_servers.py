@@ -11,13 +11,24 @@ or malicious server would:
 
   ok            well behaved
   drip          the whole reply, status line first, one byte every DRIP_SECONDS
+  drip_body     the head at once, then the body (an event stream's too) a byte at a time
   silent        reads the request and never answers
+  flood         the head at once, then a body of FLOOD_BYTES, as fast as it is read
   nan, inf      a candidate's log-probability is NaN / +Infinity (JSON that is not JSON)
   neg_inf       a candidate's log-probability is -Infinity (a token ruled out: dropped)
+  positive      a candidate's log-probability is 0.5 (a probability of 1.6)
+  huge_logprob  a candidate's log-probability is 10**400 (no float holds it)
+  rounding      the top candidate's log-probability is 5e-5 (rounding: read as 0)
   huge_id       a candidate's token id is 10**12
   negative_id   a candidate's token id is -5
+  deep          the completion's reply is JSON nested 100,000 deep
   echo_key      HTTP 500 whose message echoes the request's headers (Authorization too)
+  multiline     HTTP 500 whose text body is many lines (a server echoing the request)
+  html_404      HTTP 404 with an HTML page
   + shapes of each flavour (SHAPES): valid JSON of the wrong shape.
+
+`sent` (a list given to `hostile_server`) gets the bytes each flood reply got out, so a
+test sees when the client stopped reading.
 
 These are fakes at the HTTP boundary only: the backends under test are the real ones.
 """
@@ -31,16 +42,25 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DRIP_SECONDS = 0.2
+FLOOD_BYTES = 1_500_000_000
+DEEP = 100_000
 VOCAB_SIZE = 100
 SEPARATOR_ID = 31  # vLLM's backend joins look-ups with "\x1f"
 PIECES = {5: " the", 6: " a", 8: ".", 9: ",", SEPARATOR_ID: "\x1f"}
 TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any prompt
-COMMON = ("ok", "drip", "silent", "nan", "inf", "neg_inf", "huge_id", "negative_id", "echo_key")
+COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
+          "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
+          "html_404")  # fmt: skip
 SHAPES = {
-    "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text"),
-    "vllm": ("max_model_len_text", "index_text", "without_tokens"),
-    "openai": ("logprob_text", "without_logprobs"),
-}
+    "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
+                 "index_out_of_range", "negative_index", "extra_results", "huge_slots",
+                 "stream_error"),
+    "vllm": ("max_model_len_text", "index_text", "without_tokens", "index_out_of_range",
+             "extra_choices", "tiny_context", "stream_error"),
+    "openai": ("logprob_text", "without_logprobs", "logprob_bool", "bytes_not_bytes",
+               "extra_choices"),
+}  # fmt: skip
+COMPLETIONS = ("/completion", "/v1/completions", "/v1/chat/completions")
 PLANTED = ("X-Upstream-Authorization", "Bearer sk-planted-by-the-hostile-server-0042")
 ID_OF = {piece: i for i, piece in PIECES.items()}
 
@@ -58,8 +78,9 @@ def top(mode: str) -> list[tuple[int, float]]:
     """The candidates in `mode`: the second one broken where the mode says."""
     (a, la), (b, lb), *rest = TOP
     changed = {"nan": (b, math.nan), "inf": (b, math.inf), "huge_id": (10**12, lb),
-               "negative_id": (-5, lb)}.get(mode, (b, lb))  # fmt: skip
-    options = [(a, la), changed, *rest]
+               "negative_id": (-5, lb), "positive": (b, 0.5),
+               "huge_logprob": (b, 10**400)}.get(mode, (b, lb))  # fmt: skip
+    options = [(a, 5e-5 if mode == "rounding" else la), changed, *rest]
     if mode == "neg_inf":
         options[-1] = (options[-1][0], -math.inf)
     return options
@@ -73,8 +94,9 @@ class Events(list):
 def llamacpp(mode: str, path: str, body: dict):
     if path == "/props":
         n_ctx = "lots" if mode == "n_ctx_text" else 2048
+        slots = 10**9 if mode == "huge_slots" else 1
         return {"model_path": "/models/hostile.Q4_0.gguf", "default_generation_settings":
-                {"n_ctx": n_ctx}, "eos_token": "", "total_slots": 1}  # fmt: skip
+                {"n_ctx": n_ctx}, "eos_token": "", "total_slots": slots}  # fmt: skip
     if path == "/v1/models":
         return {"data": [{"id": "hostile", "meta": {"n_vocab": VOCAB_SIZE}}]}
     if path == "/tokenize":
@@ -84,9 +106,11 @@ def llamacpp(mode: str, path: str, body: dict):
         return {"content": "".join(piece(i) for i in body.get("tokens", []))}
     if path == "/completion":
         if "n_cmpl" in body:  # sampling: n_cmpl completions of one prompt
-            return [_llama_sample(mode, i, body["n_predict"]) for i in range(body["n_cmpl"])]
+            count = body["n_cmpl"] + (mode == "extra_results")
+            return [_llama_sample(mode, i, body["n_predict"]) for i in range(count)]
         prompts = body["prompt"] if isinstance(body["prompt"][0], list) else [body["prompt"]]
-        results = [_llama_result(mode, i, body.get("n_predict", 1)) for i in range(len(prompts))]
+        count = len(prompts) + (mode == "extra_results")
+        results = [_llama_result(mode, i, body.get("n_predict", 1)) for i in range(count)]
         if body.get("stream"):  # a chain that stops at '.' or ',': one final event per prompt
             return Events({**result, "stop": True} for result in results)
         return results
@@ -97,7 +121,8 @@ def _llama_sample(mode: str, index: int, length: int) -> dict:
     drawn, logprob = top(mode)[1]
     position = {"id": drawn, "token": piece(drawn), "bytes": list(piece(drawn).encode()),
                 "logprob": logprob}  # fmt: skip
-    return {"index": index, "tokens": [drawn] * length, "content": piece(drawn) * length,
+    return {"index": _llama_index(mode, index), "tokens": [drawn] * length,
+            "content": piece(drawn) * length,
             "completion_probabilities": [position] * length,
             "timings": {"prompt_n": 3, "predicted_n": length}}  # fmt: skip
 
@@ -107,14 +132,18 @@ def _llama_result(mode: str, index: int, length: int) -> dict:
                for i, lp in top(mode)]  # fmt: skip
     position = {**options[0], "top_logprobs": options}
     positions = [1, 2, 3] if mode == "probabilities_not_objects" else [position] * length
-    return {"index": index, "content": piece(TOP[0][0]) * length,
+    return {"index": _llama_index(mode, index), "content": piece(TOP[0][0]) * length,
             "completion_probabilities": positions,
             "timings": {"prompt_n": 3, "predicted_n": length}}  # fmt: skip
 
 
+def _llama_index(mode: str, index: int) -> int:
+    return {"index_out_of_range": index + 7, "negative_index": -1 - index}.get(mode, index)
+
+
 def vllm(mode: str, path: str, body: dict):
     if path == "/v1/models":
-        length = "lots" if mode == "max_model_len_text" else 2048
+        length = {"max_model_len_text": "lots", "tiny_context": 1}.get(mode, 2048)
         return {"data": [{"id": "hostile", "max_model_len": length}]}
     if path == "/tokenize":
         return {"tokens": token_ids(body.get("prompt", ""))}
@@ -125,11 +154,13 @@ def vllm(mode: str, path: str, body: dict):
         length = body["max_tokens"]
         logprobs = {"tokens": [f"token_id:{drawn}"] * length, "token_logprobs": [logprob] * length}
         choices = [{"index": i, "logprobs": logprobs, "text": piece(drawn) * length,
-                    "finish_reason": "length"} for i in range(body["n"])]  # fmt: skip
+                    "finish_reason": "length"}
+                   for i in range(body["n"] + (mode == "extra_choices"))]  # fmt: skip
         return {"choices": choices, "usage": {"prompt_tokens": 3, "completion_tokens": length}}
     if path == "/v1/completions":
         length = body.get("max_tokens", 1)
-        choices = [_vllm_choice(mode, i, length) for i in range(len(body["prompt"]))]
+        count = len(body["prompt"]) + (mode == "extra_choices")
+        choices = [_vllm_choice(mode, i, length) for i in range(count)]
         usage = {"prompt_tokens": 3, "completion_tokens": length}
         if body.get("stream"):  # a chunk per prompt per position, as vLLM streams them
             chunks = [{"choices": [chunk]} for choice in choices for chunk in _vllm_chunks(choice)]
@@ -152,7 +183,8 @@ def _vllm_choice(mode: str, index: int, length: int) -> dict:
                 "tokens": [f"token_id:{TOP[0][0]}"] * length}  # fmt: skip
     if mode == "without_tokens":
         del logprobs["tokens"]
-    return {"index": str(index) if mode == "index_text" else index, "logprobs": logprobs,
+    index = {"index_text": str(index), "index_out_of_range": index + 7}.get(mode, index)
+    return {"index": index, "logprobs": logprobs,
             "text": piece(TOP[0][0]) * length, "finish_reason": "length"}  # fmt: skip
 
 
@@ -162,12 +194,15 @@ def openai(mode: str, path: str, body: dict):
     options = [
         {"token": piece(i), "bytes": list(piece(i).encode()), "logprob": lp} for i, lp in top(mode)
     ]
-    if mode == "logprob_text":
-        options[1]["logprob"] = "abc"
+    if mode in ("logprob_text", "logprob_bool"):
+        options[1]["logprob"] = "abc" if mode == "logprob_text" else True
+    if mode == "bytes_not_bytes":
+        options[1]["bytes"] = [300, "a"]
     if "n" in body:  # sampling: the drawn tokens' log-probs only
         content, n = [options[1]] * body["max_tokens"], body["n"]
     else:
         content, n = [{**options[0], "top_logprobs": options}] * body.get("max_tokens", 1), 1
+    n += mode == "extra_choices"
     logprobs = None if mode == "without_logprobs" else {"content": content}
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
             "choices": [{"index": i, "message": {"role": "assistant", "content": "."},
@@ -179,12 +214,19 @@ FLAVOURS = {"llamacpp": llamacpp, "vllm": vllm, "openai": openai}
 
 
 # -- the server ---------------------------------------------------------------------------
+MULTILINE = "upstream failed\n  while handling POST\n  request echoed:\n" * 20
+HTML_404 = "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n" \
+    "<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n</body>\n</html>\n"  # fmt: skip
+STREAM_ERROR = {"error": {"message": "the model failed:\n  at decode\n  at step 3\n"}}
+
+
 @contextmanager
-def hostile_server(flavour: str, mode: str = "ok"):
+def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None):
     """A `flavour` server failing in `mode` on loopback; yields its URL. On leaving, any
-    reply still dripping stops and its connection closes."""
+    reply still dripping or flooding stops and its connection closes."""
     answer = FLAVOURS[flavour]
     closing = threading.Event()
+    sent = [] if sent is None else sent
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self) -> None:
@@ -198,27 +240,60 @@ def hostile_server(flavour: str, mode: str = "ok"):
                                                    "/detokenize"):  # fmt: skip
                 echoed = "; ".join(f"{k}: {v}" for k, v in [*self.headers.items(), PLANTED])
                 status, payload = 500, {"error": {"message": f"bad request, headers: {echoed}"}}
-            kind = "application/json"
+            if mode == "stream_error" and isinstance(payload, Events):
+                payload = Events([STREAM_ERROR])
+            kind = "text/event-stream" if isinstance(payload, Events) else "application/json"
             if isinstance(payload, Events):
                 data = "".join(f"data: {json.dumps(event)}\n\n" for event in payload)
-                kind = "text/event-stream"
             else:
                 data = json.dumps(payload if payload is not None else {"error": "no such path"})
-            self._send(status, data.encode(), kind)
+            if path in COMPLETIONS:
+                status, data, kind = self._broken(status, data, kind)
+            if path in COMPLETIONS and mode == "flood":
+                self._flood(kind)
+            else:
+                self._send(status, data.encode(), kind)
+
+        def _broken(self, status: int, data: str, kind: str) -> tuple[int, str, str]:
+            """A completion's reply as `mode` breaks it whole."""
+            if mode == "multiline":
+                return 500, MULTILINE, "text/plain"
+            if mode == "html_404":
+                return 404, HTML_404, "text/html"
+            if mode == "deep":
+                deep = "[" * DEEP + "]" * DEEP
+                return status, f"data: {deep}\n\n" if kind == "text/event-stream" else deep, kind
+            return status, data, kind
+
+        def _flood(self, kind: str) -> None:
+            """FLOOD_BYTES of one JSON string (an event stream's one line), until the client
+            stops reading; `sent` counts what got out."""
+            self.wfile.write(_head(200, kind, FLOOD_BYTES))
+            chunk = b" " * (1 << 20)
+            sent.append(0)
+            row = len(sent) - 1
+            try:
+                while sent[row] < FLOOD_BYTES and not closing.is_set():
+                    self.wfile.write(chunk)
+                    sent[row] += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading
+            self.close_connection = True
 
         def _send(self, status: int, data: bytes, kind: str) -> None:
-            head = (
-                f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n"
-                f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
-            ).encode()
+            head = _head(status, kind, len(data))
             if mode == "silent":
                 closing.wait()
                 return
+            dripped = head + data if mode == "drip" else data if mode == "drip_body" else b""
             try:
-                if mode != "drip":
+                if not dripped:
                     self.wfile.write(head + data)
                     return
-                for byte in head + data:
+                if mode == "drip_body":
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                for byte in dripped:
                     if closing.wait(DRIP_SECONDS):
                         break
                     self.wfile.write(bytes([byte]))
@@ -242,3 +317,10 @@ def hostile_server(flavour: str, mode: str = "ok"):
         closing.set()
         server.shutdown()
         server.server_close()
+
+
+def _head(status: int, kind: str, length: int) -> bytes:
+    return (
+        f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n"
+        f"Content-Length: {length}\r\nConnection: close\r\n\r\n"
+    ).encode()

@@ -1,16 +1,21 @@
 """Hostile servers against the real remote backends and the real command line.
 
 Each flavour of tests/hostile_servers.py (llama.cpp, vLLM, OpenAI) fails in each way it
-can: a reply dripped a byte at a time or never sent, NaN and infinite log-probabilities,
-token ids outside the vocabulary, valid JSON of the wrong shape, a 500 that echoes the
-request's credentials. Every case must end within its deadline in one clear error that
-names the server (or, for -inf candidates, a clean result of finite numbers), never a
-traceback or a key, in-process (the backend classes under `expand`, and their `sample`
-for ramify) and in `python -m weave expand` (exit 2, one `error:` line).
+can: a reply dripped a byte at a time (head and all, or its body only), never sent, or
+1.5 GB long; NaN, infinite, positive and too-big log-probabilities; token ids outside the
+vocabulary; JSON nested 100,000 deep; valid JSON of the wrong shape (indices out of
+range, more results than asked, absurd sizes); a 500 that echoes the request's
+credentials, one of many lines, an HTML 404, an error streamed with newlines. Every case
+must end within its deadline in one clear line of error that names the server and the
+field (or, for -inf candidates and a log-prob rounded above 0, a clean result of numbers
+<= 0), never a traceback or a key, in-process (the backend classes under `expand`, and
+their `sample` for ramify) and in `python -m weave expand` (exit 2, one `error:` line).
+A reply given up on stops being read and is freed; a timeout of any size is taken.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -19,6 +24,7 @@ import re
 import subprocess
 import sys
 import time
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,8 +33,9 @@ import pytest
 from backends.base import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
+from backends.replies import MAX_REPLY_BYTES
 from backends.vllm import VLLMBackend
-from tests.hostile_servers import COMMON, PLANTED, SHAPES, hostile_server
+from tests.hostile_servers import COMMON, FLOOD_BYTES, PLANTED, SHAPES, hostile_server
 from tests.servers import free_port
 from weave.finite import non_finite
 from weave.search import SearchParams, expand
@@ -43,10 +50,18 @@ PARAMS = SearchParams(cutoff=0.2, max_depth=3, max_suggestions=5)
 EXPECTED = {  # mode -> what the error says (None: a clean result)
     "ok": None,
     "neg_inf": None,
+    "rounding": None,
     "drip": "too slow",
+    "drip_body": "too slow",
     "silent": "too slow",
+    "flood": "too slow|more than 64 MiB|over 64 MiB",
     "nan": "is nan, expected a finite log-probability",
     "inf": "is inf, expected a finite log-probability",
+    "positive": r"is 0\.5, expected a log-probability \(at most 0\)",
+    "huge_logprob": r"is 1000000000.*, expected a number a float holds",
+    "deep": "nested over 32 levels deep",
+    "multiline": r"HTTP 500: upstream failed while handling POST request echoed: upstream",
+    "html_404": r"HTTP 404: <!DOCTYPE html> <html>|not found \(404\)",
     "huge_id": "token id 1000000000000, outside the vocabulary",
     "negative_id": "token id -5, outside the vocabulary",
     "echo_key": "HTTP 500",
@@ -58,6 +73,15 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "without_tokens": "logprobs has no 'tokens'",
     "logprob_text": "logprob is 'abc', expected a number",
     "without_logprobs": "no log-probabilities",
+    "logprob_bool": "logprob is True, expected a number",
+    "bytes_not_bytes": r"bytes is \[300, 'a'\], expected a list of byte values",
+    "index_out_of_range": r"index is 7, expected an index in 0\.\.0|index 7 names no prompt",
+    "negative_index": r"index is -1, expected an index in 0\.\.0",
+    "extra_results": r"/completion gave 2 results, 1 asked|index is 1, expected an index in 0\.\.0",
+    "extra_choices": r"[23] choices, [12] asked|names no prompt|expected 2 choices",
+    "huge_slots": r"/props total_slots is 1000000000, expected 1\.\.1024",
+    "tiny_context": r"/v1/models max_model_len is 1, expected a whole number of at least 128",
+    "stream_error": "failed while streaming: the model failed: at decode at step 3",
 }
 ID_MODES = ("huge_id", "negative_id")  # OpenAI's API has no token ids
 CASES = [
@@ -69,12 +93,12 @@ CASES = [
 RULED_OUT = " a"  # the candidate neg_inf gives -Infinity
 
 
-def backend_for(flavour: str, url: str):
+def backend_for(flavour: str, url: str, timeout: float = TIMEOUT):
     if flavour == "llamacpp":
-        return LlamaCppBackend(url, timeout=TIMEOUT)
+        return LlamaCppBackend(url, timeout=timeout)
     if flavour == "vllm":
-        return VLLMBackend(url, timeout=TIMEOUT)
-    return OpenAIBackend(api_key=KEY, model="hostile", base_url=f"{url}/v1", timeout=TIMEOUT)
+        return VLLMBackend(url, timeout=timeout)
+    return OpenAIBackend(api_key=KEY, model="hostile", base_url=f"{url}/v1", timeout=timeout)
 
 
 def search(flavour: str, url: str, waits: list[float] | None = None):
@@ -96,9 +120,11 @@ def search(flavour: str, url: str, waits: list[float] | None = None):
 
 
 def assert_clean(result) -> None:
-    """Suggestions and tree hold finite numbers only, strict JSON, no ruled-out token."""
+    """Suggestions and tree hold finite numbers only, log-probs <= 0, strict JSON, no
+    ruled-out token."""
     saved = search_to_dict(result, PARAMS)
     assert result.suggestions and non_finite(saved) is None
+    assert all(s.logprob <= 0 for s in result.suggestions)
     json.dumps(saved, allow_nan=False)
     texts = [n["text"] for n in _nodes(saved["tree"])]
     assert RULED_OUT not in texts
@@ -126,7 +152,7 @@ def test_the_backend_classes(flavour, mode, caplog):
         with pytest.raises(BackendError, match=EXPECTED[mode]) as error:
             search(flavour, url, waits)
     message = str(error.value)
-    assert message.startswith(f"{flavour} at {url}")
+    assert message.startswith(f"{flavour} at {url}") and "\n" not in message
     assert_hidden(message + repr(error.value) + caplog.text)
     assert max(waits) < 1.8 * TIMEOUT  # one deadline, not two: nothing retried after it
 
@@ -157,9 +183,59 @@ def test_sampling(flavour, mode, caplog):
             draw(flavour, url)
         waited = time.monotonic() - started
     message = str(error.value)
-    assert message.startswith(f"{flavour} at {url}")
+    assert message.startswith(f"{flavour} at {url}") and "\n" not in message
     assert_hidden(message + repr(error.value) + caplog.text)
     assert waited < 1.8 * TIMEOUT + 1.0  # one deadline (and a client's start), not two
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+def test_a_huge_reply_given_up_stops_being_read_and_is_freed(flavour):
+    """1.5 GB offered as fast as it is read: the request fails within its deadline, the
+    server soon cannot send more (the connection was closed, by a reader thread too) and
+    what was read is dropped. tracemalloc counts what Python holds, whatever the load."""
+    sent: list[int] = []
+    with hostile_server(flavour, "flood", sent) as url:
+        backend = backend_for(flavour, url)  # its imports are not what is measured
+        context = backend.tokenize(STORY)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            started = time.monotonic()
+            with pytest.raises(BackendError, match=EXPECTED["flood"]):
+                expand(backend, context, PARAMS)
+            assert time.monotonic() - started < 2 * TIMEOUT + 1.0
+            time.sleep(TIMEOUT)  # a reader given up stops at its deadline
+            stopped = sum(sent)
+            time.sleep(0.5)
+            assert sum(sent) == stopped < FLOOD_BYTES / 4
+            gc.collect()
+            held, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            backend.close()
+    assert peak < 3 * MAX_REPLY_BYTES and held < 16 << 20
+
+
+@pytest.mark.parametrize(
+    "flavour, timeout", [("llamacpp", 1e10), ("vllm", 1e10), ("openai", 1e12), ("vllm", math.inf)]
+)
+def test_a_huge_timeout_is_a_long_one(flavour, timeout):
+    with hostile_server(flavour) as url:
+        backend = backend_for(flavour, url, timeout)
+        try:
+            assert_clean(expand(backend, backend.tokenize(STORY), PARAMS))
+            if flavour != "openai":
+                assert backend.client.timeout <= 31 * 24 * 3600
+        finally:
+            backend.close()
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+@pytest.mark.parametrize("timeout", [0, -1.0, math.nan])
+def test_a_timeout_that_is_no_time_is_an_error(flavour, timeout):
+    with hostile_server(flavour) as url, pytest.raises(BackendError, match="above 0") as error:
+        backend_for(flavour, url, timeout)
+    assert str(error.value).startswith(f"{flavour} at ")
 
 
 def weave_cli(flavour: str, url: str) -> tuple[subprocess.CompletedProcess, float]:

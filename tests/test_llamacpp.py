@@ -170,7 +170,7 @@ def test_bad_replies_are_clear_errors(status, body, message):
     "body, message",
     [
         ('data: {"error": {"message": "context full"}}\n\n', "while streaming: context full"),
-        ("data: {not json\n\n", "streamed what is not JSON"),
+        ("data: {not json\n\n", r"\(streamed\) answered with something that is not JSON"),
     ],
 )
 def test_a_stream_that_fails_is_a_clear_error(body, message):

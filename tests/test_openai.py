@@ -14,7 +14,8 @@ import pytest
 
 from backends import create_backend
 from backends.base import BackendError
-from backends.openai import OpenAIBackend, _piece
+from backends.openai import OpenAIBackend
+from backends.openai_replies import top_positions
 from tests.http_stubs import serving
 from tests.servers import free_port
 from weave.config import load_settings
@@ -42,7 +43,7 @@ def test_legacy_completions_continue_raw_text_like_the_token_backends(vllm_url, 
     assert [c.text for c in top] == [c.text for c in ours]
     for theirs, mine in zip(top, ours, strict=True):
         assert theirs.logprob == pytest.approx(mine.logprob, abs=1e-3)
-    assert openai.token_native is False and openai.note is None
+    assert openai.note is None
 
 
 def test_legacy_chains_equal_depth_by_depth(vllm_url):
@@ -99,8 +100,11 @@ def test_llama_cpp_chat_and_completions(llama_url, mlx_backend):
 
 # -- tokens as bytes -----------------------------------------------------------------------
 def test_token_bytes_join_split_characters():
-    assert _piece("bytes:\\xe6\\x9d", None) == b"\xe6\x9d"  # OpenAI's legacy partial token
-    assert _piece("\ufffd", [0xB1]) == b"\xb1"  # the chat API's bytes win over its text
+    legacy = {"logprobs": {"top_logprobs": [{"bytes:\\xe6\\x9d": -0.5}]}}
+    assert top_positions(legacy, ValueError) == [[(b"\xe6\x9d", -0.5)]]  # a partial token
+    chat = {"logprobs": {"content": [{"top_logprobs": [
+        {"token": "\ufffd", "bytes": [0xB1], "logprob": -0.5}]}]}}  # fmt: skip
+    assert top_positions(chat, ValueError) == [[(b"\xb1", -0.5)]]  # bytes win over text
     openai = OpenAIBackend(api_key="k", model="gpt-4o-mini")
     ids = [openai._intern(b"\xe6\x9d"), openai._intern(b"\xb1")]
     assert openai.detokenize(openai.tokenize("The ") + ids) == "The 東"

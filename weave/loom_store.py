@@ -39,7 +39,15 @@ from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, 
 from weave.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
 from weave.store_rows import StoryInfo
 
-__all__ = ["LOCAL_WRITER", "BadImport", "InvalidInput", "LoomStore", "StoreError", "StoryInfo", "StoryNotFound"]
+__all__ = [
+    "LOCAL_WRITER",
+    "BadImport",
+    "InvalidInput",
+    "LoomStore",
+    "StoreError",
+    "StoryInfo",
+    "StoryNotFound",
+]
 
 
 class LoomStore:

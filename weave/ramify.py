@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from backends.base import Backend
+from backends.base import Backend, BackendError
 from weave.bounds import bounded, check_bounds
 from weave.search import Progress, ProgressCallback, SearchStats, fit_context
 
@@ -69,7 +69,7 @@ def ramify(
 
     `progress` hears of a long story being read (depth 0) and of the finished draw.
     Raises ValueError for an empty context and lets `BackendError` through untouched
-    (a backend that cannot sample says so with one).
+    (a backend that cannot sample, whose `sample` answers None, raises one here).
     """
     if not context:
         raise ValueError("The story is empty: write a few words first.")
@@ -100,6 +100,8 @@ def ramify(
         max_tokens=params.max_tokens,
         seed=params.seed,
     )
+    if drawn is None:
+        raise BackendError("this backend cannot sample continuations", backend=backend.name)
     stats = SearchStats.of(
         backend, backend.stats.snapshot() - usage_before, time.perf_counter() - started
     )

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import get_args
 
-from backends.base import Backend, Candidate, Usage
+from backends.base import Backend, Candidate, Chain, Usage
 from weave.bounds import bounded, check_bounds, one_of
 from weave.tree import Score, Suggestion, TreeNode, suggestions_from
 
@@ -46,7 +46,7 @@ class SearchParams:
     max_suggestions: int = bounded(25, 1, MAX_CANDIDATES)
     auto_stop: bool = True
     score: Score = one_of("joint", *get_args(Score))
-    use_chains: bool | None = None  # None: as the backend prefers
+    use_chains: bool | None = None  # None or True: greedy chains where the backend offers them
 
     def __post_init__(self) -> None:
         check_bounds(self)
@@ -117,7 +117,7 @@ class _Beam:
     them: indexing a chain waits for the positions it needs)."""
 
     node: TreeNode
-    chain: Sequence[list[Candidate]] | None = None
+    chain: Chain | None = None
     taken: int = 0
 
 
@@ -181,16 +181,14 @@ def _ran_out(beam: _Beam) -> bool:
     chain still arriving tells its length once its end has come (`known_length`)."""
     if beam.chain is None:
         return False
-    known = getattr(beam.chain, "known_length", None)
-    length = known() if known is not None else len(beam.chain)
+    length = beam.chain.known_length()
     return length is not None and beam.taken >= length
 
 
 def _drop_chain(beam: _Beam) -> None:
     """Let go of the beam's chain: a backend may stop making positions no beam will use."""
-    close = getattr(beam.chain, "close", None)
-    if close is not None:
-        close()
+    if beam.chain is not None:
+        beam.chain.close()
     beam.chain = None
 
 
@@ -288,10 +286,7 @@ class _Search:
         if not needy:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
-        use_chains = self.params.use_chains
-        if use_chains is None:
-            use_chains = self.backend.prefers_chains
-        if use_chains and remaining > 1:
+        if self.params.use_chains is not False and remaining > 1:
             k = max(self._k(d) for d in range(depth, self.params.max_depth))
             stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
             chains = self.backend.greedy_chains(

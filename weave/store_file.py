@@ -45,7 +45,9 @@ SCHEMA = (
         settings TEXT,        -- JSON object
         root TEXT NOT NULL,
         cursor TEXT NOT NULL,
-        """ + OWNER + """
+        """
+    + OWNER
+    + """
     )""",
     """CREATE TABLE nodes (
         story_id TEXT NOT NULL REFERENCES stories(id),
