@@ -186,11 +186,14 @@ class WholeChain(list[list[Candidate]]):
 class Backend(ABC):
     """Batched, token-native next-token log-probabilities.
 
-    A class attribute: `name`, the short backend name ("mlx", "llamacpp", "vllm",
-    "openai"). An instance attribute: `special_token_ids`, control tokens (end of text,
-    chat markers) that the search never offers as story text; a backend fills it when it
-    knows them; and `vocab_size`, how many token ids the model has (valid ids are 0 ..
-    vocab_size - 1; None where the backend does not know), which `check_ids` reads.
+    Class attributes: `name`, the short backend name ("mlx", "llamacpp", "vllm",
+    "openai"); `token_native`, False for a backend whose API takes text, not ids (its ids
+    mean something in one instance only, and a context is sent to it as the one id of
+    its whole text: `weave.model_context.sent_ids`). Instance attributes:
+    `special_token_ids`, control tokens (end of text, chat markers) that the search never
+    offers as story text, filled by a backend that knows them; and `vocab_size`, how
+    many token ids the model has (valid ids are 0 .. vocab_size - 1; None where the
+    backend does not know), which `check_ids` reads.
 
     Optional abilities are declared here, each with the default that is the one way to
     say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
@@ -199,6 +202,7 @@ class Backend(ABC):
     """
 
     name: str = "backend"
+    token_native: bool = True
 
     def __init__(self) -> None:
         self.stats = BackendStats()

@@ -76,6 +76,7 @@ APPENDED = ", the suggestion so far appended to it (OpenAI cannot continue an an
 
 class OpenAIBackend(Backend):
     name = "openai"
+    token_native = False  # the API takes text: a context is sent as one text
 
     def __init__(
         self,
