@@ -140,7 +140,7 @@ def story_page(
     with alternatives:
         alternatives_ui(ws, backend)
     offer = search_ui(ws, backend, params, prefix_space)
-    with seen.popover("👁️ What the model sees", width="stretch"):
+    with seen:
         lloom_steering.context_ui(ws, backend, params.max_depth)
     error_ui(ws)
     lone_ui(ws)

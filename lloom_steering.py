@@ -135,7 +135,8 @@ def _bump(ws: Workspace) -> None:
 
 
 def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
-    """What the model reads for a search here (`room`: the search's depth), parts marked."""
+    """What the model reads for a search here (`room`: the search's depth), parts marked,
+    in a popover; beside it, how much of the story's start was left out, if any."""
     if backend is None or not ws.text:
         return
     try:
@@ -143,12 +144,13 @@ def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
     except (BackendError, ValueError) as e:
         st.error(f"**The context cannot be built.** {md(str(e))}", icon="📝")
         return
-    window = backend.context_length
-    of = f" of the model's {window:,}" if window else ""
-    st.caption(f"{context.token_count:,} tokens{of}.")
+    with st.popover("👁️ What the model sees", width="stretch"):
+        window = backend.context_length
+        of = f" of the model's {window:,}" if window else ""
+        st.caption(f"{context.token_count:,} tokens{of}.")
+        fired = ", ".join(md(entry.label) for entry in context.fired)
+        st.caption(f"Lorebook entries fired: {fired}." if fired else "No lorebook entry fired.")
+        st.code(context.marked_text(), language=None, wrap_lines=True)
     if context.left_out:
-        st.warning(f"The story's first {context.left_out:,} tokens are left out: the whole "
-                   "does not fit the model's window.", icon="✂️")  # fmt: skip
-    fired = ", ".join(md(entry.label) for entry in context.fired)
-    st.caption(f"Lorebook entries fired: {fired}." if fired else "No lorebook entry fired.")
-    st.code(context.marked_text(), language=None, wrap_lines=True)
+        st.caption(f"✂️ The story's first {context.left_out:,} tokens are left out: the "
+                   "whole does not fit the model's window.")  # fmt: skip

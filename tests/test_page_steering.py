@@ -5,6 +5,8 @@ SillyTavern import is tested through the command line, tests/test_steering_cli.p
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import streamlit as st
 
@@ -85,3 +87,16 @@ def test_another_tabs_memory_is_shown_not_overwritten(fake):
     assert workspace(one).store.settings(one.query_params["story"])["steering"]["memory"] == (
         "A dark tale."
     )
+
+
+def test_a_story_past_the_window_says_how_much_was_left_out(fake):
+    fake._context_length = 60  # the fake model's window: the story below is ~120 tokens
+    at = started("abc " * 40)
+    at.text_area(key=memory_key(at)).set_value("cab.").run()
+    assert not at.exception
+    [left] = [c.value for c in at.caption if c.value.startswith("✂️")]
+    assert re.match(r"✂️ The story's first \d+ tokens are left out", left)
+    searched = workspace(at).offers.latest(workspace(at).cursor).result.context_ids
+    memory = tuple(fake.tokenize("cab.\n"))
+    assert searched[: len(memory)] == memory  # the memory is never cut
+    assert len(searched) + workspace(at).offers.latest(workspace(at).cursor).params.max_depth <= 60
