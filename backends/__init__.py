@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backends.base import Backend, BackendError, Candidate
@@ -66,7 +65,7 @@ def _mlx(settings: Settings, env: Mapping[str, str]) -> Backend:
     MLXBackend = _load("mlx", "MLXBackend")
 
     if settings.mlx.model:
-        path, name = Path(settings.mlx.model).expanduser(), None
+        path, name = settings.mlx.model, None  # a folder or a hub id (backends.mlx_loading)
     else:
         from backends.embedded import ensure_embedded_model
 
@@ -77,6 +76,7 @@ def _mlx(settings: Settings, env: Mapping[str, str]) -> Backend:
         kv_cache_bytes=settings.mlx.kv_cache_mb << 20,
         prefill_chunk=settings.mlx.prefill_chunk,
         batch_window=settings.mlx.batch_window_ms / 1000,
+        dequantize_bytes=settings.mlx.dequantize_mb << 20,
     )
 
 

@@ -7,11 +7,12 @@ joined. Nodes split where contexts diverge, so an edited story reuses its longes
 prefix; memory is capped by bytes, dropping the least recently used leaves first.
 
 This module owns the tree alone: it runs no model (that is `backends.mlx`) and is not
-thread-safe on its own (the backend holds its lock around every use).
+thread-safe: the backend uses it from its one MLX worker thread only.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -175,13 +176,22 @@ class FragmentTree:
             parent.top = top
 
     def evict(self) -> None:
-        """Drop least recently used leaves until the tree fits its byte cap."""
-        while self.nbytes > self.max_bytes:
-            leaf = min(self._leaves(), key=lambda n: n.last_used, default=None)
-            if leaf is None:
-                return
-            del leaf.parent.children[leaf.tokens[0]]
+        """Drop least recently used leaves until the tree fits its byte cap.
+
+        The leaves are gathered once into a heap; a node whose last child is dropped
+        joins it as a leaf, so each call walks the tree once, not once per dropped node."""
+        if self.nbytes <= self.max_bytes:
+            return
+        order = count()  # ties in last_used go in any fixed order: nodes do not compare
+        heap = [(leaf.last_used, next(order), leaf) for leaf in self._leaves()]
+        heapq.heapify(heap)
+        while self.nbytes > self.max_bytes and heap:
+            leaf = heapq.heappop(heap)[2]
+            parent = leaf.parent
+            del parent.children[leaf.tokens[0]]
             self.nbytes -= leaf.nbytes
+            if parent is not self.root and not parent.children:
+                heapq.heappush(heap, (parent.last_used, next(order), parent))
 
     def clear(self) -> None:
         self.root.children.clear()

@@ -23,7 +23,7 @@ their bytes, forwards, sampling and the cache. Does not own: the search.
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 import queue
 import secrets
@@ -38,7 +38,6 @@ from backends import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
-from mlx_lm import load as load_model
 from mlx_lm.models.cache import BatchKVCache
 
 from backends.attention import RowsCache, SharedPrefix, install
@@ -54,9 +53,13 @@ from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
 from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
 from backends.mlx_head import last_logits
+from backends.mlx_loading import load_checked
+from backends.mlx_weights import ModelInfo, prepare
 from backends.numpy_views import writable
 from backends.ranking import ranked
 from backends.swiglu import install as install_swiglu
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,30 +82,35 @@ class MLXBackend(Backend):
 
     def __init__(
         self,
-        model_path: Path,
+        model_path: Path | str,
         *,
         display_name: str | None = None,
         kv_cache_bytes: int = 1 << 30,
         prefill_chunk: int = 512,
         rows_attention: bool = True,
         batch_window: float = 0.02,
+        dequantize_bytes: int = 4 << 30,
     ):
-        """`rows_attention=False` keeps mlx-lm's own attention (for comparisons);
+        """`model_path`: an mlx-lm folder or hub id (`backends.mlx_loading`);
+        `rows_attention=False` keeps mlx-lm's own attention (for comparisons);
         `batch_window`: seconds a forward may wait for the other sessions of the last
-        batch to ask again, so that their rows join it (`backends.mlx_batching`)."""
+        batch to ask again, so that their rows join it (`backends.mlx_batching`);
+        `dequantize_bytes`: the most float32 weights made at load from quantized or
+        half-precision ones on CPU (`backends.mlx_weights`)."""
         super().__init__()
-        self.model_path = Path(model_path)
-        self._display_name = display_name or self.model_path.name
         self._worker = MLXWorker()
         try:
-            self.model, self.tokenizer = self._worker.submit(load_model, str(model_path)).result()
-        except (ValueError, OSError, RuntimeError, KeyError) as e:  # mlx: RuntimeError
-            raise BackendError(
-                f"cannot load an mlx-lm model from this folder ({e}); set LLOOM_MODEL to an "
-                "mlx-lm folder, or leave it empty for the embedded model",
-                backend=self.name,
-                url=str(self.model_path),
-            ) from e
+            loaded = self._worker.submit(load_checked, str(model_path)).result()
+        except BackendError:
+            self._worker.stop()
+            raise
+        self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        self.model_path = loaded.folder
+        hub_id = self.model_path != Path(model_path).expanduser()
+        self._display_name = display_name or (str(model_path) if hub_id else self.model_path.name)
+        job = (self.model, self._display_name, dequantize_bytes)
+        self.info: ModelInfo = self._worker.submit(prepare, *job).result()
+        log.info("MLX model %s: %s", self._display_name, self.info.note)
         self.prefill_chunk = prefill_chunk
         self.tree = FragmentTree(kv_cache_bytes)
         self._forwards: list[Forward] = []  # what the call in progress ran (worker thread)
@@ -110,13 +118,18 @@ class MLXBackend(Backend):
         self._callers = threading.local()  # each calling thread's `cancellable` check
         self._pieces = token_pieces(self.tokenizer)
         self.special_token_ids = frozenset(self.tokenizer.all_special_ids)
-        self._context_length = _context_length(self.model_path)
+        self._context_length = loaded.config.get("max_position_embeddings")
         self._pieces_count = len(self._pieces)
         # ids the model embeds and the tokenizer names: any other id is refused
         self.vocab_size = min(self._pieces_count, _embedding_rows(self.model))
         self._kv_shape = _kv_shape(self.model)
-        self._rows_attention = rows_attention and install(self.model)
+        # Our attention ignores the model's masks: a model whose layers attend within a
+        # window keeps mlx-lm's, which reads the window from the batch cache's mask.
+        self._rows_attention = rows_attention and not loaded.sliding and install(self.model)
         install_swiglu(self.model)  # module-wide: every forward of this architecture
+        grouped = type(self.model).__module__ == "mlx_lm.models.gemma2"
+        grouped = grouped and self._kv_shape[1] < self.model.args.num_attention_heads
+        self._cache_class = GroupedBatchKVCache if grouped else BatchKVCache
         self._dtype = _activation_dtype(self.model)
 
     # -- Backend ---------------------------------------------------------------------
@@ -291,7 +304,8 @@ class MLXBackend(Backend):
             row_keys = [mx.contiguous(new_keys[:, i]) for i in range(len(contexts))]
             row_values = [mx.contiguous(new_values[:, i]) for i in range(len(contexts))]
             mx.eval(logits, *row_keys, *row_values)
-            order, picked, _ = ranked(writable(logits), k)
+            # A vocabulary padded past the tokenizer's (Qwen's) offers only real tokens.
+            order, picked, _ = ranked(writable(logits)[:, : self._pieces_count], k)
         except (RuntimeError, ValueError) as e:
             raise BackendError(f"the model failed on this input: {e}", backend=self.name) from e
         pairs = zip(order.tolist(), picked.tolist(), strict=True)
@@ -328,8 +342,9 @@ class MLXBackend(Backend):
         for layer in range(keys.shape[0]):
             # `a[layer, ...]`, not `a[layer]`: MLX (0.32) copies on a lone integer index,
             # which here would copy the whole story's KV at every forward.
-            cache = BatchKVCache(padding)
-            cache.state = (keys[layer, ...], values[layer, ...], offsets, cache.left_padding, width)
+            cache = self._cache_class(padding)  # its fields set by name: `state`'s tuple grew in
+            cache.keys, cache.values = keys[layer, ...], values[layer, ...]  # mlx-lm 0.32.2
+            cache.offset, cache._idx = offsets, width
             if self._rows_attention:
                 shared = [
                     SharedPrefix(
@@ -426,7 +441,8 @@ class MLXBackend(Backend):
     def _draw_step(self, inputs, cache, temperature, min_p, key) -> tuple[list[int], list[float]]:
         """One forward of every row's last token; each row's drawn token and its raw log-prob."""
         try:
-            logits = self.model(inputs, cache=cache)[:, -1, :].astype(mx.float32)  # (n, vocab)
+            logits = self.model(inputs, cache=cache)[:, -1, : self._pieces_count]
+            logits = logits.astype(mx.float32)  # (n, vocab)
             logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
             tokens = pick_tokens(logprobs, temperature, min_p, key)  # (n,)
             chosen = mx.take_along_axis(logprobs, tokens[:, None], axis=-1)[:, 0]
@@ -446,6 +462,16 @@ class MLXBackend(Backend):
             mx.eval(row_keys, row_values)
             path = list(ids) + row.tokens[: row.fed]
             self.tree.insert(path, len(ids) - 1, row_keys, row_values, None)
+
+
+class GroupedBatchKVCache(BatchKVCache):
+    """mlx-lm's gemma2 attends with its queries as (B, kv_heads, repeats, T, D) and applies
+    the mask as given: a batch's (B, 1, T, S) mask needs one more axis to broadcast there
+    (rows of different lengths otherwise fail)."""
+
+    def make_mask(self, N: int, **kwargs):
+        mask = super().make_mask(N, **kwargs)
+        return mask[:, :, None] if isinstance(mask, mx.array) and mask.ndim == 4 else mask
 
 
 class MLXWorker:
@@ -551,14 +577,6 @@ def _embedding_rows(model) -> int:
 def _activation_dtype(model) -> mx.Dtype:
     embed = model.model.embed_tokens
     return embed.scales.dtype if hasattr(embed, "scales") else embed.weight.dtype
-
-
-def _context_length(model_path: Path) -> int | None:
-    try:
-        config = json.loads((model_path / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return config.get("max_position_embeddings")
 
 
 @dataclass(eq=False)

@@ -18,7 +18,7 @@ from backends import openblas  # noqa: F401  (it must be loaded before mlx)
 # isort: split
 import mlx.core as mx
 import numpy as np
-from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.models.cache import KVCache
 
 from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
 from backends.kv_tree import FragmentTree
@@ -42,11 +42,14 @@ def token_alternatives(
     # Logits at position j predict ids[j + 1]: run ids[reuse : len - 1] after cached KV.
     match = tree.match(ids[: start - 1])
     reuse = match.length
-    cache = make_prompt_cache(model)
+    # A plain cache for every layer, windowed ones too: the model's masks apply windows.
+    cache = [KVCache() for _ in model.layers]
     if reuse:
         keys, values = tree.gather(match, reuse)  # (layers, kv_heads, reuse, head_dim)
         for layer, layer_cache in enumerate(cache):
-            layer_cache.state = (keys[layer : layer + 1], values[layer : layer + 1], reuse)
+            layer_cache.keys = keys[layer : layer + 1]  # by name: mlx-lm's `state` tuples
+            layer_cache.values = values[layer : layer + 1]  # change between releases
+            layer_cache.offset = reuse
     k = min(k, len(pieces))
     lead = max(0, start - LEAD)
     texts = iter(token_texts([pieces[i] for i in ids[lead:]], start - lead))
@@ -66,7 +69,8 @@ def _chunk(model, cache, pieces, ids, begin, end, k, start, texts) -> list[Token
     try:
         logits = model(inputs, cache=cache)[0].astype(mx.float32)  # (T, vocab)
         mx.eval(logits)
-        order, picked, own = ranked(writable(logits), k, also=following)  # most likely first
+        # most likely first; a vocabulary padded past the tokenizer's offers only real tokens
+        order, picked, own = ranked(writable(logits)[:, : len(pieces)], k, also=following)
     except (RuntimeError, ValueError) as e:
         raise BackendError(f"the model failed on this input: {e}", backend="mlx") from e
     rows = []

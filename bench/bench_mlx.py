@@ -27,6 +27,8 @@ it says they were skipped.
 
     .venv/bin/python bench/bench_mlx.py          (everything)
     .venv/bin/python bench/bench_mlx.py long     (the long-story figures only)
+    .venv/bin/python bench/bench_mlx.py models   (Qwen2.5-shaped models, float32 vs 8-/4-bit:
+                                                  `bench.bench_mlx_models`)
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from backends.base import Backend, Candidate  # noqa: E402
 from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx import MLXBackend  # noqa: E402
 from backends.mlx_head import PLAIN_HEADS  # noqa: E402
+from bench.bench_mlx_models import models  # noqa: E402
 from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search import SearchParams, expand  # noqa: E402
@@ -161,6 +164,9 @@ def run(backend: Backend, ids: list[int], params: SearchParams):
 
 def main() -> None:
     settings = load_settings()
+    if sys.argv[1:] == ["models"]:
+        path = ensure_embedded_model(settings.cache_dir)
+        return models(settings.cache_dir / "bench-models", tokenizer=path)
     if sys.argv[1:] != ["long"]:
         _patterns(settings)
     _long_stories(settings)

@@ -43,6 +43,7 @@ class MLXSettings:
     kv_cache_mb: int = bounded(1024, 0, 1 << 18, "MiB")  # 256 GiB at most
     prefill_chunk: int = bounded(512, 1, 1 << 16, "tokens")
     batch_window_ms: float = bounded(20.0, 0.0, 200.0, "ms")  # a writer waits this per depth
+    dequantize_mb: int = bounded(4096, 0, 1 << 20, "MiB")  # float32 made from quantized, on CPU
 
     def __post_init__(self) -> None:
         check_bounds(self)
