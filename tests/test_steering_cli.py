@@ -49,7 +49,7 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
         backend = LlamaCppBackend(llama_url)
         read = [backend.detokenize(p) for p in prompts(proxy.bodies("/completion"))]
         steering = ("A dark tale.", "[Keep it dark.]", 2)
-        fired = (LoreEntry(("Mira",), "Mira is a spy with red hair."),)
+        fired = (LoreEntry(("Mira",), "Mira is a spy with red hair.", name="Mira"),)
         expected = fitted_context(backend, Steering(*steering, fired), STORY, room=3).text
         backend.close()
     assert expected == (
@@ -62,11 +62,7 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
     assert out["suggestions"]
     recorded = Steering.from_dict(out["steering"])  # the search records what steered it
     assert (recorded.memory, recorded.note, recorded.note_depth) == steering[:3]
-    assert [(e.label, e.enabled) for e in recorded.lore] == [
-        ("Dragons", True),
-        ("moor", False),
-        ("Mira", True),
-    ]  # sorted by SillyTavern's order (100 where none is given)
+    assert recorded.lore == fired  # only what was in force: the entry that fired
 
 
 def test_bad_steering_options_are_one_line_naming_them(tmp_path):

@@ -47,7 +47,8 @@ def test_steering_is_kept_with_the_story_and_each_search(tmp_path, mlx_backend):
     ws.remember_settings({"cutoff": 0.1})  # the page's search settings keep the steering
     offer = ws.offers.suggest(mlx_backend, ws.spot, PARAMS)
     saved = ws.store.suggestions(ws.story_id, ws.cursor)
-    assert search_steering(saved) == STEERING
+    assert search_steering(saved) == STEERING.in_force(STORY)  # the owl's entry did not fire
+    assert [e.label for e in search_steering(saved).lore] == ["fox"]
     again = Workspace(ws.store)
     assert again.open(ws.story_id) and again.steering == STEERING
     model = mlx_backend.model_name
@@ -58,6 +59,9 @@ def test_steering_is_kept_with_the_story_and_each_search(tmp_path, mlx_backend):
     assert again.offers.offer(again.spot, PARAMS, model=model) is None
     assert again.offers.needs_search(again.spot, PARAMS, model=model)
     again.set_steering(STEERING)
+    assert again.offers.offer(again.spot, PARAMS, model=model) is not None
+    asleep = LoreEntry(("dragon",), "A dragon sleeps.")  # an entry that does not fire here
+    again.set_steering(Steering(STEERING.memory, lore=(*STEERING.lore, asleep)))
     assert again.offers.offer(again.spot, PARAMS, model=model) is not None
     assert Workspace(ws.store).open(ws.story_id)
     assert ws.store.settings(ws.story_id)["cutoff"] == 0.1

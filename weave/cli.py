@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        data = search_to_dict(result, params, steering)
+        data = search_to_dict(result, params, steering.in_force(story))
         out = json.dumps(data, ensure_ascii=False, allow_nan=False) if args.json else None
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)

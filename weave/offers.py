@@ -5,13 +5,14 @@ Suggestions belong to the node they were made for: `Offers` runs a tab's searche
 draws at a `Spot` (a node of a story) and keeps them per (node, parameters) and per
 node, the latest few of each, so that going back shows a node's own at once; a search
 is also saved beside its node, and read back from there. A search is made under the
-story's steering (`Spot.steering`: memory, note, lorebook) and kept and saved with it: a
-search made under other steering is not shown as this steering's. Searches, draws and
-alternatives send the steered context (`Offers.context`: the one place that turns a node
-into what a backend is sent). A `Piece` is one continuation to take (a suggestion or a
-sample) with what made it. `search_to_dict`/`search_from_dict`
-are the one codec of a search, for the store and the command line. The search itself is
-`weave.search`'s and `weave.ramify`'s; the cursor and its moves are `weave.session`'s.
+story's steering and kept and saved with what of it was in force (`Spot.in_force`: the
+memory, the note, the entries that fired): a search made under other steering is not
+shown as this steering's. Searches, draws and alternatives send the steered context
+(`Offers.context`: the one place that turns a node into what a backend is sent). A
+`Piece` is one continuation to take (a suggestion or a sample) with what made it.
+`search_to_dict`/`search_from_dict` are the one codec of a search, for the store and the
+command line. The search itself is `weave.search`'s and `weave.ramify`'s; the cursor
+and its moves are `weave.session`'s.
 """
 
 from __future__ import annotations
@@ -113,6 +114,11 @@ class Spot:
     def node_id(self) -> str:
         return self.loom.cursor
 
+    @property
+    def in_force(self) -> Steering:
+        """The steering a search here is made under (`Steering.in_force`)."""
+        return self.steering.in_force(self.loom.text(self.node_id))
+
 
 class Offers:
     """A tab's searches per (node, parameters) and draws per node, and how the last went:
@@ -144,7 +150,7 @@ class Offers:
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if (restored and restored[1] == params and restored[0].stats.model == model
-                    and search_steering(saved) == spot.steering):  # fmt: skip
+                    and search_steering(saved) == spot.in_force):  # fmt: skip
                 result = restored[0]
                 _keep(self.results, _key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
@@ -187,7 +193,7 @@ class Offers:
         self.error, self.failed = None, None
         _keep(self.results, _key(spot, params), result)
         if spot.saved:
-            data, store = search_to_dict(result, params, spot.steering), self.library.store
+            data, store = search_to_dict(result, params, spot.in_force), self.library.store
             self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
         return Offer(node_id, params, result)
 
@@ -242,8 +248,8 @@ class Offers:
 
 
 def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering]:
-    """A search's place among those kept: its node, parameters and steering."""
-    return spot.node_id, params, spot.steering
+    """A search's place among those kept: its node, parameters and steering in force."""
+    return spot.node_id, params, spot.in_force
 
 
 def _keep(kept: OrderedDict, key, value, most: int = KEPT_RESULTS) -> None:

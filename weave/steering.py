@@ -145,6 +145,13 @@ class Steering:
         )
         _check(len(self.lore) <= MAX_ENTRIES, f"lore holds at most {MAX_ENTRIES} entries")
 
+    def in_force(self, story_text: str) -> Steering:
+        """What of this steering shapes the context of a story ending in `story_text`: the
+        memory and the note, and only the lorebook entries that fire there (a search
+        records this: an entry that did not fire changed nothing)."""
+        return Steering(self.memory, self.note, self.note_depth,
+                        tuple(e for e in self.lore if e.fires(story_text)))  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, every field written out."""
         return {
