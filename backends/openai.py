@@ -45,7 +45,9 @@ reports as cached, `model_tokens` adds the completion tokens.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from urllib.parse import urlparse
 
@@ -160,8 +162,15 @@ class OpenAIBackend(Backend):
 
     def _ask(self, context: list[int], k: int, length: int):
         ask = self._ask_chat if self.endpoint == "chat" else self._ask_completion
-        try:
+        with self._worded():
             return within(self._timeout, lambda: ask(context, k, length))
+
+    @contextmanager
+    def _worded(self) -> Iterator[None]:
+        """Asking the server: its failures come out as one `BackendError` each (too slow, the
+        client's error, a reply of an unexpected shape)."""
+        try:
+            yield
         except TooSlow as e:
             raise self._too_slow() from e
         except self._openai.OpenAIError as e:
@@ -287,18 +296,12 @@ class OpenAIBackend(Backend):
         while len(drawn) < n:
             start = None if seed is None else seed + len(drawn)
             draw = partial(self._draw, context, n - len(drawn), temperature, min_p, max_tokens)
-            try:
+            with self._worded():
                 reply = within(self._timeout, partial(draw, start))
                 choices = shapes.choices(reply, n - len(drawn), self._plain_error)
                 if not choices:
                     raise self._plain_error("the reply carried no choices")
                 drawn += [self._drawn(choice) for choice in choices]
-            except TooSlow as e:
-                raise self._too_slow() from e
-            except self._openai.OpenAIError as e:
-                raise self._error(e) from e
-            except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as e:
-                raise self._plain_error(f"unexpected reply ({type(e).__name__}: {e})") from e
             self.stats.add(forward_calls=1, **shapes.usage(reply))
         return drawn[:n]
 

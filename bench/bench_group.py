@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import secrets
 import statistics
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from playwright.sync_api import sync_playwright
 from backends.embedded import ensure_embedded_model
 from scripts.screenshot import ACCEPT, launch_browser, wait_for_suggestions, wait_idle
 from tests.servers import free_port
-from tests.test_private import log_in, page_server, settled
+from tests.test_private import auth_secrets, log_in, page_server, settled
 from tests.vllm_server import vllm_server
 from weave.config import load_settings
 from weave.loom_store import LoomStore
@@ -110,15 +109,7 @@ def main() -> int:
         sync_playwright() as p,
     ):
         data, port = Path(folder), free_port()
-        secrets_file = data / "secrets.toml"
-        secrets_file.write_text(
-            "[auth]\n"
-            f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
-            f'cookie_secret = "{secrets.token_hex(16)}"\n'
-            'client_id = "lloom"\nclient_secret = "not-a-secret"\n'
-            f'server_metadata_url = "http://localhost:{provider.server_port}'
-            '/.well-known/openid-configuration"\n'
-        )
+        secrets_file = auth_secrets(data, port, f"http://localhost:{provider.server_port}")
         env = {"LLOOM_BACKEND": args.backend}
         if args.backend == "vllm":
             model = ensure_embedded_model(load_settings().cache_dir)

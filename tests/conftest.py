@@ -1,4 +1,5 @@
-"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session."""
+"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session, and
+a headless browser for the page tests."""
 
 from __future__ import annotations
 
@@ -11,6 +12,19 @@ from weave.config import load_settings
 @pytest.fixture(scope="session")
 def settings():
     return load_settings()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium for a module's page tests (Playwright imported only then)."""
+    from playwright.sync_api import sync_playwright
+
+    from scripts.screenshot import launch_browser
+
+    with sync_playwright() as p:
+        chromium = launch_browser(p)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class _Quiet(BaseHTTPRequestHandler):
+    """A stub's handler: it logs nothing, and `_send` answers one JSON reply."""
+
+    def _send(self, code: int, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
 
 
 @contextmanager
@@ -18,7 +32,7 @@ def serving(status: int = 200, body: bytes | str | dict = b"", *, delay: float =
     """Serve `body` with `status` for every path (or per path from `routes`); yields the URL."""
     routes = routes or {}
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(_Quiet):
         def _reply(self):
             length = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(length)
@@ -27,19 +41,10 @@ def serving(status: int = 200, body: bytes | str | dict = b"", *, delay: float =
             code, payload = routes.get(self.path.split("?")[0], (status, body))
             data = json.dumps(payload).encode() if isinstance(payload, dict) else payload
             data = data.encode() if isinstance(data, str) else data
-            try:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up first (a timeout test)
+            with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up first
+                self._send(code, data)
 
         do_GET = do_POST = _reply
-
-        def log_message(self, *args):
-            pass
 
     with _running(Handler) as url:
         yield url
@@ -51,7 +56,7 @@ def dropping_reused_connections(body: dict):
     a second request arrives on it: a server whose idle keep-alive timeout fires just as
     the client reuses the connection. Yields the URL."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(_Quiet):
         protocol_version = "HTTP/1.1"
         answered = False  # one handler per connection
 
@@ -61,17 +66,9 @@ def dropping_reused_connections(body: dict):
                 self.close_connection = True
                 return
             self.answered = True
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send(200, json.dumps(body).encode())
 
         do_GET = do_POST = _reply
-
-        def log_message(self, *args):
-            pass
 
     with _running(Handler) as url:
         yield url

@@ -16,7 +16,6 @@ from scripts.screenshot import (
     STORY,
     TREE,
     click,
-    launch_browser,
     row_text,
     running_app,
     start_first_story,
@@ -27,7 +26,7 @@ from scripts.screenshot import (
 )
 from weave.config import load_settings
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here"),
@@ -39,14 +38,6 @@ FIRST = "Once upon a time,"
 def server(tmp_path_factory):
     with running_app(tmp_path_factory.mktemp("data")) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        chromium = launch_browser(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

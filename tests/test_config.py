@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,15 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
         create_backend(settings, env={})
 
 
+def refused(tmp_path, text: str) -> tuple[Path, str]:
+    """A config.toml holding `text`, and the `ConfigError` message loading it raises."""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(path, env={})
+    return path, str(error.value)
+
+
 @pytest.mark.parametrize(
     "text, where, expected",
     [
@@ -116,11 +126,7 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
     ],
 )
 def test_a_value_of_the_wrong_type_names_key_file_and_type(tmp_path, text, where, expected):
-    path = tmp_path / "config.toml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as error:
-        load_settings(path, env={})
-    message = str(error.value)
+    path, message = refused(tmp_path, text)
     assert message.startswith(f"{path} {where}".strip()) and expected in message, message
 
 
@@ -245,11 +251,7 @@ def test_every_number_and_choice_carries_its_bounds(cls):
     ],
 )
 def test_a_value_outside_its_bounds_names_file_and_key(tmp_path, text, where, expected):
-    path = tmp_path / "config.toml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as error:
-        load_settings(path, env={})
-    message = str(error.value)
+    path, message = refused(tmp_path, text)
     assert message.startswith(f"{path} {where} must be") and expected in message, message
     assert "OPENAI_ENDPOINT" not in message  # the file is at fault, not the variable
 
@@ -308,9 +310,5 @@ def test_a_settings_file_nested_absurdly_deep_is_one_clear_error_at_once(tmp_pat
     ids=["long", "deep"],
 )
 def test_a_long_or_deep_offending_value_is_shown_short(tmp_path, text, where):
-    path = tmp_path / "config.toml"
-    path.write_text(text)
-    with pytest.raises(ConfigError) as error:
-        load_settings(path, env={})
-    message = str(error.value)
+    path, message = refused(tmp_path, text)
     assert message.startswith(f"{path} {where}") and len(message) < len(str(path)) + 150, message

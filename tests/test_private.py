@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from scripts.screenshot import launch_browser, wait_idle
+from scripts.screenshot import wait_idle
 from tests.servers import free_port
 from weave.loom_store import LoomStore
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here"),
@@ -127,14 +127,6 @@ def _proc_address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Add
 
 
 # -- the browser -------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        chromium = launch_browser(p)
-        yield chromium
-        chromium.close()
-
-
 def new_page(browser, url: str, headers: dict | None = None):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True,
                                   extra_http_headers=headers)  # fmt: skip
@@ -220,10 +212,9 @@ def provider():
         yield f"http://localhost:{server.server_port}"
 
 
-@contextmanager
-def group_page(data: Path, provider: str, watchman: Watchman):
-    """The page with login configured in a secrets.toml of its own."""
-    port = free_port()
+def auth_secrets(data: Path, port: int, provider: str) -> Path:
+    """A secrets.toml in `data` for logins through the OIDC `provider` (its URL) to the
+    page on `port`; its path."""
     secrets_file = data / "secrets.toml"
     secrets_file.write_text(
         "[auth]\n"
@@ -232,6 +223,14 @@ def group_page(data: Path, provider: str, watchman: Watchman):
         'client_id = "lloom"\nclient_secret = "not-a-secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
     )
+    return secrets_file
+
+
+@contextmanager
+def group_page(data: Path, provider: str, watchman: Watchman):
+    """The page with login configured in a secrets.toml of its own."""
+    port = free_port()
+    secrets_file = auth_secrets(data, port, provider)
     env = no_model(data, watchman)
     with page_server(data, "--secrets.files", str(secrets_file), env=env, port=port):
         yield f"http://127.0.0.1:{port}"

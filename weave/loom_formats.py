@@ -1,8 +1,8 @@
 """A loom as JSON: the one export format, written and read back exactly.
 
-"lloom-loom", version 1: every node with all its fields, the cursor, the checked-out
-children, the bookmarks, the story's title and settings, and the suggestions kept per
-node (`loom_document` writes it, `read_document` reads it). No release shipped another.
+"lloom-loom", version 1 (no release shipped another): every node with all its fields, the
+cursor, the checked-out children, the bookmarks, the story's title and settings, and the
+suggestions kept per node (`loom_document` writes it, `read_document` reads it).
 
 Reading trusts nothing: the file is parsed with a bound on its size and nesting
 (`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, and each number is checked
@@ -81,11 +81,8 @@ def read_document(data: str | bytes) -> SavedStory:
 
 def bounded_json(data: str | bytes) -> Any:
     """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
-    deep and its integers fit 64 bits; else a ValueError saying which it breaks.
-
-    The depth is counted on the brackets outside strings before parsing, at C speed, so
-    no input can exhaust the stack.
-    """
+    deep (counted on the brackets outside strings first, at C speed, so no input can exhaust
+    the stack) and its integers fit 64 bits; else a ValueError saying which it breaks."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_BYTES:
         raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")
@@ -135,7 +132,9 @@ def _read_loom(doc: dict) -> SavedStory:
         raise ValueError("its suggestions must be objects kept under nodes it holds")
     loom = Loom(nodes, root.id, doc["cursor"], dict(checkouts), frozenset(marks))
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
-    return SavedStory(loom, _title(doc), _time(doc["created"]), settings, dict(suggestions))
+    title = doc.get("title")  # kept when it has a visible character
+    title = without_surrogates(title) if isinstance(title, str) and title.strip() else None
+    return SavedStory(loom, title, _time(doc["created"]), settings, dict(suggestions))
 
 
 def _node(item: Any) -> Node:
@@ -171,12 +170,6 @@ def _time(value: Any) -> float:
     if not (type(value) in (int, float) and 0 <= value <= MAX_TIME):
         raise ValueError(f"a time must be seconds since the epoch, not {value!r}")
     return float(value)
-
-
-def _title(doc: dict) -> str | None:
-    """The title, when it has a visible character; a lone surrogate becomes U+FFFD."""
-    title = doc.get("title")
-    return without_surrogates(title) if isinstance(title, str) and title.strip() else None
 
 
 def without_surrogates(text: str) -> str:

@@ -1,23 +1,15 @@
-"""Every story's loom in SQLite: `<data folder>/stories.sqlite3`, and the store's API.
+"""Every story's loom in SQLite (`<data folder>/stories.sqlite3`): the store's API, `LoomStore`.
 
-Nodes are rows only ever added; the cursor, checked-out children, bookmarks, settings
-and the suggestions shown at a node are small records beside them. The tree is written
-through one method, `LoomStore.update(story_id, move)`: in one `BEGIN IMMEDIATE`
-transaction it reads the loom as stored (with the nodes other tabs and processes added),
-applies a pure move from `weave.loom`, and writes what the move added. So two writers
-on one story only ever add nodes, and nothing saved is lost when a process is killed.
-Every failure is a `StoreError` whose message says what to check.
+Nodes are rows only ever added, the rest small records beside them. The tree is written only by
+`update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the stored loom (other
+tabs' and processes' nodes too), applies a pure move from `weave.loom` and writes what it
+added; so two writers on one story only add nodes, and a killed process loses nothing saved.
 
-A store is one writer's view of the file (`writer`; `as_writer` gives another's): it
-lists, opens, changes, exports and imports only that writer's stories, and another
-writer's story is `StoryNotFound` to it. The filter is `weave.store_rows`' alone, so no
-caller can forget it. Stories made without a login are `LOCAL_WRITER`'s; `give` hands
-one to another writer.
-
-This module owns `LoomStore` and the names the page and the command line import with it;
-the errors are `weave.store_errors`', the file `weave.store_file`'s, a story's rows
-`weave.store_rows`', the JSON documents `weave.loom_formats`'. None of them imports the
-page, the session layer or the backends.
+Every failure is a `StoreError` saying what to check. A store is one writer's view
+(`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
+`StoryNotFound` to it. The errors are `weave.store_errors`', the file `weave.store_file`'s,
+the rows and the owner filter `weave.store_rows`', the JSON `weave.loom_formats`'; none
+imports the page, the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -51,19 +43,15 @@ __all__ = [
 
 
 class LoomStore:
-    """`writer`'s stories in `folder/stories.sqlite3`; the folder and file are made when
-    missing.
-
-    Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older
-    file, left untouched), `NewerDatabase` or `DatabaseLocked`. Holds no connection.
-    """
+    """`writer`'s stories in `folder/stories.sqlite3`, made when missing; no connection held.
+    Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
+    left untouched), `NewerDatabase` or `DatabaseLocked`."""
 
     def __init__(
         self, folder: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
     ):
         self.folder = Path(folder).expanduser().absolute()
         self.path = self.folder / FILE_NAME
-        self.busy_ms = busy_ms
         self.writer = writer
         self._file = StoreFile(self.path, busy_ms, writer)
         self._file.prepare()
@@ -99,11 +87,9 @@ class LoomStore:
             return rows.read_loom(db, story_id)
 
     def update(self, story_id: str, move: Callable[[Loom], Loom]) -> Loom:
-        """Apply `move` to the loom as stored now, save what it added, and return it.
-
-        Raises `InvalidInput` when the result removes or changes a node; errors raised by
-        `move` itself (`weave.loom.NoSuchNode`) come through, and nothing is written.
-        """
+        """Apply `move` to the loom as stored now, save what it added, and return it. Raises
+        `InvalidInput` when it removes or changes a node; `move`'s own errors (`NoSuchNode`)
+        come through; either way nothing is written."""
         with self._file.write() as db:
             old = rows.read_loom(db, story_id)
             new = move(old)
@@ -111,8 +97,7 @@ class LoomStore:
         return new
 
     def rename(self, story_id: str, title: str) -> None:
-        """Set the title. A blank one is refused (`InvalidInput`) and the old one kept: a
-        writer who clears the box by mistake loses no title."""
+        """Set the title; a blank one is `InvalidInput`: a box cleared by mistake loses no title."""
         if not rows.checked(title).strip():
             raise InvalidInput("a title needs a visible character; the old title is kept")
         self._set(story_id, "title = ?, updated = ?", title, time.time())
@@ -164,13 +149,12 @@ class LoomStore:
         value = None if data is None else rows.dumps(dict(data), "the suggestions")
         with self._file.write() as db:
             rows.story_row(db, story_id)
-            where = "WHERE story_id = ? AND node = ?"
-            if not db.execute(f"SELECT 1 FROM nodes {where.replace('node', 'id')}",
-                              (story_id, node_id)).fetchone():  # fmt: skip
+            key = (story_id, node_id)
+            if not db.execute("SELECT 1 FROM nodes WHERE story_id = ? AND id = ?", key).fetchone():
                 raise InvalidInput(f"story {story_id} has no node {node_id!r}")
-            db.execute(f"DELETE FROM suggestions {where}", (story_id, node_id))
+            db.execute("DELETE FROM suggestions WHERE story_id = ? AND node = ?", key)
             if value is not None:
-                db.execute("INSERT INTO suggestions VALUES (?, ?, ?)", (story_id, node_id, value))
+                db.execute("INSERT INTO suggestions VALUES (?, ?, ?)", (*key, value))
 
     # -- export and import --------------------------------------------------------------
     def export_json(self, story_id: str) -> str:

@@ -33,6 +33,7 @@ that names the file. This module reads; it builds no context (`weave.context` do
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +113,8 @@ def _depth(value: Any) -> int:
 def _sillytavern(entries: Any) -> tuple[LoreEntry, ...]:
     if not isinstance(entries, dict):
         raise ValueError('SillyTavern "entries" must be an object of entries by uid')
-    if len(entries) > MAX_ENTRIES:
-        raise ValueError(f"holds {len(entries):,} entries; a lorebook holds at most {MAX_ENTRIES}")
-    read = [
-        (_order(entry, uid), i, _st_entry(entry, uid))
-        for i, (uid, entry) in enumerate(entries.items())
-    ]
-    return tuple(entry for _, _, entry in sorted(read, key=lambda r: r[:2]))
+    read = ((_order(entry, uid), _st_entry(entry, uid)) for uid, entry in entries.items())
+    return _in_order(len(entries), read)
 
 
 def _st_entry(entry: Any, uid: str) -> LoreEntry:
@@ -153,6 +149,14 @@ def _entry(values: dict[str, Any], where: str) -> LoreEntry:
         raise ValueError(f"{where}: {str(e).removeprefix('steering: entry.')}") from e
 
 
+def _in_order(count: int, read: Iterator[tuple[float, LoreEntry]]) -> tuple[LoreEntry, ...]:
+    """The `count` entries `read` gives with their order, sorted by it (ties keep the file's
+    order: the sort is stable), when they are at most `MAX_ENTRIES`."""
+    if count > MAX_ENTRIES:
+        raise ValueError(f"holds {count:,} entries; a lorebook holds at most {MAX_ENTRIES}")
+    return tuple(entry for _, entry in sorted(read, key=lambda r: r[0]))
+
+
 def _order(entry: Any, uid: str, field: str = "order") -> float:
     order = entry.get(field, 100) if isinstance(entry, dict) else 100
     if not isinstance(order, int | float) or isinstance(order, bool):
@@ -162,13 +166,11 @@ def _order(entry: Any, uid: str, field: str = "order") -> float:
 
 # -- Character Card V2/V3 character_book ----------------------------------------------------
 def _character_book(entries: list) -> tuple[LoreEntry, ...]:
-    if len(entries) > MAX_ENTRIES:
-        raise ValueError(f"holds {len(entries):,} entries; a lorebook holds at most {MAX_ENTRIES}")
-    read = [
-        (_order(entry, str(i), "insertion_order"), i, _card_entry(entry, i))
+    read = (
+        (_order(entry, str(i), "insertion_order"), _card_entry(entry, i))
         for i, entry in enumerate(entries)
-    ]
-    return tuple(entry for _, _, entry in sorted(read, key=lambda r: r[:2]))
+    )
+    return _in_order(len(entries), read)
 
 
 def _card_entry(entry: Any, i: int) -> LoreEntry:

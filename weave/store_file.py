@@ -1,15 +1,12 @@
 """The story store's SQLite file: its tables, opening it, and every connection on it.
 
-The tables: `stories` (a row a story: title, times, settings, root, cursor, and its
-owner: the writer who may see it), `nodes`
-(only ever added: triggers refuse to change one, or to delete one of a story that is not
-deleted), and the small records beside them (`checkouts`, `bookmarks`, `suggestions`).
-Opening reads the header with plain file I/O before SQLite does: a foreign or damaged
-file is left untouched, a newer or older one refused; a new one gets the schema. Every
-connection is made here (WAL, `synchronous=FULL`, foreign keys, a busy timeout, one per
-operation), and any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
-Each connection belongs to one writer: SQL's `writer()` names them, and `weave.store_rows`
-reads and writes only that writer's stories.
+The tables: `stories` (a row a story: title, times, settings, root, cursor, and the owner,
+the writer who may see it), `nodes` (only ever added: triggers refuse to change one, or to
+delete one of a story not deleted), and the small records beside them. Opening reads the
+header with plain file I/O first: a foreign or damaged file is left untouched, a newer or
+older one refused; a new one gets the schema. Every connection is made here (WAL,
+`synchronous=FULL`, foreign keys, a busy timeout, one per operation) for one writer, whom
+SQL's `writer()` names; any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ LOCAL_WRITER = "local"  # the owner of stories made without a login: this machin
 OWNER = f"owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'"  # the writer who may see a story
 
 SCHEMA = (
-    """CREATE TABLE stories (
+    f"""CREATE TABLE stories (
         id TEXT PRIMARY KEY,
         title TEXT,           -- NULL: the first words of its first node
         created REAL NOT NULL,
@@ -45,9 +42,7 @@ SCHEMA = (
         settings TEXT,        -- JSON object
         root TEXT NOT NULL,
         cursor TEXT NOT NULL,
-        """
-    + OWNER
-    + """
+        {OWNER}
     )""",
     """CREATE TABLE nodes (
         story_id TEXT NOT NULL REFERENCES stories(id),
@@ -94,8 +89,7 @@ SCHEMA = (
 
 @dataclass(frozen=True)
 class StoreFile:
-    """The database at `path`, whose locks are waited for `busy_ms` milliseconds, as
-    `writer` sees it."""
+    """The database at `path` as `writer` sees it; its locks are waited for `busy_ms` ms."""
 
     path: Path
     busy_ms: int
@@ -105,13 +99,20 @@ class StoreFile:
     @contextmanager
     def connection(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:
         """A new connection, closed after; an `sqlite3.Error` comes out as a `StoreError`."""
-        db = self._connect(create=create)
+        uri, db = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}", None
         try:
+            db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
+            db.row_factory, writer = sqlite3.Row, self.writer
+            db.create_function("writer", 0, lambda: writer, deterministic=True)
+            for pragma in (f"busy_timeout = {int(self.busy_ms)}", "foreign_keys = ON",
+                           "synchronous = FULL"):  # fmt: skip
+                db.execute(f"PRAGMA {pragma}")
             yield db
         except sqlite3.Error as e:
             raise from_sqlite(e, self.path, self.busy_ms) from e
         finally:
-            db.close()
+            if db is not None:
+                db.close()
 
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One snapshot for several reads."""
@@ -120,22 +121,6 @@ class StoreFile:
     def write(self) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction; the write lock is taken at once, so it cannot deadlock."""
         return self._transaction("BEGIN IMMEDIATE")
-
-    def _connect(self, *, create: bool = False) -> sqlite3.Connection:
-        uri, db = f"{self.path.as_uri()}?mode={'rwc' if create else 'rw'}", None
-        try:
-            db = sqlite3.connect(uri, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
-            db.row_factory = sqlite3.Row
-            writer = self.writer
-            db.create_function("writer", 0, lambda: writer, deterministic=True)
-            for pragma in (f"busy_timeout = {int(self.busy_ms)}", "foreign_keys = ON",
-                           "synchronous = FULL"):  # fmt: skip
-                db.execute(f"PRAGMA {pragma}")
-        except sqlite3.Error as e:
-            if db is not None:
-                db.close()  # a file that opened but will not take its settings
-            raise from_sqlite(e, self.path, self.busy_ms) from e
-        return db
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
@@ -151,11 +136,7 @@ class StoreFile:
 
     # -- opening: is it ours, its schema ---------------------------------------------------
     def prepare(self) -> None:
-        """Make the folder and the file when missing, and check it is ours.
-
-        Raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
-        left untouched), `NewerDatabase` or `DatabaseLocked`.
-        """
+        """Make the folder and the file when missing; check it is ours (errors: `LoomStore`'s)."""
         folder = self.path.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -164,8 +145,7 @@ class StoreFile:
                 f"cannot create the data folder {folder}: {e.strerror}; "
                 "check the path and its permissions"
             ) from e
-        if self._is_new():
-            self._initialise()
+        self._create_when_new()
         with self.connection() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -176,8 +156,12 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version == 3:  # before owners: its stories are the local writer's
-                self._add_owners(db)
+            if version == 3:  # before owners: its stories become the local writer's
+                db.execute("BEGIN IMMEDIATE")
+                if db.execute("PRAGMA user_version").fetchone()[0] == 3:  # not done by another
+                    db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.execute("COMMIT")
             elif version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
                 raise NotLoomDatabase(
                     f"the database at {self.path} has schema {version}, from a development "
@@ -188,41 +172,26 @@ class StoreFile:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("ROLLBACK")
 
-    def _add_owners(self, db: sqlite3.Connection) -> None:
-        """Schema 3 to 4 in one transaction (another process may be first)."""
-        db.execute("BEGIN IMMEDIATE")
-        if db.execute("PRAGMA user_version").fetchone()[0] == 3:
-            db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        db.execute("COMMIT")
-
-    def _is_new(self) -> bool:
-        """Whether the file is new; raises `NotLoomDatabase` for one that is not ours.
-
-        Reads the header with plain file I/O, so a foreign file is never opened by SQLite.
-        """
+    def _create_when_new(self) -> None:
+        """Write the schema into a new or empty file (another process may be first). The
+        header is read with plain file I/O first, so SQLite never opens a foreign file."""
         try:
             with open(self.path, "rb") as f:
                 head = f.read(100)
         except FileNotFoundError:
-            return True
+            head = b""
         except OSError as e:
             raise StorageUnwritable(
                 f"cannot read the database at {self.path}: {e.strerror}; check its permissions"
             ) from e
-        if not head:
-            return True
-        if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-            raise not_ours(self.path)
-        app_id = int.from_bytes(head[68:72], "big")
-        if app_id == APPLICATION_ID:
-            return False
-        if app_id == 0 and int.from_bytes(head[40:44], "big") == 0:  # an empty SQLite file
-            return True
-        raise not_ours(self.path)
-
-    def _initialise(self) -> None:
-        """Write the schema into a new or empty file (another process may be first)."""
+        if head:  # a file already: ours, an empty SQLite file (still new) or foreign
+            if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+                raise not_ours(self.path)
+            app_id = int.from_bytes(head[68:72], "big")
+            if app_id == APPLICATION_ID:
+                return
+            if app_id != 0 or int.from_bytes(head[40:44], "big") != 0:
+                raise not_ours(self.path)
         with self.connection(create=True) as db:
             db.execute("BEGIN IMMEDIATE")
             app_id = db.execute("PRAGMA application_id").fetchone()[0]

@@ -1,17 +1,16 @@
 """A story's rows <-> its loom (and the list of stories), inside the caller's transaction.
 
-Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows
-another program wrote are read so the writer's story stays readable, its text being what
-they wrote: a BLOB text is decoded (bad bytes as U+FFFD), a number stored as text parsed,
-and a node's score, time, ids, model or params that still cannot be read dropped (records
-of how it was made; ids are made again from the text). What would change the story's
-shape is a `DamagedStory` naming the story and node: a parent missing or after its child
-(a cycle), an unknown kind, no cursor or root, a saved setting or search that is not JSON.
+Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows another
+program wrote are read so the story stays readable with the text they wrote: a BLOB text
+decoded (bad bytes as U+FFFD), a number stored as text parsed, and a node's score, time,
+ids, model or params that still cannot be read dropped (records of how it was made; ids are
+made again from the text). What would change the story's shape is a `DamagedStory` naming
+the story and node: a parent missing or after its child (a cycle), an unknown kind, no
+cursor or root, a saved setting or search that is not JSON.
 
-The owner filter is here, and only here: a connection belongs to one writer (SQL's
-`writer()`, set by `weave.store_file`); `story_row`, the gate every read or change of a
-story goes through, and `story_infos`, the list, see only that writer's stories, and a
-new story is theirs. Another writer's story is, to them, no story (`StoryNotFound`).
+The owner filter is here alone: `story_row` (the gate of every read or change of a story)
+and `story_infos` (the list) see only the stories of the connection's writer (SQL's
+`writer()`), and a new story is theirs; another writer's story is `StoryNotFound`.
 """
 
 from __future__ import annotations
@@ -46,21 +45,16 @@ class StoryInfo:
 # -- reading a story ----------------------------------------------------------------------
 def story_row(db: sqlite3.Connection, story_id: str) -> sqlite3.Row:
     """The story's row, when it is the connection's writer's. Raises `StoryNotFound`."""
-    row = db.execute(
-        "SELECT * FROM stories WHERE id = ? AND owner = writer()", (story_id,)
-    ).fetchone()
-    if row is None:
+    mine = "SELECT * FROM stories WHERE id = ? AND owner = writer()"
+    if (row := db.execute(mine, (story_id,)).fetchone()) is None:
         raise StoryNotFound(f"no story {story_id} in the store (purged, or never saved here)")
     return row
 
 
 def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
-    """The story's loom as stored: every node, the cursor, checkouts and bookmarks.
-
-    Raises `StoryNotFound`, or `DamagedStory` naming the node whose place in the tree
-    cannot be read. Nodes are read in the order they were added, a parent before its
-    children, so a cycle is a node whose parent is not read yet: no walk can loop.
-    """
+    """The story's loom as stored, or `DamagedStory` naming the node whose place in the
+    tree cannot be read. Nodes are read in the order they were added, a parent before its
+    children, so a cycle is a node whose parent is not read yet: no walk can loop."""
     story = story_row(db, story_id)
     nodes: dict[str, Node] = {}
     for r in db.execute("SELECT * FROM nodes WHERE story_id = ? ORDER BY seq", (story_id,)):
@@ -93,11 +87,9 @@ def read_story(db: sqlite3.Connection, story_id: str) -> SavedStory:
     row = story_row(db, story_id)
     title = None if row["title"] is None else text_value(row["title"])
     settings = {} if row["settings"] is None else loads(row["settings"], story_id)
-    loom, created = read_loom(db, story_id), number(row["created"]) or 0.0
-    updated = number(row["updated"]) or 0.0
-    return finite_only(
-        SavedStory(loom, title, created, settings, suggestions(db, story_id), updated)
-    )
+    created, updated = (number(row[column]) or 0.0 for column in ("created", "updated"))
+    loom, shown = read_loom(db, story_id), suggestions(db, story_id)
+    return finite_only(SavedStory(loom, title, created, settings, shown, updated))
 
 
 def suggestions(db: sqlite3.Connection, story_id: str) -> dict[str, Any]:
@@ -136,10 +128,9 @@ def _ids(value: Any) -> tuple[int, ...] | None:
 
 def _json(value: Any) -> Any:
     """A node's JSON record, or None when it cannot be read (it is only a record)."""
-    try:
+    with suppress(ValueError, TypeError, RecursionError):
         return None if value is None else json.loads(value)
-    except (ValueError, TypeError, RecursionError):
-        return None
+    return None
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
@@ -160,9 +151,8 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
 
 def _title(title: Any, opening: bytes | None) -> str:
     """The title, else the first words of the opening (bytes that may end mid-character)."""
-    if title is None:
-        return title_for((opening or b"").decode("utf-8", "ignore"))
-    return text_value(title)
+    opening_text = (opening or b"").decode("utf-8", "ignore")
+    return title_for(opening_text) if title is None else text_value(title)
 
 
 def loads(value: str, story_id: str) -> Any:
@@ -194,8 +184,7 @@ def dumps(value: Any, what: str) -> str:
 
 
 def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> None:
-    """A whole story (new or imported); suggestions or settings holding NaN or an
-    infinity are left out (`finite_only`)."""
+    """A whole story (new or imported), less what `finite_only` leaves out."""
     story = finite_only(story)
     loom, now = story.loom, time.time()
     db.execute(
