@@ -4,21 +4,24 @@
 loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
 (`weave.session.Workspace`); the search is `weave.search.expand`, the graphs are
 `weave.render` (a search's token tree) and `weave.story_graph` (the story tree, each node a
-link); what the page says about suggestions is `weave.present`'s. The URL names the
-story and the node. The model is loaded once per process (`shared_backend`)
-and shared by every session. No algorithm lives here.
+link), drawn to SVG by graphviz's `dot` once per graph; what the page says about
+suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
+the story (its end in view), the moves and the suggestions on the left, the tools (the
+steering panels among them: `lloom_steering`) and the graphs on the right. The URL names the story and the node. The model is loaded once per
+process (`shared_backend`) and shared by every session. No algorithm lives here.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
+import graphviz
 import streamlit as st
-from graphviz import Digraph  # the type of the page's graph
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -26,10 +29,11 @@ import backends
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
-from weave import access, present, session
+from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
+from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
 from weave.loom_view import node_label, story_tree
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
@@ -42,8 +46,8 @@ from weave.tree import Suggestion
 OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
-STORY_END = 600  # characters; a longer story's end is shown above the suggestions
-STORY_TAIL = 300  # characters of it shown there
+TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
+READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -101,7 +105,9 @@ def shared_store() -> tuple[LoomStore, str | None]:
 
 # -- the page -------------------------------------------------------------------------------
 def main() -> None:
-    st.set_page_config(page_title="LLooM", page_icon="🧶", layout="wide")
+    st.set_page_config(
+        page_title="LLooM", page_icon="🧶", layout="wide", initial_sidebar_state="collapsed"
+    )
     settings = settings_or_stop()
     writer = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
@@ -112,66 +118,101 @@ def main() -> None:
     sync_url(ws)  # before any search, so a refresh during a long one finds the node
     storage_ui(ws, problem)
     start_page = st.empty()  # on the story page an empty slot: the start page is gone at once
-    offer, graph = None, None
+    offer = None
     if ws.started:
-        offer, graph = story_page(settings, ws, backend)
+        offer = story_page(settings, ws, backend)
     else:
         with start_page.container():
             start_error_ui()
             start_ui(settings, ws)
             library_ui(ws)
-    sidebar_ui(settings, ws, backend, offer, graph)  # last: it shows the search this run made
+    sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
 
 
-def story_page(
+def story_page(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Offer | None:
+    """The desk: left the story, the moves and the suggestions (the story's end and the
+    first suggestions on the first screen); right the tools, the graphs and Go to. On a
+    narrow screen the right column comes after. Returns the search it showed."""
+    st.html(DESK_CSS)
+    if ws.title:
+        st.set_page_config(page_title=f"{ws.title} · LLooM")
+    left, right = st.columns(2, gap="medium")
+    with right:
+        params, prefix_space, shading = tools_ui(settings, ws, backend)
+        steer, seen = st.columns(2)
+        with steer.popover("📝 Memory & notes", width="stretch"):
+            lloom_steering.steering_ui(ws)  # before the search: it searches under them
+    with left:
+        story_ui(ws)
+        draw = moves_ui(settings, ws, backend)
+        offer = search_ui(ws, backend, params, prefix_space)
+        error_ui(ws)
+        lone_ui(ws)
+        if draw is not None:
+            samples_ui(ws, draw, prefix_space)
+        if offer is not None:
+            if offer.params != params:
+                st.caption("⚠️ These suggestions were made here with other settings.")
+            suggestions_ui(ws, offer, prefix_space, shading)
+        elif not ws.text:
+            st.info("The story is empty here: write something, or go forward (↪ Redo).")
+        st.caption(keys.key_line())
+    with right:
+        with seen:
+            lloom_steering.context_ui(ws, backend, params.max_depth)
+        graphs_ui(ws, offer)
+    if page().alternatives_open and backend is not None:
+        alternatives_dialog(ws, backend)
+    return offer
+
+
+DESK_CSS = """<style>
+.stMainBlockContainer {padding: 3.2rem 1rem 2rem;}
+.st-key-suggestions {gap: 0.3rem;}
+.st-key-suggestions [data-testid="stMarkdownContainer"]:has(.share) {margin-bottom: 0;
+  display: flex; gap: 0.5rem; align-items: baseline;}
+.share {order: -1; flex: none; width: 3.2rem; font-size: 0.75rem; text-align: right;
+  padding-right: 0.25rem; background: linear-gradient(to right, #9ec5fe var(--filled),
+  transparent var(--filled)) bottom / 100% 3px no-repeat;}
+.lloom-graph {overflow-x: auto;}
+.lloom-graph svg {max-width: 100%; height: auto;}
+@media (max-width: 640px) {
+  .st-key-suggestions [data-testid="stElementContainer"]:has(.share) {flex: 1 1 100% !important;}
+}
+</style>"""  # the desk's spacing: rows close together, each share a bar under its figure
+
+
+def tools_ui(
     settings: Settings, ws: session.Workspace, backend: Backend | None
-) -> tuple[Offer | None, Digraph | None]:
-    """The story, its moves, this node's suggestions and the graphs; returns the search it
-    showed and its graph (built once a run)."""
-    st.subheader(f"🧶 LLooM · {md(ws.title)}" if ws.title else "🧶 LLooM")
-    params, prefix_space, shading = config_ui(settings, backend, ws)
-    steer, seen = st.columns(2)
-    with steer.popover("📝 Memory & notes", width="stretch"):
-        lloom_steering.steering_ui(ws)  # before the search: it searches under them
-    story_ui(ws)
-    sampling, alternatives = st.columns(2)
-    with sampling:
-        draw = sample_ui(settings, ws, backend)
-    with alternatives:
-        alternatives_ui(ws, backend)
-    offer = search_ui(ws, backend, params, prefix_space)
-    with seen:
-        lloom_steering.context_ui(ws, backend, params.max_depth)
-    error_ui(ws)
-    lone_ui(ws)
-    if offer is not None:
-        hint = present.few_suggestions_hint(len(offer.result.suggestions), offer.params)
-        if hint:
-            st.caption(f"💡 {md(hint)}")
-    graph = page_graph(ws, offer) if offer is not None else None
-    graphs_ui(ws, graph)
-    story_end_ui(ws)
-    if draw is not None:
-        samples_ui(ws, draw, prefix_space)
-    if offer is not None:
-        if offer.params != params:
-            st.caption("⚠️ These suggestions were made here with other settings.")
-        suggestions_ui(ws, offer, prefix_space, shading)
-    elif not ws.text:
-        st.info("The story is empty here: write something, or go forward (↪ Redo).")
-    return offer, graph
+) -> tuple[SearchParams, bool, bool]:
+    """Configuration and Sampling (popovers) and Alternatives (a dialog), out of the
+    story's way; returns the search parameters and the display choices."""
+    config, sampling, alternatives = st.columns(3)
+    with config.popover("⚙️ Configuration", width="stretch"):
+        chosen = config_ui(settings, backend, ws)
+    with sampling.popover("🎲 Sampling", width="stretch"):
+        sample_settings_ui(settings)
+    alternatives.button("🔍 Alternatives", key="alt_show", width="stretch",
+                        on_click=open_alternatives, disabled=backend is None or not ws.text,
+                        help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
+                        f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
+    return chosen
 
 
-def graphs_ui(ws: session.Workspace, graph: Digraph | None) -> None:
-    """The story tree and this search's token tree, full width, one tab each."""
-    tree_tab, search_tab = st.tabs(["🌳 Story tree", "🔎 This search's token tree"])
-    with tree_tab:
-        loom_ui(ws)
+def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
+    """This search's token tree and the story tree, one tab each, then Go to. Only the tab
+    shown is drawn (switching tabs reruns the page)."""
+    search_tab, tree_tab = st.tabs([TOKEN_TREE, STORY_TREE], key="graph_tab", on_change="rerun")
     with search_tab:
-        if graph is not None:
-            graph_ui(graph)
-        else:
-            st.caption("No search at this node yet.")
+        if search_tab.open:
+            if offer is not None:
+                graph_ui(ws, offer)
+            else:
+                st.caption("No search at this node yet.")
+    with tree_tab:
+        if tree_tab.open:
+            loom_ui(ws)
+    go_to_ui(ws)
 
 
 def settings_or_stop() -> Settings:
@@ -195,6 +236,7 @@ class PageState:
     settings_for: str | None = None  # the story whose settings the sliders hold
     story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
     alternatives: Alternatives | None = None  # the last alternatives asked for
+    alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
     import_error: str | None = None
 
@@ -387,7 +429,7 @@ def when(seconds: float) -> str:
 def config_ui(
     settings: Settings, backend: Backend | None, ws: session.Workspace
 ) -> tuple[SearchParams, bool, bool]:
-    """The Configuration expander; returns the search parameters and the display choices.
+    """The Configuration popover; returns the search parameters and the display choices.
 
     The values start from the model's defaults, or from what the story saved; every
     change is saved with the story.
@@ -400,14 +442,13 @@ def config_ui(
         st.session_state.setdefault(key, getattr(defaults, field))
     for key in DISPLAY_KEYS:
         st.session_state.setdefault(key, True)
-    with st.expander("Configuration"):
-        stop, split, show = st.columns(3)
-        with stop:
-            stop_ui()
-        with split:
-            split_ui()
-        with show:
-            prefix_space, shading = display_ui()
+    stop, split, show = st.columns(3)
+    with stop:
+        stop_ui()
+    with split:
+        split_ui()
+    with show:
+        prefix_space, shading = display_ui()
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
     ws.remember_settings({**values, "prefix_space": prefix_space, "shading": shading})
     return replace(defaults, **values), prefix_space, shading
@@ -485,37 +526,65 @@ def display_ui() -> tuple[bool, bool]:
 
 # -- the story ------------------------------------------------------------------------------
 def story_ui(ws: session.Workspace) -> None:
-    """The editable story (Ctrl+Enter applies: a new branch), then the moves in the tree."""
+    """The editable story (Ctrl+Enter applies: a new branch), scrolled to its end."""
     shown = (ws.story_id, ws.cursor, ws.text)
     if page().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
         page().story_shown = shown
-    st.text_area("Story", key="story_text", height=170, on_change=apply_edit, args=(ws,),
+    st.text_area("Story", key="story_text", height=130, on_change=apply_edit, args=(ws,),
+                 label_visibility="collapsed", placeholder="Write the story here",
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
-    moves_ui(ws)
+    st.html(STORY_END_JS.replace("LENGTH", str(len(ws.text))), unsafe_allow_javascript=True)
 
 
-def moves_ui(ws: session.Workspace) -> None:
-    """Suggest again; undo/redo (parent, checked-out child); siblings ("2 of 5"); bookmark."""
+# The story box shows its end: after each change of the story (its length is in the
+# markup, so the script runs again), unless the writer is typing in it. Polled briefly,
+# as the box may receive its new text after this runs.
+STORY_END_JS = """<span data-story-length="LENGTH" hidden></span><script>
+(() => {
+  let tries = 0;
+  const scroll = () => {
+    const box = document.querySelector("textarea[aria-label='Story']");
+    if (box && document.activeElement !== box) box.scrollTop = box.scrollHeight;
+    if (++tries < 10) setTimeout(scroll, 50);
+  };
+  scroll();
+})();
+</script>"""
+
+
+def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Draw | None:
+    """Suggest again; undo/redo (parent, checked-out child); siblings ("2 of 5"); bookmark;
+    sample (with 🎲 Sampling's settings). Each has its key. Returns this node's draw."""
     loom = ws.loom
-    again, undo, redo, back, where, forth, mark = st.columns(
-        [2.0, 1.1, 1.1, 1.4, 1.6, 1.1, 1.5], vertical_alignment="center"
-    )
-    again.button("🔁 Suggest again", on_click=ws.retry, key="again", disabled=not ws.text)
-    undo.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
-                help="Back to the parent: the story before its last piece (before all the "
-                "lone suggestions accepted by themselves)")  # fmt: skip
-    redo.button("↪ Redo", on_click=ws.redo, disabled=loom.redo_target() is None, key="redo",
-                help="Forward to the branch you were on")  # fmt: skip
-    back.button("◀ Previous", on_click=ws.sibling, args=(-1,), key="sibling_prev",
-                disabled=loom.sibling_target(-1) is None, help="The previous branch")  # fmt: skip
     i, n = loom.sibling_position()
-    where.caption(f"branch {i} of {n}", help="Branches that grow from the same place")
-    forth.button("Next ▶", on_click=ws.sibling, args=(1,), key="sibling_next",
-                 disabled=loom.sibling_target(1) is None, help="The next branch")  # fmt: skip
     marked = ws.cursor in loom.bookmarks
-    mark.button("🔖 Unmark" if marked else "🔖 Bookmark", key="bookmark",
-                on_click=ws.bookmark, args=(ws.cursor, not marked))  # fmt: skip
+    key = {name: k.shortcut for name, k in keys.MOVES.items()}
+    with st.container(horizontal=True, gap="xsmall", vertical_alignment="center"):
+        st.button("🔁 Again", on_click=ws.retry, key="again", disabled=not ws.text,
+                  shortcut=key["again"], help="Suggest again here")  # fmt: skip
+        st.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
+                  shortcut=key["undo"],
+                  help="Back to the parent: the story before its last piece (before all the "
+                  "lone suggestions accepted by themselves)")  # fmt: skip
+        st.button("↪ Redo", on_click=ws.redo, disabled=loom.redo_target() is None, key="redo",
+                  shortcut=key["redo"], help="Forward to the branch you were on")  # fmt: skip
+        st.button("◀ Previous", on_click=ws.sibling, args=(-1,), key="sibling_prev",
+                  shortcut=key["previous"], disabled=loom.sibling_target(-1) is None,
+                  help="The previous branch")  # fmt: skip
+        st.button("Next ▶", on_click=ws.sibling, args=(1,), key="sibling_next",
+                  shortcut=key["next"], disabled=loom.sibling_target(1) is None,
+                  help="The next branch")  # fmt: skip
+        st.caption(f"branch {i} of {n}", help="Branches that grow from the same place")
+        st.button("🔖 Unmark" if marked else "🔖 Bookmark", key="bookmark",
+                  shortcut=key["bookmark"], on_click=ws.bookmark,
+                  args=(ws.cursor, not marked))  # fmt: skip
+        clicked = st.button("🎲 Sample", key="sample", shortcut=key["sample"],
+                            disabled=backend is None or not ws.text,
+                            help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
+    if clicked:
+        sample(ws, backend, sample_params(settings))
+    return ws.offers.draw(ws.cursor)
 
 
 def apply_edit(ws: session.Workspace) -> None:
@@ -579,20 +648,17 @@ def error_ui(ws: session.Workspace) -> None:
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
-def sample_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Draw | None:
-    """🎲 Sample: N continuations drawn by the model at this node; returns this node's draw."""
-    with st.expander("🎲 Sample continuations (temperature, min-p)"):
-        columns = st.columns(len(SAMPLE_SLIDERS))
-        for column, (key, spec) in zip(columns, SAMPLE_SLIDERS.items(), strict=True):
-            field, label, step, help_text = spec
-            bound = bound_of(RamifyParams, field)
-            st.session_state.setdefault(key, getattr(settings.sample, field))
-            column.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
-        clicked = st.button("🎲 Sample", key="sample", disabled=backend is None or not ws.text)
-    if clicked:
-        values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
-        sample(ws, backend, replace(settings.sample, **values))
-    return ws.offers.draw(ws.cursor)
+def sample_settings_ui(settings: Settings) -> None:
+    """The sampler's sliders (🎲 Sample draws with them)."""
+    for key, (field, label, step, help_text) in SAMPLE_SLIDERS.items():
+        bound = bound_of(RamifyParams, field)
+        st.session_state.setdefault(key, getattr(settings.sample, field))
+        st.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
+
+
+def sample_params(settings: Settings) -> RamifyParams:
+    values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
+    return replace(settings.sample, **values)
 
 
 def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
@@ -612,42 +678,48 @@ def drawn(result: RamifyResult) -> str:
 
 
 def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
-    """The samples drawn here, each with its log-probability, editable, 📌 and ➡️."""
+    """The samples drawn here, each with its log-probability, editable, 📌 and ➜."""
     st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
     space = "p" if prefix_space else "n"
     for i, sample in enumerate(draw.result.samples):
         row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
-        score, text, keep, go = st.columns([1.3, 6, 1, 1], gap="xsmall",
-                                           vertical_alignment="bottom")  # fmt: skip
-        score.caption(f"log-p {sample.logprob:.1f}", help="Its tokens' log-probabilities, summed")
-        with text:
+        line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
+        with line:
+            st.caption(f"log-p {sample.logprob:.1f}",
+                       help="Its tokens' log-probabilities, summed")  # fmt: skip
             text_box(row, "Sample")
-        take_buttons(row, keep, go)
+        take_buttons(row, line, line)
 
 
 # -- alternatives at any token --------------------------------------------------------------
-def alternatives_ui(ws: session.Workspace, backend: Backend | None) -> None:
+def open_alternatives() -> None:
+    page().alternatives_open = True
+
+
+def close_alternatives() -> None:
+    page().alternatives_open = False
+
+
+@st.dialog("🔍 Alternatives at any token", width="large", on_dismiss=close_alternatives)
+def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
     """The story's last tokens shaded by their probability; pick one, then one of the
-    model's alternatives there, and the loom branches at that token."""
-    with st.expander("🔍 Alternatives at any token"):
-        if st.button("Show the story's tokens", key="alt_show",
-                     disabled=backend is None or not ws.text,
-                     help=f"The last {ALTERNATIVE_TOKENS} tokens, each with the model's "
-                     f"top {ALTERNATIVES_K} there"):  # fmt: skip
-            page().alternatives = ws.offers.alternatives(
-                backend, ws.spot, k=ALTERNATIVES_K, last=ALTERNATIVE_TOKENS
-            )
-        shown = page().alternatives
-        if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
-            return
-        if shown.unsupported:
-            st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
-                    "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
-            return
-        if shown.error is not None:
-            st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
-            return
-        alternatives_picker(ws, shown)
+    model's alternatives there, and the loom branches at that token (the dialog closes)."""
+    if not page().alternatives_open:
+        st.rerun()  # branched: the whole page, on the new branch
+    shown = page().alternatives
+    if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
+        with st.spinner("Reading the story's tokens…"):
+            shown = ws.offers.alternatives(backend, ws.spot, k=ALTERNATIVES_K,
+                                           last=ALTERNATIVE_TOKENS)  # fmt: skip
+        page().alternatives = shown
+    if shown.unsupported:
+        st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
+                "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
+        return
+    if shown.error is not None:
+        st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
+        return
+    alternatives_picker(ws, shown)
 
 
 def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
@@ -677,6 +749,7 @@ def token_label(row, i: int) -> str:
 def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
         ws.edit(branch_text(ws.text, shown.rows, row, choice))
+        close_alternatives()
     except ValueError as e:  # the tokens do not spell this story's end
         page().alternatives = shown.failed(str(e))
 
@@ -691,19 +764,9 @@ def lone_ui(ws: session.Workspace) -> None:
                 "back.", icon="🤖")  # fmt: skip
 
 
-def story_end_ui(ws: session.Workspace) -> None:
-    """The end of a long story, which the story box (showing its beginning) hides."""
-    text = ws.text
-    if len(text) <= STORY_END:
-        return
-    tail = text[-STORY_TAIL:]
-    tail = tail[tail.find(" ") + 1 :] if " " in tail[:40] else tail  # from a whole word
-    st.caption("The story so far ends (the whole text is in the story box above):")
-    st.markdown(f"> …{md(tail)}".replace("  \n", "  \n> "))
-
-
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool) -> None:
-    """Ranked suggestions, one row each: the bar, the text (✏️ edits it in place), 📌, ➜.
+    """Ranked suggestions, one row each: the share, the text (a box while ✏️ Edit is on),
+    📌 Keep and ➜ Take, the first nine with their keys.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -712,13 +775,21 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
     if not suggestions:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
+    hint = present.few_suggestions_hint(len(suggestions), offer.params)
+    if hint:
+        st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
-    st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one, 📌 keeps one as a "
-               f"branch without moving, {ACCEPT} takes it.")  # fmt: skip
     space = "p" if prefix_space else "n"
-    for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
-        row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-        suggestion_row(row, suggestion, share, max(shares), shading)
+    editing = st.session_state.get("edit_rows", False)
+    with st.container(key="suggestions", gap=None):
+        for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
+            row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
+            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing)
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.toggle("✏️ Edit suggestions", key="edit_rows",
+                  help="Each suggestion becomes a box to change before taking it")  # fmt: skip
+        st.caption(f"{present.bar_caption(offer.params.score)} 📌 keeps one as a branch "
+                   f"without moving, {ACCEPT} takes it.")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -736,50 +807,42 @@ class Row:
         return None if box is None else present.typed_text(box)
 
 
-def suggestion_row(row: Row, suggestion: Suggestion, share: float, best: float,
-                   shading: bool) -> None:  # fmt: skip
-    bar, text, edit, keep, go = st.columns([1.2, 7, 1.1, 1.2, 0.6], gap="xsmall",
-                                           vertical_alignment="center")  # fmt: skip
-    bar.progress(min(share / best, 1.0) if best else 0.0, text=f"{share:.1%}")
-    editing = st.session_state.get(f"{row.key}_editing", False)
-    with text:
+def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
+                   shading: bool, editing: bool) -> None:  # fmt: skip
+    """One suggestion: its share (the figure over a bar as long as its part of the best
+    one's), its text, 📌 Keep and ➜ Take. No tooltips: each costs the browser a second copy
+    of its button."""
+    line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
+    with line:
         if editing:
             shown = present.shown_text(suggestion.text, prefix_space=row.prefix_space)
             st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
-                          label_visibility="collapsed",
+                          label_visibility="collapsed", width="stretch",
                           help="↵ is a new line, ␣ a space at the start")  # fmt: skip
         else:
             html = present.suggestion_html(suggestion, prefix_space=row.prefix_space,
                                            shading=shading)  # fmt: skip
-            st.markdown(html, unsafe_allow_html=True)
-    edit.button("✕ Close" if editing else "✏️ Edit", key=f"{row.key}_edit", width="stretch",
-                on_click=toggle_edit, args=(row,),
-                help="Back to the shaded text" if editing else "Edit, then take it")  # fmt: skip
-    take_buttons(row, keep, go)
-
-
-def toggle_edit(row: Row) -> None:
-    flag = f"{row.key}_editing"
-    st.session_state[flag] = not st.session_state.get(flag, False)
-    if not st.session_state[flag]:
-        st.session_state.pop(row.key, None)
+            part, filled = share
+            st.markdown(f'{html}<span class="share" style="--filled: {filled:.0%}">{part:.1%}'
+                        "</span>", unsafe_allow_html=True, width="stretch")  # fmt: skip
+        take_buttons(row, line, line, rank)
 
 
 def text_box(row: Row, label: str) -> None:
     """The offered text, editable (prefix space: shown without its leading space)."""
     shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
     st.text_input(label, value=present.editable_text(shown), key=row.key,
-                  label_visibility="collapsed")  # fmt: skip
+                  label_visibility="collapsed", width="stretch")  # fmt: skip
 
 
-def take_buttons(row: Row, keep, go) -> None:
-    """📌 keep as a branch (disabled once kept), ➜ accept."""
+def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
+    """📌 Keep as a branch (disabled once kept), ➜ Take; the n-th suggestion's keys."""
     kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
-    keep.button("📌 Keep", key=f"{row.key}_keep", width="stretch", on_click=keep_row,
-                args=(row,), disabled=kept,
-                help="Kept as a branch" if kept else "Keep as a branch; stay here")  # fmt: skip
-    go.button(ACCEPT, key=f"{row.key}_go", help="Accept into the story", width="stretch",
-              on_click=accept_row, args=(row,))  # fmt: skip
+    take, hold = (keys.accept_key(rank), keys.keep_key(rank)) if rank is not None else (None, None)
+    keep.button("📌 Keep", key=f"{row.key}_keep", width=136, on_click=keep_row, args=(row,),
+                disabled=kept, shortcut=hold)  # fmt: skip
+    go.button(f"{ACCEPT} Take", key=f"{row.key}_go", width=96, on_click=accept_row, args=(row,),
+              shortcut=take)  # fmt: skip
 
 
 def accept_row(row: Row) -> None:
@@ -793,10 +856,15 @@ def keep_row(row: Row) -> None:
 
 # -- the graphs -----------------------------------------------------------------------------
 def loom_ui(ws: session.Workspace) -> None:
-    """The story tree (current path highlighted, a click on a node goes there) and a
-    picker to go to any node, the folded ones too."""
+    """The story tree, the current path highlighted; a click on a node goes there."""
     loom = ws.loom
-    st.graphviz_chart(story_tree(loom, ws.story_id))
+    show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
+                            loom))  # fmt: skip
+
+
+def go_to_ui(ws: session.Workspace) -> None:
+    """A picker to go to any node of the story tree, the folded ones too."""
+    loom = ws.loom
     ids = list(loom.nodes)
     st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
                  format_func=lambda node_id: node_label(loom, node_id),
@@ -808,22 +876,62 @@ def pick_node(ws: session.Workspace, key: str) -> None:
     ws.go(st.session_state[key])
 
 
-def graph_ui(graph: Digraph) -> None:
-    st.graphviz_chart(graph)
+def graph_ui(ws: session.Workspace, offer: Offer) -> None:
+    source = search_source(ws, offer)
+    show_graph(source)
     dot_button, png_button = st.columns(2)
-    dot_button.download_button("DOT", graph.source, "lloom.dot", "text/vnd.graphviz",
+    dot_button.download_button("DOT", source, "lloom.dot", "text/vnd.graphviz",
                                key="graph_dot", on_click="ignore")  # fmt: skip
     if has_dot():
-        png_button.download_button("PNG", lambda: graph.pipe(format="png"), "lloom.png",
+        png_button.download_button("PNG", lambda: drawn_as(source, "png"), "lloom.png",
                                    "image/png", key="graph_png", on_click="ignore")  # fmt: skip
     else:
         png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
 
 
-def page_graph(ws: session.Workspace, offer: Offer) -> Digraph:
-    result = offer.result
+def search_source(ws: session.Workspace, offer: Offer) -> str:
+    return token_tree_source(ws.story_id, offer.tag, offer, ws.loom.text(offer.node_id)[-60:])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str:
+    """A search's token tree as DOT, drawn once per search (`story_id` and `tag` name it)."""
+    result = _offer.result
     best = result.suggestions[0].token_ids if result.suggestions else None
-    return render_tree(result.tree, best=best, story_tail=ws.loom.text(offer.node_id)[-60:])
+    return render_tree(result.tree, best=best, story_tail=_tail).source
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def story_source(story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom) -> str:
+    """The story tree as DOT, drawn once per tree, place and bookmarks (nodes are only ever
+    added, so their count names the tree)."""
+    return story_tree(_loom, story_id).source
+
+
+def show_graph(source: str) -> None:
+    """A graph as SVG drawn here by graphviz's `dot`, once per graph (the browser only
+    shows it); without `dot`, Streamlit's chart lays it out in the browser."""
+    if not has_dot():
+        st.graphviz_chart(source)
+        return
+    st.markdown(f'<div class="lloom-graph">{svg_of(source)}</div>', unsafe_allow_html=True)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def svg_of(source: str) -> str:
+    """`dot`'s SVG of a graph: no XML prologue, no blank line (one would end the markdown's
+    HTML block), and never narrower than its labels' 11 px need (it scrolls instead)."""
+    svg = graphviz.Source(source).pipe(format="svg", encoding="utf-8")
+    svg = "\n".join(line for line in svg[svg.index("<svg") :].splitlines() if line.strip())
+    width = re.search(r'width="([\d.]+)pt"', svg)
+    if width is None:
+        return svg
+    least = float(width.group(1)) * READABLE
+    return svg.replace("<svg ", f'<svg style="min-width: {least:.0f}px" ', 1)
+
+
+def drawn_as(source: str, fmt: str) -> bytes:
+    return graphviz.Source(source).pipe(format=fmt)
 
 
 def has_dot() -> bool:
@@ -832,30 +940,43 @@ def has_dot() -> bool:
 
 # -- the sidebar ----------------------------------------------------------------------------
 def sidebar_ui(
-    settings: Settings,
-    ws: session.Workspace,
-    backend: Backend | None,
-    offer: Offer | None,
-    graph: Digraph | None,
+    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: Offer | None
 ) -> None:
-    """The story's title and bookmarks, the model, this node's search and the downloads."""
+    """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
+    in one line; the diagnostics folded in Details."""
     with st.sidebar:
         if ws.started:
             story_info_ui(ws)
             bookmarks_ui(ws)
-        backend_info_ui(settings, backend)
-        if offer is not None:
-            stats_ui("This node's search", offer.result.stats)
-        if backend is not None and backend.cache_bytes is not None:
-            st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
-                       f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-        draw = ws.offers.draw(ws.cursor) if ws.started else None
-        if draw is not None:
-            stats_ui("This node's samples", draw.result.stats)
-        if ws.started:
-            downloads_ui(ws, offer, graph)
+            downloads_ui(ws, offer)
         import_ui(ws)
-        st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
+        backend_line_ui(settings, backend)
+        with st.expander("Details"):
+            details_ui(settings, ws, backend, offer)
+
+
+def details_ui(
+    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: Offer | None
+) -> None:
+    """How the backend was chosen, what this node's search and samples cost, the KV held."""
+    backend_info_ui(settings, backend)
+    if offer is not None:
+        stats_ui("This node's search", offer.result.stats)
+    draw = ws.offers.draw(ws.cursor) if ws.started else None
+    if draw is not None:
+        stats_ui("This node's samples", draw.result.stats)
+    if backend is not None and backend.cache_bytes is not None:
+        st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
+                   f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
+    st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
+
+
+def backend_line_ui(settings: Settings, backend: Backend | None) -> None:
+    """The model and its backend, one line."""
+    if backend is None:
+        st.markdown(f"🧠 **{choose_backend(settings).name}**: not available")
+    else:
+        st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
 
 
 def story_info_ui(ws: session.Workspace) -> None:
@@ -904,12 +1025,9 @@ def import_file(ws: session.Workspace, key: str) -> None:
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
-    st.subheader("Model")
+    """Where the model runs and why this backend, and where its search defaults come from."""
     choice = choose_backend(settings)
-    if backend is None:
-        st.markdown(f"**{choice.name}**: not available")
-    else:
-        st.markdown(f"**{md(backend.model_name)}** on {backend.name}")
+    if backend is not None:
         if backend.url:
             st.caption(f"Server: {code(backend.url)}")
         section = settings.model_section(backend.model_name)
@@ -935,7 +1053,7 @@ def stats_ui(title: str, s: SearchStats) -> None:
     )
 
 
-def downloads_ui(ws: session.Workspace, offer: Offer | None, graph: Digraph | None) -> None:
+def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
     """The story shown (.txt, .md), the whole loom (.json), and this node's search."""
     st.subheader("Downloads")
     text, title = ws.text, ws.title
@@ -944,15 +1062,16 @@ def downloads_ui(ws: session.Workspace, offer: Offer | None, graph: Digraph | No
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-    if offer is None or graph is None:
+    if offer is None:
         return
     tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
                               allow_nan=False)  # fmt: skip
     download(two, "Tree .json", tree, "tree.json", "application/json")
-    download(one, "Graph .dot", graph.source, "lloom.dot", "text/vnd.graphviz")
+    source = search_source(ws, offer)
+    download(one, "Graph .dot", source, "lloom.dot", "text/vnd.graphviz")
     if has_dot():
-        download(two, "Graph .png", lambda: graph.pipe(format="png"), "lloom.png", "image/png")
-        download(one, "Graph .svg", lambda: graph.pipe(format="svg"), "lloom.svg",
+        download(two, "Graph .png", lambda: drawn_as(source, "png"), "lloom.png", "image/png")
+        download(one, "Graph .svg", lambda: drawn_as(source, "svg"), "lloom.svg",
                  "image/svg+xml")  # fmt: skip
     else:
         st.caption("PNG and SVG need graphviz's `dot` (apt-get install graphviz).")

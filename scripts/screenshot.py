@@ -5,7 +5,8 @@
 Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
 drives headless Chromium (Playwright) through a few branches of the first starting story
 on the real model (accept, go back, accept another, keep a third, bookmark), and saves
-the 1280×800 window scrolled to the story tree, the suggestions below it. `running_app`,
+the 1280×800 window as a writer sees it: the desk, the story and its suggestions left,
+this search's token tree right. `running_app`,
 `launch_browser` and the page helpers are shared with tests/test_browser.py.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -26,9 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 STORY = "textarea[aria-label='Story']"
-TREE = "[data-testid='stGraphVizChart'] svg"
+TREE = ".lloom-graph svg, [data-testid='stGraphVizChart'] svg"  # dot's SVG, or Streamlit's
 ROW = "[data-testid='stMarkdownContainer'] div[style^='white-space: pre-wrap']"
-ACCEPT = "➜"
+ACCEPT = "➜ Take"
+STORY_TREE = "🌳 Story tree"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -96,10 +99,15 @@ def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
+def button(page, name: str):
+    """The buttons whose label starts with `name` (a button's key follows its label)."""
+    return page.get_by_role("button", name=re.compile("^" + re.escape(name)))
+
+
 def wait_for_suggestions(page, timeout_ms: int = 120_000) -> None:
-    """Until the first → (accept) button and the graph are on the page."""
-    page.get_by_role("button", name=ACCEPT, exact=True).first.wait_for(timeout=timeout_ms)
-    page.locator("[data-testid='stGraphVizChart'] svg").first.wait_for(timeout=timeout_ms)
+    """Until the first ➜ Take button and the graph are on the page."""
+    button(page, ACCEPT).first.wait_for(timeout=timeout_ms)
+    page.locator(TREE).first.wait_for(timeout=timeout_ms)
 
 
 def start_first_story(page) -> None:
@@ -119,8 +127,15 @@ def story_text(page) -> str:
 
 def click(page, name: str, nth: int = 0) -> None:
     """Click the `nth` button called `name` and wait for the page to settle."""
-    page.get_by_role("button", name=name, exact=True).nth(nth).click()
+    button(page, name).nth(nth).click()
     wait_idle(page)
+
+
+def show_story_tree(page) -> None:
+    """Open the story tree's tab (the page then draws it)."""
+    page.get_by_role("tab", name=STORY_TREE).click()
+    wait_idle(page)
+    page.locator(TREE).first.wait_for()
 
 
 def row_text(page, nth: int) -> str:
@@ -157,8 +172,6 @@ def main() -> None:
         page.goto(url)
         start_first_story(page)
         weave_branches(page)
-        tabs = page.get_by_role("tab", name="🌳 Story tree")  # the tree, then the suggestions
-        tabs.evaluate("tab => tab.scrollIntoView({block: 'start'})")
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))

@@ -15,9 +15,11 @@ from scripts.screenshot import (
     ACCEPT,
     STORY,
     TREE,
+    button,
     click,
     row_text,
     running_app,
+    show_story_tree,
     start_first_story,
     story_text,
     undo_until,
@@ -76,7 +78,8 @@ def opening(text: str) -> str:
 
 
 def tree_text(page) -> str:
-    """The story tree's labels, their lines joined."""
+    """The story tree's labels, their lines joined (its tab opened first)."""
+    show_story_tree(page)
     return " ".join(page.locator(TREE).first.text_content().split())
 
 
@@ -90,7 +93,7 @@ def test_accepting_a_suggestion_grows_the_story_by_exactly_its_text(page):
     assert story_text(page) == FIRST
     shown = row_text(page, 0)
     assert shown.strip()
-    page.get_by_role("button", name=ACCEPT, exact=True).first.click()
+    button(page, ACCEPT).first.click()
     page.wait_for_function(
         "([selector, before]) => document.querySelector(selector).value !== before",
         arg=[STORY, FIRST],
@@ -145,7 +148,7 @@ def test_two_tabs_add_to_one_story_and_see_each_others_branches(page, context):
     other = context.new_page()
     other.set_default_timeout(90_000)
     other.goto(page.url)
-    other.get_by_role("button", name=ACCEPT, exact=True).first.wait_for()
+    button(other, ACCEPT).first.wait_for()
     mine, theirs = row_text(page, 0), row_text(other, 3)
     click(page, "📌 Keep", 0)  # each tab keeps a branch at the same node
     click(other, "📌 Keep", 3)
@@ -176,9 +179,9 @@ def test_graph_labels_are_readable_at_1280_by_800(browser, server, opening_words
         page.get_by_text(opening_words, exact=True).click()
         start_first_story(page)
         wait_idle(page)
-        assert smallest_label_px(page) >= 11  # the story tree, its tab shown first
-        page.get_by_role("tab", name="🔎 This search's token tree").click()
-        assert smallest_label_px(page) >= 11  # the search's token tree
+        assert smallest_label_px(page) >= 11  # the search's token tree, its tab shown first
+        show_story_tree(page)
+        assert smallest_label_px(page) >= 11  # the story tree
     finally:
         context.close()
 
@@ -188,6 +191,7 @@ def test_a_click_on_a_story_tree_node_goes_there(page):
     click(page, ACCEPT)
     grown = story_text(page)
     undo_until(page, FIRST)
+    show_story_tree(page)
     links = page.locator(TREE).first.locator("a[*|href*='node=']")  # each node's link
     assert links.count() == 3  # (start), the story, the branch taken
     with page.expect_navigation():  # the link reloads the page at that node
