@@ -47,12 +47,11 @@ def test_memory_is_searched_under_shown_and_kept_across_a_reload(page):
     memory = page.get_by_role("textbox", name="Memory")
     memory.fill(MEMORY)
     memory.press("Control+Enter")  # a text area's value is sent on Ctrl+Enter or blur
-    wait_idle(page)
     page.keyboard.press("Escape")  # close the popover
-    wait_for_suggestions(page)
     open_popover(page, SEEN)
-    seen = page.locator("[data-testid='stCode']").first.inner_text()
-    assert seen.startswith("[memory · ") and MEMORY in seen
+    seen = page.locator("[data-testid='stCode']", has_text=MEMORY)  # once the rerun is done
+    assert seen.inner_text().startswith(f"[memory · 9 tokens]\n{MEMORY}\n[story · ")
+    wait_idle(page)
     page.keyboard.press("Escape")
     page.reload()
     wait_for_suggestions(page)
