@@ -7,8 +7,9 @@ loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a curso
 link), drawn to SVG by graphviz's `dot` once per graph; what the page says about
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
 the story (its end in view), the moves and the suggestions on the left, the tools (the
-steering panels among them: `lloom_steering`) and the graphs on the right. The URL names the story and the node. The model is loaded once per
-process (`shared_backend`) and shared by every session. No algorithm lives here.
+steering panels among them: `lloom_steering`) and the graphs on the right. The URL names
+the story and the node. The model is loaded once per process (`shared_backend`) and
+shared by every session. No algorithm lives here.
 """
 
 from __future__ import annotations
