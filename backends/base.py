@@ -235,6 +235,7 @@ class Backend(ABC):
             raise BackendError(
                 f"token id {ids[bad]!r:.40} is not one of the model's token ids{known}",
                 backend=self.name,
+                url=self.url,
             )
 
     @property

@@ -4,9 +4,11 @@ A text-only backend: the API takes text and answers token
 strings and bytes, no ids. The search still passes id lists, so this backend keeps a
 vocabulary of its own that interns token *bytes* to ids: `tokenize(story)` is one
 pseudo-token holding the whole story, each candidate token another, and `detokenize`
-joins their bytes and decodes once (so a character split over tokens joins right). The
-ids mean something only inside one instance; two different model tokens with the same
-bytes share an id. Text is what crosses the wire.
+joins their bytes and decodes once (so a character split over tokens joins right). An
+id is a hash of its bytes (two model tokens with the same bytes share one), so an id a
+loom stored in another process names the same bytes here, or none this instance has met:
+`check_ids` refuses those (and anything not an id) before any request, and the page
+reads the text again. Text is what crosses the wire.
 
 Prompts. Legacy completions models (`gpt-3.5-turbo-instruct`, `davinci-002`,
 `babbage-002`; `logprobs <= 5`) continue the raw text: prompt = story + beam (their
@@ -44,7 +46,7 @@ reports as cached, `model_tokens` adds the completion tokens.
 
 from __future__ import annotations
 
-import threading
+import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -60,6 +62,7 @@ LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CHAT_MAX_LOGPROBS = 20
 LEGACY_MAX_LOGPROBS = 5
 PARALLEL_REQUESTS = 4
+ID_LIMIT = 1 << 31  # a loom stores ids below this (weave.loom_formats)
 DEFAULT_URL = "https://api.openai.com/v1"
 OPENAI_HOST = "api.openai.com"
 INSTRUCTION = (
@@ -116,9 +119,7 @@ class OpenAIBackend(Backend):
         self._timeout = timeout
         self.endpoint = _endpoint(model, endpoint)
         self.prefill = urlparse(self._base_url).hostname != OPENAI_HOST
-        self._pieces: list[bytes] = []
-        self._ids: dict[bytes, int] = {}
-        self._intern_lock = threading.Lock()
+        self._pieces: dict[int, bytes] = {}  # id -> the token bytes it was interned for
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -140,7 +141,16 @@ class OpenAIBackend(Backend):
         return [self._intern(text.encode("utf-8"))] if text else []
 
     def detokenize(self, ids: list[int]) -> str:
+        self.check_ids(ids)
         return b"".join(self._pieces[i] for i in ids).decode("utf-8", errors="replace")
+
+    def check_ids(self, ids) -> None:
+        """Also refuses an id this instance has not interned (its text is unknown here)."""
+        super().check_ids(ids)
+        unknown = next((i for i in ids if i not in self._pieces), None)
+        if unknown is not None:
+            raise BackendError(f"token id {unknown} is not one of the token texts met here",
+                               backend=self.name, url=self.url)  # fmt: skip
 
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         return [chain[0] for chain in self._chains(contexts, k, [1] * len(contexts))]
@@ -235,11 +245,12 @@ class OpenAIBackend(Backend):
         return self.detokenize(ids).rstrip("\ufffd")
 
     def _intern(self, piece: bytes) -> int:
-        with self._intern_lock:
-            if piece not in self._ids:
-                self._ids[piece] = len(self._pieces)
-                self._pieces.append(piece)
-            return self._ids[piece]
+        """The id of `piece`: a hash of its bytes below ID_LIMIT, or where another piece
+        holds that id already (rare), the next free one after it."""
+        token_id = int.from_bytes(hashlib.blake2b(piece, digest_size=4).digest(), "big") >> 1
+        while self._pieces.setdefault(token_id, piece) != piece:
+            token_id = (token_id + 1) % ID_LIMIT
+        return token_id
 
     # -- errors ----------------------------------------------------------------------
     def _too_slow(self) -> BackendError:

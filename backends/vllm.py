@@ -156,6 +156,7 @@ class VLLMBackend(GreedyPathBackend):
         ]
 
     def detokenize(self, ids: list[int]) -> str:
+        self.check_ids(ids)
         reply = self.client.post("/detokenize", {"model": self._model, "tokens": list(ids)})
         return replies.field(reply, "prompt", str, self.client.error, "/detokenize")
 
@@ -168,6 +169,7 @@ class VLLMBackend(GreedyPathBackend):
         """vLLM's `prompt_logprobs`: one request for the story with `max_tokens: 1`. The
         server evaluates the whole prompt for it (log-probs of cached positions are not
         kept), so this costs a prefill of the story, not of the positions asked."""
+        self.check_ids(ids)
         if not 1 <= start < len(ids):
             raise self.client.error(f"positions {start}..{len(ids) - 1} hold no token after text")
         k = max(1, min(k, self.max_logprobs or k))
@@ -267,6 +269,8 @@ class VLLMBackend(GreedyPathBackend):
         positions arrive as the server makes them."""
         if not contexts:
             return []
+        for context in contexts:
+            self.check_ids(context)
         k = max(1, min(k, self.max_logprobs or k))
         body = {
             "model": self._model,
@@ -325,6 +329,7 @@ class VLLMBackend(GreedyPathBackend):
         before min-p (llama.cpp and MLX filter first: at temperatures below 1 vLLM keeps
         fewer tokens). `logprobs: 0` gives each drawn token's raw log-prob (the server's
         default `--logprobs-mode raw_logprobs`)."""
+        self.check_ids(context)
         if temperature == 0 and n > 1:  # every draw is the greedy path (vLLM refuses n > 1)
             return n * self.sample(
                 context, n=1, temperature=0, min_p=min_p, max_tokens=max_tokens, seed=seed

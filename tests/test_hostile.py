@@ -38,8 +38,8 @@ from backends.vllm import VLLMBackend
 from tests.hostile_servers import COMMON, FLOOD_BYTES, PLANTED, SHAPES, hostile_server
 from tests.servers import free_port
 from weave.finite import non_finite
+from weave.offers import search_to_dict
 from weave.search import SearchParams, expand
-from weave.session import search_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key-do-not-leak-0123456789"

@@ -948,7 +948,11 @@ def notices(at) -> str:
     return " ".join(w.value for w in at.warning)
 
 
-@pytest.mark.parametrize("mode, said", [("nan", "finite log-probability"), ("drip", "too slow")])
+@pytest.mark.parametrize(
+    "mode, said",
+    [("nan", "finite log-probability"), ("drip", "too slow"), ("positive", "at most 0"),
+     ("huge_logprob", "a number a float holds"), ("deep", "nested over")],
+)  # fmt: skip
 def test_a_server_answering_badly_is_one_clear_message(data_dir, monkeypatch, mode, said):
     with hostile_server("llamacpp", mode) as url:
         monkeypatch.setenv("LLAMA_API_URL", url)
@@ -1143,3 +1147,42 @@ def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
     index = shaded(at).index(blank)
     accept(at, index)
     assert workspace(at).loom.path()[2].text == " "
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+@pytest.mark.parametrize("mode", ["huge_logprob", "deep"])
+def test_sample_on_a_server_answering_badly_is_one_clear_message(
+    data_dir, monkeypatch, flavour, mode
+):
+    """🎲 Sample raised OverflowError / RecursionError from these replies (issue 27),
+    which the page did not catch: now the one model message, the story as it was."""
+    said = {"huge_logprob": "expected a number a float holds", "deep": "nested over"}[mode]
+    with hostile_server(flavour, mode) as url:
+        for key, value in {"LLOOM_BACKEND": flavour, "LLAMA_API_URL": url, "VLLM_API_URL": url,
+                           "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test-0123456",
+                           "OPENAI_MODEL": "hostile"}.items():  # fmt: skip
+            monkeypatch.setenv(key, value)
+        at = started()  # the search fails too (its message is tested above)
+        assert not at.button(key="sample").disabled
+        at.button(key="sample").click().run()
+        assert not at.exception and story(at) == FIRST
+        [error] = [e.value for e in at.error if e.icon == "🔌"]
+        [line] = [line for line in error.splitlines() if f"{flavour} at {url}" in line]
+        assert said in line and "Traceback" not in error
+        assert workspace(at).offers.draw(workspace(at).cursor) is None
+
+
+def test_a_story_with_a_parent_cycle_opened_by_url_is_one_message(fake, data_dir):
+    """Issue 27: a database another program wrote with a parent cycle raised on open."""
+    at = started()
+    sid, good = at.query_params["story"], workspace(at).cursor
+    accept(at, 0)
+    first, second = (n.id for n in workspace(at).loom.path()[1:3])
+    with sqlite3.connect(LoomStore(data_dir).path) as db:
+        db.execute("DROP TRIGGER nodes_stay")
+        db.execute("UPDATE nodes SET parent = ? WHERE id = ?", (second, first))
+    for query in ({"story": sid}, {"story": sid, "node": good}):
+        again = app(**query)
+        assert not again.exception
+        [error] = [e.value for e in again.error]
+        assert f"story {sid} cannot be read" in error and first in error

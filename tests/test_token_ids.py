@@ -20,6 +20,9 @@ import pytest
 
 from backends import BackendError
 from backends.base import invalid_id
+from tests.hostile_servers import VOCAB_SIZE as HOSTILE_VOCAB
+from tests.hostile_servers import hostile_server
+from tests.test_hostile import backend_for
 from weave.loom_store import LoomStore
 from weave.ramify import RamifyParams
 from weave.search import SearchParams
@@ -152,6 +155,104 @@ def test_the_llamacpp_backend_refuses_ids_outside_its_vocabulary(llama_url):
         ):
             with pytest.raises(BackendError, match=r"token id 49152 is not one of the model's"):
                 call([*story, 49_152])
+        assert len(backend.top_logprobs([story], 3)[0]) == 3
+    finally:
+        backend.close()
+
+
+REMOTE_OUTSIDE = [-1, -(2**40), 1.5, True, "7", None]  # ints past a vocabulary: below
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+@pytest.mark.parametrize("bad", REMOTE_OUTSIDE, ids=repr)
+def test_every_remote_entry_point_refuses_an_id_that_is_not_one_before_a_request(flavour, bad):
+    """vLLM and OpenAI do not say their vocabulary's size, yet nothing that is not a token
+    id is sent (vLLM took -1 and "7" and answered as if they were ids; OpenAI read -1 as
+    its last interned piece). The server here would answer anything: the error is ours."""
+    with hostile_server(flavour) as url:
+        backend = backend_for(flavour, url)
+        try:
+            story = backend.tokenize("Once upon a time,")
+            calls = {
+                "top_logprobs": lambda ids: backend.top_logprobs([story, ids], 3),
+                "greedy_chains": lambda ids: backend.greedy_chains([ids], 3, [2]),
+                "alternatives": lambda ids: backend.alternatives(ids, 3),
+                "sample": lambda ids: backend.sample(
+                    ids, n=2, temperature=1.0, min_p=0.0, max_tokens=2
+                ),
+                "detokenize": backend.detokenize,
+            }
+            for name, call in calls.items():
+                try:
+                    answered = call([*story, bad])
+                except BackendError as e:
+                    message = str(e)
+                else:
+                    assert answered is None and name == "alternatives", name  # cannot: fine
+                    continue
+                assert message.startswith(f"{flavour} at {url}"), (name, message)
+                assert "is not one of the model's token ids" in message, (name, message)
+            assert backend.top_logprobs([story], 3)[0]  # and it answers after
+        finally:
+            backend.close()
+
+
+def test_the_llamacpp_backend_refuses_an_id_past_the_vocabulary_its_server_names():
+    with hostile_server("llamacpp") as url:
+        backend = backend_for("llamacpp", url)
+        try:
+            assert backend.vocab_size == HOSTILE_VOCAB
+            with pytest.raises(BackendError, match=r"token id 100 is not one of the model's"):
+                backend.top_logprobs([[5, HOSTILE_VOCAB]], 3)
+        finally:
+            backend.close()
+
+
+def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path):
+    """OpenAI's ids are its own (interned token bytes); a loom keeps them. A fresh
+    instance (a restart) knows the same bytes by the same id, and refuses an id it has
+    not met (it read past its table, or another piece, before), so a stored story whose
+    ids it does not know is tokenized from its text, and the text sent is the story's."""
+    with hostile_server("openai") as url:
+        first, again = backend_for("openai", url), backend_for("openai", url)
+        try:
+            piece = first.tokenize(" there was")
+            assert again.tokenize(" there was") == piece and again.detokenize(piece) == " there was"
+            store = LoomStore(tmp_path)
+            loom = oov_loom(first.tokenize(" once more"), model="hostile")
+            ws = Workspace(store)
+            assert ws.open(store.import_json(json.dumps(loom)), "b")
+            fresh = backend_for("openai", url)
+            with pytest.raises(BackendError, match="not one of the token texts met here"):
+                fresh.detokenize(loom["nodes"][-1]["token_ids"])
+            ids = ws.offers.ids.path_ids(fresh, ws.loom, "b")
+            assert fresh.detokenize(list(ids)) == "Once upon a time, there was"
+            offer = ws.offers.suggest(fresh, ws.spot, SearchParams(max_depth=2))
+            assert ws.offers.error is None and offer is not None and offer.result.suggestions
+        finally:
+            first.close()
+            again.close()
+
+
+@pytest.mark.slow
+def test_the_vllm_backend_and_its_server_refuse_ids_outside_the_vocabulary(vllm_url):
+    """vLLM does not say its vocabulary's size: what is not an id is refused here, an id
+    past the vocabulary by the server, each as one error naming the server."""
+    from backends.vllm import VLLMBackend
+
+    backend = VLLMBackend(vllm_url)
+    try:
+        story = backend.tokenize("Once upon a time,")
+        with pytest.raises(BackendError, match=r"token id -1 is not one of the model's") as e:
+            backend.top_logprobs([[*story, -1]], 3)
+        assert str(e.value).startswith(f"vllm at {vllm_url}")
+        for call in (
+            lambda ids: backend.top_logprobs([story, ids], 3),
+            lambda ids: backend.sample(ids, n=1, temperature=1.0, min_p=0.0, max_tokens=2),
+        ):
+            with pytest.raises(BackendError, match=r"49152 is out of vocabulary") as e:
+                call([*story, 49_152])
+            assert str(e.value).startswith(f"vllm at {vllm_url}") and "\n" not in str(e.value)
         assert len(backend.top_logprobs([story], 3)[0]) == 3
     finally:
         backend.close()

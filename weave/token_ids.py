@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from backends.base import Backend, invalid_id
+from backends.base import Backend, BackendError
 from weave.loom import Loom, Node
 
 KEPT_IDS = 64  # token-id paths remembered per tab
@@ -58,8 +58,12 @@ class TokenIds:
 
 def usable(backend: Backend, node: Node) -> bool:
     """Whether `node`'s stored ids can be fed to `backend`: an imported or crafted loom may
-    hold any, so ids made by another model, or not valid token ids of this one, are read as
-    unknown."""
+    hold any, so ids made by another model, or ids this backend refuses (`check_ids`: not
+    its token ids, or none it knows), are read as unknown."""
     if node.token_ids is None or node.model != backend.model_name:
         return False
-    return invalid_id(node.token_ids, backend.vocab_size) is None
+    try:
+        backend.check_ids(node.token_ids)
+    except BackendError:
+        return False
+    return True
