@@ -6,9 +6,10 @@ loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a curso
 `weave.render` (a search's token tree) and `weave.story_graph` (the story tree, each node a
 link), drawn to SVG by graphviz's `dot` once per graph; what the page says about
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
-the story (its end in view), the moves and the suggestions on the left, the tools and the
-graphs on the right. The URL names the story and the node. The model is loaded once per
-process (`shared_backend`) and shared by every session. No algorithm lives here.
+the story (its end in view), the moves and the suggestions on the left, the tools (the
+steering panels among them: `lloom_steering`) and the graphs on the right. The URL names
+the story and the node. The model is loaded once per process (`shared_backend`) and
+shared by every session. No algorithm lives here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from weave import access, keys, present, session
@@ -143,6 +145,9 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     left, right = st.columns(2, gap="medium")
     with right:
         params, prefix_space, shading = tools_ui(settings, ws, backend)
+        steer, seen = st.columns(2)
+        with steer.popover("📝 Memory & notes", width="stretch"):
+            lloom_steering.steering_ui(ws)  # before the search: it searches under them
     with left:
         story_ui(ws)
         draw = moves_ui(settings, ws, backend)
@@ -160,6 +165,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         st.caption(keys.key_line())
     with right:
+        with seen:
+            lloom_steering.context_ui(ws, backend, params.max_depth)
         graphs_ui(ws, offer)
     if page().alternatives_open and backend is not None:
         alternatives_dialog(ws, backend)

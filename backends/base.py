@@ -187,10 +187,11 @@ class Backend(ABC):
     """Batched, token-native next-token log-probabilities.
 
     A class attribute: `name`, the short backend name ("mlx", "llamacpp", "vllm",
-    "openai"). An instance attribute: `special_token_ids`, control tokens (end of text,
-    chat markers) that the search never offers as story text; a backend fills it when it
-    knows them; and `vocab_size`, how many token ids the model has (valid ids are 0 ..
-    vocab_size - 1; None where the backend does not know), which `check_ids` reads.
+    "openai"). Instance attributes:
+    `special_token_ids`, control tokens (end of text, chat markers) that the search never
+    offers as story text, filled by a backend that knows them; and `vocab_size`, how
+    many token ids the model has (valid ids are 0 .. vocab_size - 1; None where the
+    backend does not know), which `check_ids` reads.
 
     Optional abilities are declared here, each with the default that is the one way to
     say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
@@ -258,6 +259,12 @@ class Backend(ABC):
     @abstractmethod
     def detokenize(self, ids: list[int]) -> str:
         """Text for token ids."""
+
+    def prompt_ids(self, ids: Sequence[int], text: str) -> list[int]:
+        """The ids to send for a context whose model tokens are `ids` and whose text is
+        `text`: the ids themselves, where they are the model's tokens. A backend whose API
+        takes text (OpenAI) sends the text as its own ids instead."""
+        return list(ids)
 
     # -- log-probabilities -----------------------------------------------------------
     @abstractmethod

@@ -139,6 +139,11 @@ class OpenAIBackend(Backend):
     def tokenize(self, text: str) -> list[int]:
         return [self._intern(text.encode("utf-8"))] if text else []
 
+    def prompt_ids(self, ids, text: str) -> list[int]:
+        """The context's text as one id: the API reads text, and steering's parts are
+        text joined (`Backend.prompt_ids`)."""
+        return self.tokenize(text)
+
     def detokenize(self, ids: list[int]) -> str:
         self.check_ids(ids)
         return b"".join(self._pieces[i] for i in ids).decode("utf-8", errors="replace")

@@ -32,7 +32,8 @@ def test_expand_json_on_the_embedded_model():
     done = weave("expand", "--story", "Once upon a time,", "--max-depth", "6", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert set(out) == {"params", "suggestions", "tree", "stats", "context_tokens"}
+    assert set(out) == {"params", "steering", "suggestions", "tree", "stats", "context_tokens"}
+    assert out["steering"] == {"memory": "", "note": "", "note_depth": 3, "lore": []}
     suggestions = out["suggestions"]
     assert 10 <= len(suggestions) <= 25  # the embedded model's defaults give real choice
     for s in suggestions:
@@ -166,7 +167,7 @@ def test_loom_list_and_show_print_what_scripts_rely_on(tmp_path):
     shown = loom(tmp_path, "show", sid, "--json")
     assert shown.returncode == 0, shown.stderr
     out = json.loads(shown.stdout)
-    assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks"}
+    assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks", "steering"}
     assert (out["id"], out["cursor"], out["bookmarks"]) == (sid, loom_now.cursor, [start.cursor])
     assert out["nodes"] == [
         {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}

@@ -478,7 +478,7 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     assert {c.kind for c in loom.children(start)} == {"sampled"}
     assert len(loom.children(start)) == (2 if drawn[1].text != drawn[0].text else 1)
     assert samples(at) == []  # they belong to the node they were drawn at
-    searched = [r for (node, _), r in workspace(at).offers.results.items() if node == taken.id]
+    searched = [r for (node, *_), r in workspace(at).offers.results.items() if node == taken.id]
     assert searched[0].stats.prefill_tokens == 0  # the search after a sample reads nothing again
     undo_to(at, start)
     assert len(samples(at)) == 3

@@ -16,11 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends import BackendError, create_backend
-from weave import loom_cli
+from weave import loom_cli, steering_cli
 from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
 from weave.loom_formats import without_surrogates
 from weave.loom_store import StoreError
+from weave.model_context import fitted_context, sent_ids
 from weave.offers import search_to_dict
 from weave.search import SearchParams, SearchResult, expand
 
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--backend", choices=["mlx", "llamacpp", "vllm", "openai"],
                     help="override the configured backend")  # fmt: skip
     ex.add_argument("--json", action="store_true", help="print one JSON object")
+    steering_cli.add_arguments(ex)
     loom_cli.add_parser(commands)
     return parser
 
@@ -72,17 +74,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         given = _given(args)  # before the model loads: a mistyped option fails at once
         story = _read_story(args)
+        steering = steering_cli.steering_from(args, without_surrogates)
         settings = load_settings()
         if args.backend:
             settings = replace(settings, backend=args.backend)
         backend = create_backend(settings)
         params = replace(settings.search_for(backend.model_name), **given)
-        result = expand(backend, backend.tokenize(story), params)
+        context = fitted_context(backend, steering, story, room=params.max_depth)
+        result = expand(backend, sent_ids(backend, context), params)
     except (BackendError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        data = search_to_dict(result, params)
+        data = search_to_dict(result, params, steering.in_force(story))
         out = json.dumps(data, ensure_ascii=False, allow_nan=False) if args.json else None
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 def _loom(args: argparse.Namespace) -> int:
     try:
         print(loom_cli.run(args))
-    except (StoreError, ConfigError, OSError) as e:
+    except (StoreError, ConfigError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     return 0

@@ -2,7 +2,8 @@
 
     loom list [--json]         [{"id", "title", "nodes", "updated"}...], last changed first
     loom show STORY_ID [--json]  {"id", "title", "cursor", "nodes": [{"id", "parent", "text",
-                               "kind"}...], "bookmarks": [...]}; a node's text is its own;
+                               "kind"}...], "bookmarks": [...], "steering": {"memory", "note",
+                               "note_depth", "lore": [...]}}; a node's text is its own;
                                without --json an outline, indented where the story branches
     loom export STORY_ID       the whole loom as JSON on stdout
     loom import FILE           a new story from such a file; its id (or one error naming it)
@@ -27,6 +28,7 @@ from weave.config import load_settings
 from weave.loom import Loom
 from weave.loom_formats import MAX_BYTES
 from weave.loom_store import InvalidInput, LoomStore
+from weave.steering import steering_in
 
 MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 
@@ -50,7 +52,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> str:
-    """What the subcommand prints. Raises `StoreError`, `ConfigError` or `OSError`."""
+    """What the subcommand prints. Raises `StoreError`, `ConfigError`, `OSError`, or
+    `ValueError` for a story whose stored steering is unreadable."""
     store = LoomStore(load_settings().data_dir)
     if args.loom_command == "list":
         rows = [
@@ -63,8 +66,9 @@ def run(args: argparse.Namespace) -> str:
     if args.loom_command == "show":
         loom = store.load(args.story_id)
         if args.json:
-            return json.dumps(_shown(args.story_id, store.info(args.story_id).title, loom),
-                              ensure_ascii=False, allow_nan=False)  # fmt: skip
+            shown = _shown(args.story_id, store.info(args.story_id).title, loom)
+            shown["steering"] = steering_in(store.settings(args.story_id)).to_dict()
+            return json.dumps(shown, ensure_ascii=False, allow_nan=False)
         return _outline(loom)
     if args.loom_command == "export":
         return store.export_json(args.story_id)

@@ -26,6 +26,7 @@ from typing import Any
 from weave import store_rows as rows
 from weave.loom import Loom, new_id
 from weave.loom_formats import SavedStory, loom_document, read_document
+from weave.steering import steering_in
 from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
 from weave.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
 from weave.store_rows import StoryInfo
@@ -168,6 +169,7 @@ class LoomStore:
         """
         try:
             story = read_document(data)
+            steering_in(story.settings)  # memory, note, lorebook: an error names the field
         except ValueError as e:
             raise BadImport(f"{name} cannot be imported: {e}") from e
         return self._insert(story)

@@ -4,10 +4,15 @@ alternatives at the story's tokens, and the one JSON form of a search.
 Suggestions belong to the node they were made for: `Offers` runs a tab's searches and
 draws at a `Spot` (a node of a story) and keeps them per (node, parameters) and per
 node, the latest few of each, so that going back shows a node's own at once; a search
-is also saved beside its node, and read back from there. A `Piece` is one continuation
-to take (a suggestion or a sample) with what made it. `search_to_dict`/`search_from_dict`
-are the one codec of a search, for the store and the command line. The search itself is
-`weave.search`'s and `weave.ramify`'s; the cursor and its moves are `weave.session`'s.
+is also saved beside its node, and read back from there. A search is made under the
+story's steering and kept and saved with what of it was in force (`Spot.in_force`: the
+memory, the note, the entries that fired): a search made under other steering is not
+shown as this steering's. Searches, draws and alternatives send the steered context
+(`Offers.context`: the one place that turns a node into what a backend is sent). A
+`Piece` is one continuation to take (a suggestion or a sample) with what made it.
+`search_to_dict`/`search_from_dict` are the one codec of a search, for the store and the
+command line. The search itself is `weave.search`'s and `weave.ramify`'s; the cursor
+and its moves are `weave.session`'s.
 """
 
 from __future__ import annotations
@@ -19,17 +24,21 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from weave.context import Context
 from weave.finite import non_finite
 from weave.library import Library
 from weave.lookahead import LookAhead, always
 from weave.loom import Loom
+from weave.model_context import fitted_context, sent_ids, story_alternatives
 from weave.present import accepted_text
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
+from weave.steering import Steering
 from weave.token_ids import TokenIds
 from weave.tree import Suggestion, TreeNode
 
 KEPT_RESULTS = 16  # searches (and draws) remembered per tab
+KEPT_CONTEXTS = 8  # contexts remembered per tab (the page shows the current one each run)
 
 
 @dataclass(frozen=True)
@@ -100,10 +109,16 @@ class Spot:
     story_id: str
     loom: Loom
     saved: bool
+    steering: Steering = Steering()  # the story's memory, note and lorebook
 
     @property
     def node_id(self) -> str:
         return self.loom.cursor
+
+    @property
+    def in_force(self) -> Steering:
+        """The steering a search here is made under (`Steering.in_force`)."""
+        return self.steering.in_force(self.loom.text(self.node_id))
 
 
 class Offers:
@@ -114,7 +129,8 @@ class Offers:
     def __init__(self, library: Library, ahead: LookAhead | None = None) -> None:
         self.library = library
         self.ids = TokenIds()
-        self.results: OrderedDict[tuple[str, SearchParams], SearchResult] = OrderedDict()
+        self.results: OrderedDict[tuple, SearchResult] = OrderedDict()  # by `_key`
+        self.contexts: OrderedDict[tuple, Context] = OrderedDict()
         self.draws: OrderedDict[str, Draw] = OrderedDict()
         self.ahead = ahead or LookAhead(0)  # searches made while the writer reads
         self._ahead_made: set[tuple[str, SearchParams]] = set()  # results kept from it
@@ -125,25 +141,27 @@ class Offers:
         """Forget how the last search went, and stop looking ahead (the writer moved)."""
         self.ahead.cancel()
         self.error: str | None = None
-        self.failed: tuple[str, SearchParams] | None = None
+        self.failed: tuple[str, SearchParams, Steering] | None = None
         self.notice: str | None = None
 
     def offer(self, spot: Spot, params: SearchParams, *, model: str | None) -> Offer | None:
-        """The suggestions made at `spot` with `params` (by `model`), kept or saved."""
-        result = self.results.get((spot.node_id, params))
+        """The suggestions made at `spot` with `params` (by `model`, under the spot's
+        steering), kept or saved."""
+        result = self.results.get(_key(spot, params))
         if result is None and spot.saved:
             store = self.library.store
             saved = self.library.save(lambda: store.suggestions(spot.story_id, spot.node_id))
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
-            if restored and restored[1] == params and restored[0].stats.model == model:
+            if (restored and restored[1] == params and restored[0].stats.model == model
+                    and search_steering(saved) == spot.in_force):  # fmt: skip
                 result = restored[0]
-                _keep(self.results, (spot.node_id, params), result)
+                _keep(self.results, _key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 
     def latest(self, node_id: str) -> Offer | None:
         """The node's latest search, whatever its parameters (shown while a new one fails)."""
-        for (at, params), result in reversed(self.results.items()):
+        for (at, params, _), result in reversed(self.results.items()):
             if at == node_id:
                 return Offer(at, params, result)
         return None
@@ -151,7 +169,7 @@ class Offers:
     def needs_search(self, spot: Spot, params: SearchParams, *, model: str | None) -> bool:
         if not spot.loom.text():
             return False
-        key = (spot.node_id, params)
+        key = _key(spot, params)
         return self.forced or (self.offer(spot, params, model=model) is None and key != self.failed)
 
     def retry(self) -> None:
@@ -171,18 +189,18 @@ class Offers:
         """
         node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
-            ids = self.ids.path_ids(backend, spot.loom, node_id)
+            ids = self._sent(backend, spot, params)
             found = None if forced else self.ahead.take(backend.model_name, ids, params)
-            result = found or expand(backend, list(ids), params, progress=progress)
+            result = found or expand(backend, ids, params, progress=progress)
         except (BackendError, ValueError) as e:
-            self.error, self.failed = str(e), (node_id, params)
+            self.error, self.failed = str(e), _key(spot, params)
             return None
         self.error, self.failed = None, None
-        _keep(self.results, (node_id, params), result)
+        _keep(self.results, _key(spot, params), result)
         made = self._ahead_made.add if found is not None else self._ahead_made.discard
         made((node_id, params))
         if spot.saved:
-            data, store = search_to_dict(result, params), self.library.store
+            data, store = search_to_dict(result, params, spot.in_force), self.library.store
             self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
         return Offer(node_id, params, result)
 
@@ -197,8 +215,8 @@ class Offers:
         if not rows or offer.node_id != spot.node_id:
             return
         try:
-            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
-        except BackendError:  # the writer's own next search says why
+            ids = self._sent(backend, spot, offer.params)
+        except (BackendError, ValueError):  # the writer's own next search says why
             return
         suggestions = offer.result.suggestions
         self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after)
@@ -208,8 +226,8 @@ class Offers:
         if offer.node_id != spot.node_id or not self.ahead.rows:
             return set()
         try:
-            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
-        except BackendError:
+            ids = tuple(self._sent(backend, spot, offer.params))
+        except (BackendError, ValueError):
             return set()
         model = backend.model_name
         return {s.token_ids for s in offer.result.suggestions
@@ -232,8 +250,8 @@ class Offers:
     ) -> Draw | None:
         """Draw `params.n` continuations at `spot`; None on a backend error (see `error`)."""
         try:
-            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
-            result = ramify(backend, list(ids), params, progress)
+            context = self.context(backend, spot, room=params.max_tokens)
+            result = ramify(backend, sent_ids(backend, context), params, progress)
         except (BackendError, ValueError) as e:
             self.error = str(e)
             return None
@@ -246,16 +264,43 @@ class Offers:
         """What the model offered at the last `last` tokens of the story at `spot`."""
         where = (spot.story_id, spot.node_id)
         try:
-            ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
-        except BackendError as e:
+            context = self.context(backend, spot, room=0)
+            rows = story_alternatives(backend, context, k, last=last)
+        except (BackendError, ValueError) as e:
             return Alternatives(*where, error=str(e))
-        return token_alternatives(backend, ids, where, k=k, last=last)
+        if rows is None:
+            return Alternatives(*where, unsupported=True)
+        return Alternatives(*where, rows=tuple(rows))
+
+    def _sent(self, backend: Backend, spot: Spot, params: SearchParams) -> list[int]:
+        """The ids a search at `spot` with `params` sends: look-ahead keys its searches by
+        them, so a child whose context is its parent's plus the accepted ids finds its own."""
+        return sent_ids(backend, self.context(backend, spot, room=params.max_depth))
+
+    def context(self, backend: Backend, spot: Spot, *, room: int) -> Context:
+        """What `backend` reads for a search at `spot` that adds `room` tokens: the story's
+        path ids (`TokenIds`) under the spot's steering, fitted to the model's window.
+
+        Raises `BackendError` (tokenizing) or `ValueError` (it cannot fit).
+        """
+        ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
+        key = (backend.model_name, ids, spot.steering, room)
+        if key not in self.contexts:
+            text = spot.loom.text(spot.node_id)
+            context = fitted_context(backend, spot.steering, text, ids, room=room)
+            _keep(self.contexts, key, context, KEPT_CONTEXTS)
+        return self.contexts[key]
 
 
-def _keep(kept: OrderedDict, key, value) -> None:
+def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering]:
+    """A search's place among those kept: its node, parameters and steering in force."""
+    return spot.node_id, params, spot.in_force
+
+
+def _keep(kept: OrderedDict, key, value, most: int = KEPT_RESULTS) -> None:
     kept[key] = value
     kept.move_to_end(key)
-    while len(kept) > KEPT_RESULTS:
+    while len(kept) > most:
         kept.popitem(last=False)
 
 
@@ -273,20 +318,6 @@ class Alternatives:
 
     def failed(self, error: str) -> Alternatives:
         return Alternatives(self.story_id, self.node_id, error=error)
-
-
-def token_alternatives(
-    backend: Backend, ids: Sequence[int], where: tuple[str, str], *, k: int, last: int
-) -> Alternatives:
-    """`Backend.alternatives` at the last `last` of `ids` (the story at `where`, a
-    (story id, node id) pair), the top `k` at each."""
-    try:
-        rows = backend.alternatives(list(ids), k, start=max(1, len(ids) - last))
-    except BackendError as e:
-        return Alternatives(*where, error=str(e))
-    if rows is None:
-        return Alternatives(*where, unsupported=True)
-    return Alternatives(*where, rows=tuple(rows))
 
 
 def branch_text(
@@ -310,10 +341,13 @@ def branch_text(
 
 
 # -- searches as JSON ---------------------------------------------------------------------
-def search_to_dict(result: SearchResult, params: SearchParams | None = None) -> dict:
-    """A search as JSON: parameters (when given), stats, the ranked suggestions and the
-    whole tree."""
+def search_to_dict(
+    result: SearchResult, params: SearchParams | None = None, steering: Steering | None = None
+) -> dict:
+    """A search as JSON: parameters and steering (when given), stats, the ranked
+    suggestions and the whole tree."""
     data = {} if params is None else {"params": asdict(params)}
+    data |= {} if steering is None else {"steering": steering.to_dict()}
     return data | {
         "stats": result.stats.to_dict(),
         "suggestions": [asdict(s) for s in result.suggestions],
@@ -335,6 +369,15 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return SearchResult(suggestions, tree, stats, context_ids=()), params
+
+
+def search_steering(data: dict) -> Steering | None:
+    """The steering a saved search was made under (none recorded: no steering); None when
+    what is recorded is not steering we can read."""
+    try:
+        return Steering.from_dict(data.get("steering", {}))
+    except ValueError:
+        return None
 
 
 def unshowable(search: object, what: str, where: str = "search") -> str | None:

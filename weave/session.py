@@ -14,6 +14,8 @@ tab does not leave a story while moves of it are unsaved.
 Lone suggestions accepted by themselves one after another are remembered as one
 `LoneChain`, so that the page can name them and one undo takes them all back.
 
+The story's steering (memory, note, lorebook: `weave.steering`) is kept in its settings
+record and goes with this tab's `spot`, so every search here is made under it.
 What a node offers (searches, samples, alternatives) is `weave.offers`'; the store's
 stories as a list are `weave.library`'s. The page (`lloom.py`) draws widgets and calls a
 `Workspace`, so that everything it does to a story can be tested without a browser.
@@ -31,6 +33,7 @@ from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_formats import without_surrogates
 from weave.loom_store import LoomStore, StoreError, StoryNotFound
 from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
+from weave.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
 
@@ -78,6 +81,7 @@ class Workspace:
 
     def _clear(self) -> None:
         self.settings: dict = {}
+        self.steering = Steering()  # the story's memory, note and lorebook
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
@@ -108,10 +112,12 @@ class Workspace:
             return
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
+            settings = self.store.settings(self.story_id)  # another tab may have steered
         except StoreError as e:
             self.library.save_error = str(e)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
+        self._take_settings(settings)
 
     # -- opening and closing ------------------------------------------------------------
     def start(self, text: str) -> bool:
@@ -143,7 +149,7 @@ class Workspace:
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
         self.title = self.library.title(story_id)
-        self.settings = self._save(lambda: self.store.settings(story_id)) or {}
+        self._take_settings(self._save(lambda: self.store.settings(story_id)) or {})
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
 
@@ -314,16 +320,30 @@ class Workspace:
         return self.store.export_json(self.story_id)
 
     def remember_settings(self, settings: dict) -> None:
-        """Save the story's search settings when they changed."""
+        """Save the story's search settings when they changed (its steering stays)."""
+        settings = with_steering(settings, self.steering)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
+
+    def _take_settings(self, settings: dict) -> None:
+        """The story's settings as stored, its steering among them."""
+        self.settings = settings
+        try:
+            self.steering = steering_in(settings)
+        except ValueError as e:  # a store edited by hand: the story opens, unsteered
+            self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
+
+    def set_steering(self, steering: Steering) -> None:
+        """The story's memory, note and lorebook from now on, saved with the story."""
+        self.steering = steering
+        self.remember_settings(self.settings)
 
     # -- what is offered here --------------------------------------------------------------
     @property
     def spot(self) -> Spot:
         """Where this tab is, for `offers`' searches and draws (the story must be open)."""
-        return Spot(self.story_id, self.loom, not self.pending)
+        return Spot(self.story_id, self.loom, not self.pending, self.steering)
 
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""

@@ -28,13 +28,16 @@ SillyTavern's default settings:
 
 `Steering.to_dict` / `Steering.from_dict` are the JSON form (the loom export writes it;
 a lorebook file may hold it): strict, so an unknown key, a wrong type or a value past its
-cap is one `ValueError` naming the field. This module builds no context
-(`weave.context` does) and reads no files (`weave.lorebook` does).
+cap is one `ValueError` naming the field. A story keeps its steering in its settings record
+(the store's, the loom export's), under `SETTINGS_KEY` (`steering_in`, `with_steering`).
+This module builds no context (`weave.context` does) and reads no files (`weave.lorebook`
+does).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +53,7 @@ MAX_SCAN_CHARS = 100_000
 DEFAULT_NOTE_DEPTH = 3
 DEFAULT_SCAN_CHARS = 2_000
 LOGICS = ("and_any", "and_all", "not_any", "not_all")
+SETTINGS_KEY = "steering"
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,13 @@ class Steering:
         )
         _check(len(self.lore) <= MAX_ENTRIES, f"lore holds at most {MAX_ENTRIES} entries")
 
+    def in_force(self, story_text: str) -> Steering:
+        """What of this steering shapes the context of a story ending in `story_text`: the
+        memory and the note, and only the lorebook entries that fire there (a search
+        records this: an entry that did not fire changed nothing)."""
+        return Steering(self.memory, self.note, self.note_depth,
+                        tuple(e for e in self.lore if e.fires(story_text)))  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, every field written out."""
         return {
@@ -169,6 +180,22 @@ class Steering:
             note_depth=_int(data, "note_depth", DEFAULT_NOTE_DEPTH, ""),
             lore=tuple(_entry_from(item, f"lore[{i}]") for i, item in enumerate(lore)),
         )
+
+
+def steering_in(settings: Mapping[str, Any]) -> Steering:
+    """The steering a story's settings record keeps (the default where it keeps none).
+
+    Raises:
+        ValueError: as `Steering.from_dict`, naming the field.
+    """
+    data = settings.get(SETTINGS_KEY)
+    return Steering() if data is None else Steering.from_dict(data)
+
+
+def with_steering(settings: Mapping[str, Any], steering: Steering) -> dict[str, Any]:
+    """The settings record keeping `steering` (none written for the default)."""
+    kept = {k: v for k, v in settings.items() if k != SETTINGS_KEY}
+    return kept if steering == Steering() else {**kept, SETTINGS_KEY: steering.to_dict()}
 
 
 _STEERING_FIELDS = ("memory", "note", "note_depth", "lore")

@@ -1,0 +1,156 @@
+"""The page's steering panels: "Memory & notes" and "What the model sees".
+
+`steering_ui` edits the story's memory, author's note and depth, and its lorebook (add,
+edit, switch off, delete, import a SillyTavern world-info file); every change is saved
+with the story at once (`Workspace.set_steering`). `context_ui` shows the context the
+search at this node uses: its text with each part marked, its tokens against the
+model's window, how much of the story's start was left out, and the entries that fired.
+Widgets only: the values are `weave.steering`'s, the context `Workspace.context`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from backends import Backend, BackendError
+from weave.lorebook import parse_lorebook
+from weave.present import md
+from weave.session import Workspace
+from weave.steering import (
+    MAX_ENTRY_CHARS,
+    MAX_MEMORY_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_NOTE_DEPTH,
+    LoreEntry,
+    Steering,
+)
+
+
+def steering_ui(ws: Workspace) -> None:
+    """Memory, note and lorebook, saved with the story as they change."""
+    if st.session_state.get("st_seen") != ws.steering:  # another tab's, or another story's
+        _bump(ws)
+    steering, rev = ws.steering, _rev(ws)
+    memory = st.text_area(
+        "Memory", steering.memory, max_chars=MAX_MEMORY_CHARS, key=f"st_memory_{rev}",
+        help="Always at the top of what the model reads: who the heroine is, the setting, "
+        "the tone.",
+    )  # fmt: skip
+    note = st.text_area(
+        "Author's note", steering.note, max_chars=MAX_NOTE_CHARS, key=f"st_note_{rev}",
+        height=68, help="A short instruction the model reads a few lines before the end, "
+        'where it weighs most ("[Keep it dark.]").',
+    )  # fmt: skip
+    depth = st.number_input(
+        "Note depth (lines from the end)", 1, MAX_NOTE_DEPTH, steering.note_depth,
+        key=f"st_depth_{rev}", help="The note goes before the story's last this many lines "
+        "(blank lines do not count).",
+    )  # fmt: skip
+    try:
+        lore = tuple(_entry_ui(ws, entry, i, rev) for i, entry in enumerate(steering.lore))
+        _save(ws, replace(steering, memory=memory, note=note, note_depth=int(depth), lore=lore))
+    except ValueError as e:  # a key past its length: the saved steering stays
+        st.error(f"**Not saved.** {md(str(e).removeprefix('steering: '))}", icon="📖")
+    _add_ui(ws, rev)
+    _import_ui(ws, rev)
+
+
+def _entry_ui(ws: Workspace, entry: LoreEntry, i: int, rev: str) -> LoreEntry:
+    """One lorebook entry's editor; returns the entry as the widgets now hold it."""
+    mark = "" if entry.enabled else " (off)"
+    with st.expander(f"📖 {md(entry.label)}{mark}"):
+        keys = st.text_input("Keys (comma-separated)", ", ".join(entry.keys),
+                             key=f"st_keys_{rev}_{i}")  # fmt: skip
+        text = st.text_area("Text", entry.text, max_chars=MAX_ENTRY_CHARS,
+                            key=f"st_text_{rev}_{i}")  # fmt: skip
+        on, delete = st.columns([3, 1], vertical_alignment="center")
+        enabled = on.toggle("On", entry.enabled, key=f"st_on_{rev}_{i}")
+        delete.button("🗑️ Delete", key=f"st_delete_{rev}_{i}", on_click=_delete, args=(ws, i))
+    return replace(entry, keys=_keys(keys), text=text, enabled=enabled)
+
+
+def _add_ui(ws: Workspace, rev: str) -> None:
+    with st.form(f"st_add_{rev}", clear_on_submit=True, border=False):
+        st.caption("New lorebook entry: its text goes in while a key is in the story's end.")
+        keys = st.text_input("Keys (comma-separated)", key=f"st_new_keys_{rev}")
+        text = st.text_area("Text", max_chars=MAX_ENTRY_CHARS, key=f"st_new_text_{rev}")
+        if st.form_submit_button("➕ Add entry") and (keys.strip() or text.strip()):
+            steering = ws.steering
+            _save(ws, replace(steering, lore=(*steering.lore, LoreEntry(_keys(keys), text))))
+            _bump(ws)
+            st.rerun()
+
+
+def _import_ui(ws: Workspace, rev: str) -> None:
+    key = f"st_import_{rev}"
+    st.file_uploader("Import a lorebook (SillyTavern world info, .json)", type=["json"],
+                     key=key, on_change=_import, args=(ws, key))  # fmt: skip
+    problem = st.session_state.get("st_import_error")
+    if problem:
+        st.error(f"**That lorebook cannot be imported.** {md(problem)}", icon="📖")
+
+
+def _import(ws: Workspace, key: str) -> None:
+    upload = st.session_state.get(key)
+    if upload is None:
+        return
+    try:
+        entries = parse_lorebook(upload.getvalue())
+        steering = replace(ws.steering, lore=(*ws.steering.lore, *entries))
+    except ValueError as e:
+        st.session_state.st_import_error = f"{upload.name}: {e}"
+        return
+    st.session_state.st_import_error = None
+    _save(ws, steering)
+    _bump(ws)
+
+
+def _delete(ws: Workspace, i: int) -> None:
+    lore = ws.steering.lore
+    _save(ws, replace(ws.steering, lore=lore[:i] + lore[i + 1 :]))
+    _bump(ws)
+
+
+def _save(ws: Workspace, steering: Steering) -> None:
+    if steering != ws.steering:
+        ws.set_steering(steering)
+    st.session_state.st_seen = ws.steering  # this tab's widgets hold it
+
+
+def _keys(text: str) -> tuple[str, ...]:
+    return tuple(k.strip() for k in text.split(",") if k.strip())
+
+
+def _rev(ws: Workspace) -> str:
+    """A name for this story's steering widgets, new after an entry is added, deleted or
+    imported (entries' widgets are named by place), and when the steering changed
+    elsewhere (another tab, another story), so that they show it instead of their own."""
+    return f"{ws.story_id}_{st.session_state.get('st_rev', 0)}"
+
+
+def _bump(ws: Workspace) -> None:
+    st.session_state.st_rev = st.session_state.get("st_rev", 0) + 1
+
+
+def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
+    """What the model reads for a search here (`room`: the search's depth), parts marked,
+    in a popover; beside it, how much of the story's start was left out, if any."""
+    if backend is None or not ws.text:
+        return
+    try:
+        context = ws.offers.context(backend, ws.spot, room=room)
+    except (BackendError, ValueError) as e:
+        st.error(f"**The context cannot be built.** {md(str(e))}", icon="📝")
+        return
+    with st.popover("👁️ What the model sees", width="stretch"):
+        window = backend.context_length
+        of = f" of the model's {window:,}" if window else ""
+        st.caption(f"{context.token_count:,} tokens{of}.")
+        fired = ", ".join(md(entry.label) for entry in context.fired)
+        st.caption(f"Lorebook entries fired: {fired}." if fired else "No lorebook entry fired.")
+        st.code(context.marked_text(), language=None, wrap_lines=True)
+    if context.left_out:
+        st.caption(f"✂️ The story's first {context.left_out:,} tokens are left out: the "
+                   "whole does not fit the model's window.")  # fmt: skip
