@@ -1,24 +1,15 @@
 """One tab's place in a story's loom, without Streamlit: a story id, a cursor, its moves.
 
-The story is a loom (`weave.loom`) kept by `weave.loom_store.LoomStore`; this module
-keeps no history of its own. A `Workspace` is a cursor over the stored loom: every move
-(accept, keep, edit, undo, redo, sibling, go, bookmark) is one `LoomStore.update`, and
-`refresh` reads the loom afresh on every rerun, so the nodes another tab added appear.
-A write that fails (a locked or full disk) stays pending: the page shows the move at
-once, says it is not saved (`save_error`), and the move is saved at the next change or
-rerun, with the node ids it was shown with. Where another tab saved a node of the same
-text at the same place meanwhile, the store keeps that one (nodes are never doubled): our
-node's id then stands for it in the moves still pending, and the tab moves onto it. A
-tab does not leave a story while moves of it are unsaved.
-
-Lone suggestions accepted by themselves one after another are remembered as one
-`LoneChain`, so that the page can name them and one undo takes them all back.
-
-The story's steering (memory, note, lorebook: `weave.steering`) is kept in its settings
-record and goes with this tab's `spot`, so every search here is made under it.
-What a node offers (searches, samples, alternatives) is `weave.offers`'; the store's
-stories as a list are `weave.library`'s. The page (`lloom.py`) draws widgets and calls a
-`Workspace`, so that everything it does to a story can be tested without a browser.
+A `Workspace` is a cursor over the loom `weave.loom_store` keeps (no history of its own):
+every move is one `LoomStore.update`, and `refresh` rereads the loom on every rerun, so
+other tabs' nodes appear. A write that fails stays pending: the move is shown at once,
+`save_error` says it is not saved, and it is saved at the next change or rerun with the
+node ids it was shown with. Where another tab saved a node of the same text at the same
+place meanwhile, the store keeps theirs and our id stands for it in the moves still
+pending. A tab does not leave a story while moves of it are unsaved. Lone suggestions
+accepted by themselves in a row are one `LoneChain`: one undo takes them all back. The
+story's steering (`weave.steering`) is kept in its settings record and goes with `spot`.
+What a node offers is `weave.offers`'; the list of stories is `weave.library`'s.
 """
 
 from __future__ import annotations
@@ -75,8 +66,7 @@ class Workspace:
         return self.library.store
 
     @property
-    def save_error(self) -> str | None:
-        """What failed last in the store (None once an action works again)."""
+    def save_error(self) -> str | None:  # what failed last in the store (None once one works)
         return self.library.save_error
 
     def _clear(self) -> None:
@@ -121,8 +111,7 @@ class Workspace:
 
     # -- opening and closing ------------------------------------------------------------
     def start(self, text: str) -> bool:
-        """A new story holding `text`; False (see `save_error`) when the store cannot take it
-        or this tab's moves cannot be saved first."""
+        """A new story holding `text`; False (`save_error` says why) where it cannot be made."""
         if not self._may_leave():
             return False
         made = self._save(lambda: self.store.create(without_surrogates(text)))
@@ -134,8 +123,7 @@ class Workspace:
         return True
 
     def open(self, story_id: str, node_id: str | None = None) -> bool:
-        """Reopen a saved story at `node_id` (where it has that node), else where it was left;
-        False when the store has no such story (or `save_error` says what failed)."""
+        """Reopen a story at `node_id` (else where it was left); False where it is not here."""
         if not self._may_leave():
             return False
         try:
@@ -304,10 +292,7 @@ class Workspace:
         self.title = self.library.rename(self.story_id, title)
 
     def import_file(self, data: bytes | str) -> str | None:
-        """Open an exported story (the loom JSON, or an older session file) as a new story.
-
-        Returns None when it worked, else what is wrong with the file.
-        """
+        """Open an exported loom as a new story: None when it worked, else what is wrong."""
         story_id, problem = self.library.import_json(data)
         if story_id is None:
             return problem
