@@ -197,7 +197,11 @@ def test_an_open_page_is_opened_on_purpose_in_the_config(tmp_path, browser, watc
     config.write_text((ROOT / "config.toml").read_text().replace("open = false", "open = true"))
     env = {**no_model(tmp_path, watchman), "LLOOM_CONFIG": str(config)}
     with page_server(tmp_path, "--server.address", "0.0.0.0", env=env) as (_, port):
-        text = settled(new_page(browser, f"http://127.0.0.1:{port}/"))
+        page = new_page(browser, f"http://127.0.0.1:{port}/")
+        # The library is drawn once the page's runs are done; on a loaded machine that can
+        # be after the first pause `settled` sees, so wait for the story itself.
+        page.get_by_text("A story for a trusted room.").first.wait_for()
+        text = settled(page)
     assert "no login is set up" not in text
     assert "A story for a trusted room." in text
 
