@@ -292,6 +292,7 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
         # Bob's downloads hold Bob's story only
         bob.goto(f"{url}/?story={bob_id}")
         settled(bob)
+        bob.get_by_test_id("stExpandSidebarButton").click()  # the desk starts it collapsed
         with bob.expect_download() as download:
             bob.get_by_role("button", name="Loom .json").click()
         loom = json.loads(Path(download.value.path()).read_text())
