@@ -20,6 +20,8 @@ import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import graphviz
 import streamlit as st
@@ -30,6 +32,7 @@ import backends
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
+from backends.shared import SharedBackend
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
@@ -43,6 +46,9 @@ from weave.ramify import RamifyParams, RamifyResult
 from weave.render import render_tree
 from weave.search import SearchParams, SearchStats
 from weave.tree import Suggestion
+
+if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
+    from backends.mlx_catalog import LocalModel
 
 OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
@@ -87,18 +93,26 @@ def shared_settings() -> Settings:
     return load_settings()
 
 
-def release(backend: Backend) -> None:
-    """Close a backend whose cache entry is cleared (tests do; `Backend.close` would be
-    the base class's no-op, hence this function)."""
-    backend.close()
+def release(shared: SharedBackend) -> None:
+    """Close the backend when its cache entry is cleared (tests do)."""
+    shared.close()
 
 
-@st.cache_resource(
-    show_spinner="Loading the model (the first time converts it)…", on_release=release
-)
-def shared_backend() -> Backend:
-    """The one backend every session uses (the MLX backend serialises its own work)."""
-    return backends.create_backend(shared_settings())
+@st.cache_resource(show_spinner=False, on_release=release)
+def shared_backend() -> SharedBackend:
+    """The one backend every session uses (the MLX backend serialises its own work), built
+    on first use; a writer may switch its MLX model (`switch_model_ui`)."""
+    return SharedBackend(shared_settings(), lambda settings: backends.create_backend(settings))
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def models_here(configured: str) -> list[LocalModel]:
+    """The mlx-lm models on this machine (`backends.mlx_catalog`), read once a minute."""
+    from huggingface_hub import constants
+
+    from backends.mlx_catalog import local_models
+
+    return local_models(configured, backends.EMBEDDED_NAME, Path(constants.HF_HUB_CACHE))
 
 
 @st.cache_resource(show_spinner=False)
@@ -247,6 +261,8 @@ class PageState:
     alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
     import_error: str | None = None
+    switch_to: str | None = None  # the model picked, to load in this run
+    switch_error: str | None = None  # why the model picked last could not be loaded
 
 
 def page() -> PageState:
@@ -256,7 +272,7 @@ def page() -> PageState:
 
 def writer_or_stop(settings: Settings) -> str:
     """The writer this page is for (`weave.access`); else a login button or the reason."""
-    login = st.secrets.load_if_toml_exists() and "auth" in st.secrets
+    login = login_configured()
     proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
         address=st.get_option("server.address") or "", proxied=proxied, login=login,
@@ -278,6 +294,11 @@ def writer_or_stop(settings: Settings) -> str:
     if verdict.writer is None:
         st.stop()
     return verdict.writer
+
+
+def login_configured() -> bool:
+    """Whether `.streamlit/secrets.toml` configures st.login (a group's page)."""
+    return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
 def workspace(store: LoomStore) -> session.Workspace:
@@ -337,13 +358,30 @@ def backend_or_none() -> Backend | None:
     A failure is not retried on every rerun (a dead server could cost a timeout each
     time): only when the writer asks, with the button `error_ui` shows.
     """
+    shared = shared_backend()
+    if page().switch_to is not None:
+        switch_now(shared, page().switch_to)
     if page().backend_error:
         return None
     try:
-        return shared_backend()
+        if shared.loaded:
+            return shared.get()
+        with st.spinner("Loading the model (the first time converts it)…"):
+            return shared.get()
     except BackendError as e:
         page().backend_error = str(e)
         return None
+
+
+def switch_now(shared: SharedBackend, model: str) -> None:
+    """Load the picked model; on failure the one in use stays, and the page says why."""
+    page().switch_to, page().switch_error = None, None
+    try:
+        with st.spinner(f"Loading {model or 'the embedded model'}…"):
+            shared.switch(model)
+        page().backend_error = None
+    except BackendError as e:
+        page().switch_error = str(e)
 
 
 def retry_backend() -> None:
@@ -999,11 +1037,40 @@ def details_ui(
 
 
 def backend_line_ui(settings: Settings, backend: Backend | None) -> None:
-    """The model and its backend, one line."""
+    """The model and its backend, one line, and what the model is; on MLX, the models to
+    switch to."""
     if backend is None:
         st.markdown(f"🧠 **{choose_backend(settings).name}**: not available")
     else:
         st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
+        if backend.model_facts:
+            st.caption(backend.model_facts)
+    if choose_backend(settings).name == "mlx" and not login_configured():
+        switch_model_ui(settings)
+
+
+def switch_model_ui(settings: Settings) -> None:
+    """A picker of the mlx-lm models on this machine: picking one loads it for every tab
+    of this server, the stories untouched (a group's page leaves the model to its owner)."""
+    shared = shared_backend()
+    found = models_here(settings.mlx.model)
+    names = [m.name for m in found]
+    if shared.model not in names or len(names) < 2:
+        return
+    labels = {m.name: m.label for m in found}
+    key = f"model_{shared.model}"  # a fresh picker once any tab has switched
+    st.selectbox("Switch model", names, index=names.index(shared.model), key=key,
+                 format_func=labels.get, on_change=switch_model, args=(key,),
+                 help="The mlx-lm models found here: the settings' one, the embedded one "
+                 "and the local Hugging Face cache's. Every tab on this server switches; "
+                 "your stories stay as they are.")  # fmt: skip
+    problem = page().switch_error
+    if problem:
+        st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")
+
+
+def switch_model(key: str) -> None:
+    page().switch_to = st.session_state[key]  # loaded in the run, under a spinner
 
 
 def story_info_ui(ws: session.Workspace) -> None:

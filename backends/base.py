@@ -241,6 +241,11 @@ class Backend(ABC):
         return None
 
     @property
+    def model_facts(self) -> str | None:
+        """Optional: what the model is, in one line (its size, weights and memory)."""
+        return None
+
+    @property
     def cache_bytes(self) -> int | None:
         """Optional: bytes of KV cache the backend holds in this process now (None: it
         keeps none, or a server keeps it)."""

@@ -138,6 +138,10 @@ class MLXBackend(Backend):
         return self._display_name
 
     @property
+    def model_facts(self) -> str:
+        return self.info.facts
+
+    @property
     def context_length(self) -> int | None:
         return self._context_length
 

@@ -49,6 +49,17 @@ class ModelInfo:
     dequantized: bool
     note: str
 
+    @property
+    def facts(self) -> str:
+        """One line for the page: parameters, the weights as run (and as stored), memory."""
+        n = self.parameters
+        size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n:,}"
+        weights = self.dtype if self.bits is None else f"{self.bits}-bit"
+        if self.dequantized and self.bits is not None:
+            weights = f"{self.dtype} (from {weights})"
+        mib = self.memory_bytes / 2**20
+        return f"{size} parameters · {weights} · {mib:,.{1 if mib < 10 else 0}f} MiB"
+
 
 def prepare(model: nn.Module, name: str, budget_bytes: int) -> ModelInfo:
     """Dequantize `model` to float32 in place where MLX runs on CPU, its weights are

@@ -1,7 +1,7 @@
 """Random-weight mlx-lm model folders, built from mlx-lm's own model classes, for the
 tests and the bench: every family the MLX backend runs, tiny, and models of real models'
 shapes. Nothing is downloaded and no weights are committed; the tokenizer is the
-embedded model's (SmolLM2's 49,152 tokens).
+embedded model's (SmolLM2's 49,152 tokens), or a small one trained here (`small_tokenizer`).
 
 Owns building such folders; what they are checked against is the tests' business.
 """
@@ -132,15 +132,40 @@ def build_model(
     return folder
 
 
-def tiny_model(folder: Path, family: str, *, tokenizer_from: Path, bits: int | None = None) -> Path:
-    """A two-layer model of `family` (a key of FAMILIES); weights scaled up so that its
-    next-token distributions have a few likely tokens, as a trained model's do."""
+def tiny_model(
+    folder: Path, family: str, *, tokenizer_from: Path, bits: int | None = None, vocab: int = VOCAB
+) -> Path:
+    """A two-layer model of `family` (a key of FAMILIES) for a tokenizer of `vocab` tokens;
+    weights scaled up so that its next-token distributions have a few likely tokens, as a
+    trained model's do."""
     return build_model(
         folder,
         family,
-        {**_TINY, **FAMILIES[family]},
+        {**_TINY, **FAMILIES[family], "vocab_size": vocab},
         tokenizer_from=tokenizer_from,
         bits=bits,
         group_size=32 if bits else 64,
         scale=4.0,
     )
+
+
+def small_tokenizer(folder: Path, text: str, vocab: int = 400) -> Path:
+    """A byte-level BPE tokenizer of `vocab` tokens trained on `text` (its ids mean other
+    pieces than the embedded tokenizer's), written as a Hugging Face fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator([text], trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return folder

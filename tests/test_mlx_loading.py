@@ -131,6 +131,7 @@ def test_the_backend_says_what_it_runs(tiny, tiny_4bit):
         assert fast.info.parameters == info.parameters
         assert fast.info.memory_bytes == info.memory_bytes
         assert "4-bit weights dequantized to float32" in fast.info.note
+        assert " parameters · float32 (from 4-bit) · " in fast.model_facts
     finally:
         fast.close()
     kept = MLXBackend(tiny_4bit, dequantize_bytes=0)
@@ -138,5 +139,6 @@ def test_the_backend_says_what_it_runs(tiny, tiny_4bit):
         assert (kept.info.bits, kept.info.dequantized) == (4, False)
         assert kept.info.memory_bytes < info.memory_bytes / 4
         assert "4-bit weights kept" in kept.info.note and "dequantize_mb = 0" in kept.info.note
+        assert " parameters · 4-bit · " in kept.model_facts
     finally:
         kept.close()

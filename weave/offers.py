@@ -148,6 +148,8 @@ class Offers:
         """The suggestions made at `spot` with `params` (by `model`, under the spot's
         steering), kept or saved."""
         result = self.results.get(_key(spot, params))
+        if result is not None and model is not None and result.stats.model != model:
+            result = None  # another model's (the page switched models): not this one's
         if result is None and spot.saved:
             store = self.library.store
             saved = self.library.save(lambda: store.suggestions(spot.story_id, spot.node_id))

@@ -1,0 +1,81 @@
+"""The mlx-lm models on this machine that a writer can switch to on the page.
+
+Three places hold them: the model the settings name (`[mlx] model` or LLOOM_MODEL: a
+folder or a hub id), the embedded model, and the local Hugging Face cache
+(`HF_HUB_CACHE`, or `HF_HOME`'s hub folder), where a repository counts when the snapshot
+its `main` ref names holds a `config.json` of a family the MLX backend runs exactly
+(`backends.mlx_loading.FAMILIES`, through mlx-lm's own renaming of model types) and
+safetensors weights. Listing reads a few small files: nothing is downloaded, nothing
+loaded. Owns the list; loading a model belongs to `backends.mlx_loading`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+
+# isort: split
+from mlx_lm.utils import MODEL_REMAPPING
+
+from backends.mlx_loading import FAMILIES
+
+EMBEDDED = ""  # the `[mlx] model` value that means the embedded model
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model the MLX backend can load here: `name` as `[mlx] model` takes it."""
+
+    name: str
+    label: str
+
+
+def local_models(configured: str, embedded_label: str, hub_cache: Path) -> list[LocalModel]:
+    """The settings' model first (when one is named), the embedded model, then the hub
+    cache's mlx-lm models by id; each name once."""
+    found = [LocalModel(EMBEDDED, f"{embedded_label} (embedded)")]
+    if configured:
+        found.insert(0, LocalModel(configured, f"{configured} (settings)"))
+    found += [LocalModel(repo, f"{repo} (Hugging Face cache)") for repo in cached_repos(hub_cache)]
+    seen: set[str] = set()
+    return [m for m in found if not (m.name in seen or seen.add(m.name))]
+
+
+def cached_repos(hub_cache: Path) -> list[str]:
+    """The hub ids in `hub_cache` whose `main` snapshot is an mlx-lm model LLooM runs."""
+    try:
+        folders = sorted(hub_cache.glob("models--*--*"))
+    except OSError:
+        return []
+    return [
+        folder.name.removeprefix("models--").replace("--", "/", 1)
+        for folder in folders
+        if runnable(snapshot(folder))
+    ]
+
+
+def snapshot(repo_folder: Path) -> Path | None:
+    """The snapshot folder the repository's `main` ref names (None: no such ref)."""
+    try:
+        commit = (repo_folder / "refs" / "main").read_text().strip()
+    except OSError:
+        return None
+    folder = repo_folder / "snapshots" / commit
+    return folder if commit and folder.is_dir() else None
+
+
+def runnable(folder: Path | None) -> bool:
+    """Whether `folder` holds safetensors and a config.json of a family LLooM runs."""
+    if folder is None or not any(folder.glob("*.safetensors")):
+        return False
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(model_type, str):
+        return False
+    return f"mlx_lm.models.{MODEL_REMAPPING.get(model_type, model_type)}" in FAMILIES
