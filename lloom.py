@@ -647,27 +647,38 @@ def search_ui(
     """
     model = backend.model_name if backend else None
     if backend is not None and ws.offers.needs_search(ws.spot, params, model=model):
-        first = present.first_status(ws.text)
-        try:
-            with st.status(first, expanded=False) as status, while_open(backend):
-                report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
-                offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
-                if offer is None:
-                    status.update(label="No suggestions: see below", state="error")
-                else:
-                    label = present.search_status(offer.result, ahead=ws.offers.from_ahead(offer))
-                    status.update(label=label, state="complete")
-        except Cancelled:  # the tab is gone: no one to show anything to
-            st.stop()
+        made = ws.offers.ready_ahead(backend, ws.spot, params)  # while they read: no wait
+        if made:
+            offer = ws.offers.suggest(backend, ws.spot, params)
+        else:
+            offer = searched(ws, backend, params)
         if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
             st.rerun()
-        return offer or ws.offers.latest(ws.cursor)
+        if offer is None or not made:  # a search's status line says how it went
+            return offer or ws.offers.latest(ws.cursor)
     offer = ws.offers.offer(ws.spot, params, model=model)
     if offer is not None:
         ahead = ws.offers.from_ahead(offer)
         st.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
         return offer
     return ws.offers.latest(ws.cursor)
+
+
+def searched(ws: session.Workspace, backend: Backend, params: SearchParams) -> Offer | None:
+    """Search here under a live status line (None: it failed; `error_ui` says why)."""
+    try:
+        with st.status(present.first_status(ws.text), expanded=False) as status, \
+                while_open(backend):  # fmt: skip
+            report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+            offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
+            if offer is None:
+                status.update(label="No suggestions: see below", state="error")
+            else:
+                label = present.search_status(offer.result, ahead=ws.offers.from_ahead(offer))
+                status.update(label=label, state="complete")
+    except Cancelled:  # the tab is gone: no one to show anything to
+        st.stop()
+    return offer
 
 
 def while_open(backend: Backend):

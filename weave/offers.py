@@ -174,6 +174,17 @@ class Offers:
         key = _key(spot, params)
         return self.forced or (self.offer(spot, params, model=model) is None and key != self.failed)
 
+    def ready_ahead(self, backend: Backend, spot: Spot, params: SearchParams) -> bool:
+        """Whether `suggest` would take its search from look-ahead, made before it asked
+        (no forward, no wait)."""
+        if self.forced:
+            return False
+        try:
+            ids = tuple(self._sent(backend, spot, params))
+        except (BackendError, ValueError):
+            return False
+        return self.ahead.ready(backend.model_name, ids, params)
+
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
         self.forced, self.failed = True, None
