@@ -339,7 +339,14 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             "story (sidebar) to keep it.",
             icon="💾",
         )
-    if ws.save_error:
+    if ws.save_error and ws.library.failed_reading:
+        st.error(
+            f"**The story store could not be read.** {md(ws.save_error)}  \n"
+            "Nothing was changed; what this tab shows is kept here: download your story "
+            "(sidebar) to be safe.",
+            icon="💾",
+        )
+    elif ws.save_error:
         st.error(
             f"**The last change could not be saved.** {md(ws.save_error)}  \n"
             "It is kept here and saved at your next change; download your story (sidebar) "

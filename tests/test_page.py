@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 import backends
 from backends import BackendError
-from tests.fake_backend import FakeBackend
+from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
 from tests.test_token_ids import oov_loom
 from weave import present, session
@@ -33,46 +33,6 @@ from weave.offers import Offer, Piece
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
 ROW_HTML = '<div style="white-space: pre-wrap'
-
-
-class StoryFake(FakeBackend):
-    """The fake model, reading any story (unknown characters read as 'x'); `down` makes
-    it fail as an unreachable server would."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.down = False
-
-    def tokenize(self, text: str) -> list[int]:
-        return super().tokenize("".join(c if c in "abc., xé" else "x" for c in text))
-
-    def top_logprobs(self, contexts, k):
-        self.answer()
-        return super().top_logprobs(contexts, k)
-
-    def sample(self, context, **draw):
-        self.answer()
-        return super().sample(context, **draw)
-
-    def answer(self) -> None:
-        if self.down:
-            raise BackendError("connection refused; is the server running?", backend="fake",
-                               url="http://127.0.0.1:9")  # fmt: skip
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path))
-    st.cache_resource.clear()  # settings and backend are per process: start afresh
-    yield tmp_path
-    st.cache_resource.clear()
-
-
-@pytest.fixture
-def fake(data_dir, monkeypatch) -> StoryFake:
-    backend = StoryFake(seed=1)
-    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
-    return backend
 
 
 def spaced_table(beam: tuple[str, ...]) -> dict[str, float]:
@@ -1186,3 +1146,4 @@ def test_a_story_with_a_parent_cycle_opened_by_url_is_one_message(fake, data_dir
         assert not again.exception
         [error] = [e.value for e in again.error]
         assert f"story {sid} cannot be read" in error and first in error
+        assert "could not be read" in error and "could not be saved" not in error

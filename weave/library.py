@@ -30,23 +30,27 @@ class Library:
     def __init__(self, store: LoomStore) -> None:
         self.store = store
         self.save_error: str | None = None
+        self.failed_reading = False  # `save_error` is a read's: nothing was left unsaved
 
-    def save(self, action: Callable[[], Any]) -> Any:
-        """Run a store action; a failure is kept in `save_error` (and None returned), never
-        raised. One that works clears it."""
+    def save(self, action: Callable[[], Any], *, reading: bool = False) -> Any:
+        """Run a store action (`reading`: one that changes nothing); a failure is kept in
+        `save_error` (and None returned), never raised. One that works clears it."""
         try:
             value = action()
         except StoreError as e:
-            self.save_error = str(e)
+            self.failed(e, reading=reading)
             return None
-        self.save_error = None
+        self.save_error, self.failed_reading = None, False
         return value
 
+    def failed(self, error: Exception, *, reading: bool) -> None:
+        self.save_error, self.failed_reading = str(error), reading
+
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
-        return self.save(lambda: self.store.stories(deleted=deleted)) or []
+        return self.save(lambda: self.store.stories(deleted=deleted), reading=True) or []
 
     def title(self, story_id: str) -> str:
-        return self.save(lambda: self.store.info(story_id).title) or ""
+        return self.save(lambda: self.store.info(story_id).title, reading=True) or ""
 
     def rename(self, story_id: str, title: str) -> str:
         """Give a story a title (a blank one: its first words); returns the title it has."""
@@ -73,5 +77,5 @@ class Library:
         except ValueError as e:  # the file's fault (InvalidInput is also a StoreError)
             return None, str(e)
         except StoreError as e:
-            self.save_error = str(e)
+            self.failed(e, reading=False)
             return None, str(e)

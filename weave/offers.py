@@ -152,7 +152,8 @@ class Offers:
             result = None  # another model's (the page switched models): not this one's
         if result is None and spot.saved:
             store = self.library.store
-            saved = self.library.save(lambda: store.suggestions(spot.story_id, spot.node_id))
+            read = lambda: store.suggestions(spot.story_id, spot.node_id)  # noqa: E731
+            saved = self.library.save(read, reading=True)
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if (restored and restored[1] == params and restored[0].stats.model == model

@@ -104,7 +104,7 @@ class Workspace:
             stored = self.store.load(self.story_id)
             settings = self.store.settings(self.story_id)  # another tab may have steered
         except StoreError as e:
-            self.library.save_error = str(e)
+            self.library.failed(e, reading=True)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
         self._take_settings(settings)
@@ -131,13 +131,14 @@ class Workspace:
         except StoryNotFound:  # purged, or never here: the page says so, nothing failed
             return False
         except StoreError as e:
-            self.library.save_error = str(e)
+            self.library.failed(e, reading=True)
             return False
         self._clear()
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
         self.title = self.library.title(story_id)
-        self._take_settings(self._save(lambda: self.store.settings(story_id)) or {})
+        settings = self.library.save(lambda: self.store.settings(story_id), reading=True)
+        self._take_settings(settings or {})
         self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
         return True
 
