@@ -1,11 +1,17 @@
-"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session, and
-a headless browser for the page tests."""
+"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session, a
+headless browser for the page tests, and, for the page's AppTest tests, a data folder of the
+test's own (`data_dir`) and the page on the deterministic fake model (`fake`)."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import streamlit as st
+
+import backends
 from backends import openblas  # noqa: F401  (before any test module imports mlx)
+from tests.fake_backend import StoryFake
 from weave.config import load_settings
 
 
@@ -67,3 +73,18 @@ def llama_url(tmp_path_factory):
 
     with llama_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
         yield url
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path))
+    st.cache_resource.clear()  # settings and backend are per process: start afresh
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def fake(data_dir, monkeypatch) -> StoryFake:
+    backend = StoryFake(seed=1)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
+    return backend

@@ -1,4 +1,6 @@
-"""A deterministic fake model for the search's unit tests (and only those).
+"""A deterministic fake model for the search's unit tests, and `StoryFake`, the same model
+reading any story, under the page's AppTest tests (the page on the real model is tested in
+the browser tests and tests/test_desk.py).
 
 Its vocabulary is a short list of strings; its next-token distribution is either given
 per context by a table (hand-checked cases) or drawn from a seeded generator keyed by
@@ -11,7 +13,7 @@ import math
 import random
 from collections.abc import Callable
 
-from backends.base import Backend, Candidate, Continuation, WholeChain
+from backends.base import Backend, BackendError, Candidate, Continuation, WholeChain
 
 VOCAB = ["a", "b", "c", ".", ",", "ab", " ", "x", "<eos>", " the", "é"]
 EOS = VOCAB.index("<eos>")
@@ -120,3 +122,28 @@ class FakeBackend(Backend):
         weights = [rng.random() ** 3 for _ in VOCAB]
         total = sum(weights)
         return [w / total for w in weights]
+
+
+class StoryFake(FakeBackend):
+    """The fake model, reading any story (unknown characters read as 'x'); `down` makes
+    it fail as an unreachable server would."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.down = False
+
+    def tokenize(self, text: str) -> list[int]:
+        return super().tokenize("".join(c if c in "abc., xé" else "x" for c in text))
+
+    def top_logprobs(self, contexts, k):
+        self.answer()
+        return super().top_logprobs(contexts, k)
+
+    def sample(self, context, **draw):
+        self.answer()
+        return super().sample(context, **draw)
+
+    def answer(self) -> None:
+        if self.down:
+            raise BackendError("connection refused; is the server running?", backend="fake",
+                               url="http://127.0.0.1:9")  # fmt: skip

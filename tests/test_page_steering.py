@@ -7,23 +7,8 @@ from __future__ import annotations
 
 import re
 
-import pytest
-import streamlit as st
-
-import backends
-from tests.test_page import StoryFake, app, started, workspace
+from tests.test_page import app, started, workspace
 from weave.steering import LoreEntry, Steering
-
-
-@pytest.fixture
-def fake(tmp_path, monkeypatch) -> StoryFake:
-    """The fake model in a data folder of this test's own (as tests/test_page.py's)."""
-    monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path))
-    st.cache_resource.clear()
-    backend = StoryFake(seed=1)
-    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
-    yield backend
-    st.cache_resource.clear()
 
 
 def memory_key(at) -> str:
