@@ -198,10 +198,15 @@ DESK_CSS = """<style>
 .share.ready::before {content: "⚡"; font-size: 0.65rem;}
 .lloom-graph {overflow-x: auto;}
 .lloom-graph svg {max-width: 100%; height: auto;}
+@media (min-width: 641px) {
+  .st-key-suggestions [data-testid="stHorizontalBlock"] {flex-wrap: nowrap;}
+  .st-key-suggestions [data-testid="stHorizontalBlock"] > :first-child {min-width: 0;}
+}
 @media (max-width: 640px) {
   .st-key-suggestions [data-testid="stElementContainer"]:has(.share) {flex: 1 1 100% !important;}
 }
-</style>"""  # the desk's spacing: rows close together, each share a bar under its figure
+</style>"""  # the desk's spacing: rows close together, each share a bar under its figure; a
+# row's text wraps within it, its buttons stay beside it (but on a phone, under it)
 
 
 def tools_ui(
