@@ -2,48 +2,43 @@
 
 `streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
 loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
-(`weave.session.Workspace`); the search is `weave.search.expand`, the graphs are
-`weave.render` (a search's token tree) and `weave.story_graph` (the story tree, each node a
-link), drawn to SVG by graphviz's `dot` once per graph; what the page says about
+(`weave.session.Workspace`); the search is `weave.search.expand`; what the page says about
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
 the story (its end in view), the moves and the suggestions on the left, the tools (the
-steering panels among them: `lloom_steering`) and the graphs on the right. The URL names
-the story and the node. The model is loaded once per process (`shared_backend`) and
-shared by every session. No algorithm lives here.
+steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
+right. The URL names the story and the node. The model is loaded once per process
+(`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
+switch it. No algorithm lives here.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import graphviz
 import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_graphs
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from backends.shared import SharedBackend
+from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
-from weave.loom import Loom
 from weave.loom_store import LoomStore, StoryInfo
-from weave.loom_view import node_label, story_tree
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
 from weave.present import code, md
 from weave.ramify import RamifyParams, RamifyResult
-from weave.render import render_tree
 from weave.search import SearchParams, SearchStats
 from weave.tree import Suggestion
 
@@ -53,8 +48,6 @@ if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads 
 OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
-TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
-READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
 # Look-ahead begins this long after the script run that drew the suggestions: started at
 # once, its forwards took the CPU from the browser still drawing them (bench_page.py lookahead).
 LOOKAHEAD_AFTER_S = 1.0
@@ -181,7 +174,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     with right:
         with seen:
             lloom_steering.context_ui(ws, backend, params.max_depth)
-        graphs_ui(ws, offer)
+        lloom_graphs.graphs_ui(ws, offer)
     if page().alternatives_open and backend is not None:
         alternatives_dialog(ws, backend)
     return offer
@@ -224,22 +217,6 @@ def tools_ui(
                         help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
                         f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
     return chosen
-
-
-def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
-    """This search's token tree and the story tree, one tab each, then Go to. Only the tab
-    shown is drawn (switching tabs reruns the page)."""
-    search_tab, tree_tab = st.tabs([TOKEN_TREE, STORY_TREE], key="graph_tab", on_change="rerun")
-    with search_tab:
-        if search_tab.open:
-            if offer is not None:
-                graph_ui(ws, offer)
-            else:
-                st.caption("No search at this node yet.")
-    with tree_tab:
-        if tree_tab.open:
-            loom_ui(ws)
-    go_to_ui(ws)
 
 
 def settings_or_stop() -> Settings:
@@ -940,90 +917,6 @@ def accept_row(row: Row) -> None:
 
 def keep_row(row: Row) -> None:
     row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
-
-
-# -- the graphs -----------------------------------------------------------------------------
-def loom_ui(ws: session.Workspace) -> None:
-    """The story tree, the current path highlighted; a click on a node goes there."""
-    loom = ws.loom
-    show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
-                            loom))  # fmt: skip
-
-
-def go_to_ui(ws: session.Workspace) -> None:
-    """A picker to go to any node of the story tree, the folded ones too."""
-    loom = ws.loom
-    ids = list(loom.nodes)
-    st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
-                 format_func=lambda node_id: node_label(loom, node_id),
-                 on_change=pick_node, args=(ws, f"go_{ws.story_id}_{ws.cursor}"),
-                 help="Any node of the story tree")  # fmt: skip
-
-
-def pick_node(ws: session.Workspace, key: str) -> None:
-    ws.go(st.session_state[key])
-
-
-def graph_ui(ws: session.Workspace, offer: Offer) -> None:
-    source = search_source(ws, offer)
-    show_graph(source)
-    dot_button, png_button = st.columns(2)
-    dot_button.download_button("DOT", source, "lloom.dot", "text/vnd.graphviz",
-                               key="graph_dot", on_click="ignore")  # fmt: skip
-    if has_dot():
-        png_button.download_button("PNG", lambda: drawn_as(source, "png"), "lloom.png",
-                                   "image/png", key="graph_png", on_click="ignore")  # fmt: skip
-    else:
-        png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
-
-
-def search_source(ws: session.Workspace, offer: Offer) -> str:
-    return token_tree_source(ws.story_id, offer.tag, offer, ws.loom.text(offer.node_id)[-60:])
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str:
-    """A search's token tree as DOT, drawn once per search (`story_id` and `tag` name it)."""
-    result = _offer.result
-    best = result.suggestions[0].token_ids if result.suggestions else None
-    return render_tree(result.tree, best=best, story_tail=_tail).source
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def story_source(story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom) -> str:
-    """The story tree as DOT, drawn once per tree, place and bookmarks (nodes are only ever
-    added, so their count names the tree)."""
-    return story_tree(_loom, story_id).source
-
-
-def show_graph(source: str) -> None:
-    """A graph as SVG drawn here by graphviz's `dot`, once per graph (the browser only
-    shows it); without `dot`, Streamlit's chart lays it out in the browser."""
-    if not has_dot():
-        st.graphviz_chart(source)
-        return
-    st.markdown(f'<div class="lloom-graph">{svg_of(source)}</div>', unsafe_allow_html=True)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def svg_of(source: str) -> str:
-    """`dot`'s SVG of a graph: no XML prologue, no blank line (one would end the markdown's
-    HTML block), and never narrower than its labels' 11 px need (it scrolls instead)."""
-    svg = graphviz.Source(source).pipe(format="svg", encoding="utf-8")
-    svg = "\n".join(line for line in svg[svg.index("<svg") :].splitlines() if line.strip())
-    width = re.search(r'width="([\d.]+)pt"', svg)
-    if width is None:
-        return svg
-    least = float(width.group(1)) * READABLE
-    return svg.replace("<svg ", f'<svg style="min-width: {least:.0f}px" ', 1)
-
-
-def drawn_as(source: str, fmt: str) -> bytes:
-    return graphviz.Source(source).pipe(format=fmt)
-
-
-def has_dot() -> bool:
-    return shutil.which("dot") is not None
 
 
 # -- the sidebar ----------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""The page's graphs: this search's token tree and the story tree, one tab each, and Go to.
+
+`dot` draws each graph to SVG once per graph, on the server (`svg_of`, cached by its DOT
+source, itself cached per search and per tree), and only the tab shown is built; the
+browser only shows it. Without graphviz's `dot`, Streamlit's chart lays the DOT out in the
+browser. The DOT is `weave.render`'s (a search's token tree) and `weave.story_graph`'s
+(the story tree, each node a link, through `weave.loom_view`). Widgets only.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import graphviz
+import streamlit as st
+
+from weave import session
+from weave.loom import Loom
+from weave.loom_view import node_label, story_tree
+from weave.offers import Offer
+from weave.render import render_tree
+
+TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
+READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
+
+
+def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
+    """This search's token tree and the story tree, one tab each, then Go to. Only the tab
+    shown is drawn (switching tabs reruns the page)."""
+    search_tab, tree_tab = st.tabs([TOKEN_TREE, STORY_TREE], key="graph_tab", on_change="rerun")
+    with search_tab:
+        if search_tab.open:
+            if offer is not None:
+                graph_ui(ws, offer)
+            else:
+                st.caption("No search at this node yet.")
+    with tree_tab:
+        if tree_tab.open:
+            loom_ui(ws)
+    go_to_ui(ws)
+
+
+def loom_ui(ws: session.Workspace) -> None:
+    """The story tree, the current path highlighted; a click on a node goes there."""
+    loom = ws.loom
+    show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
+                            loom))  # fmt: skip
+
+
+def go_to_ui(ws: session.Workspace) -> None:
+    """A picker to go to any node of the story tree, the folded ones too."""
+    loom = ws.loom
+    ids = list(loom.nodes)
+    st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
+                 format_func=lambda node_id: node_label(loom, node_id),
+                 on_change=pick_node, args=(ws, f"go_{ws.story_id}_{ws.cursor}"),
+                 help="Any node of the story tree")  # fmt: skip
+
+
+def pick_node(ws: session.Workspace, key: str) -> None:
+    ws.go(st.session_state[key])
+
+
+def graph_ui(ws: session.Workspace, offer: Offer) -> None:
+    source = search_source(ws, offer)
+    show_graph(source)
+    dot_button, png_button = st.columns(2)
+    dot_button.download_button("DOT", source, "lloom.dot", "text/vnd.graphviz",
+                               key="graph_dot", on_click="ignore")  # fmt: skip
+    if has_dot():
+        png_button.download_button("PNG", lambda: drawn_as(source, "png"), "lloom.png",
+                                   "image/png", key="graph_png", on_click="ignore")  # fmt: skip
+    else:
+        png_button.caption("PNG needs graphviz's `dot` (apt-get install graphviz).")
+
+
+def search_source(ws: session.Workspace, offer: Offer) -> str:
+    return token_tree_source(ws.story_id, offer.tag, offer, ws.loom.text(offer.node_id)[-60:])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str:
+    """A search's token tree as DOT, drawn once per search (`story_id` and `tag` name it)."""
+    result = _offer.result
+    best = result.suggestions[0].token_ids if result.suggestions else None
+    return render_tree(result.tree, best=best, story_tail=_tail).source
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def story_source(story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom) -> str:
+    """The story tree as DOT, drawn once per tree, place and bookmarks (nodes are only ever
+    added, so their count names the tree)."""
+    return story_tree(_loom, story_id).source
+
+
+def show_graph(source: str) -> None:
+    """A graph as SVG drawn here by graphviz's `dot`, once per graph (the browser only
+    shows it); without `dot`, Streamlit's chart lays it out in the browser."""
+    if not has_dot():
+        st.graphviz_chart(source)
+        return
+    st.markdown(f'<div class="lloom-graph">{svg_of(source)}</div>', unsafe_allow_html=True)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def svg_of(source: str) -> str:
+    """`dot`'s SVG of a graph: no XML prologue, no blank line (one would end the markdown's
+    HTML block), and never narrower than its labels' 11 px need (it scrolls instead)."""
+    svg = graphviz.Source(source).pipe(format="svg", encoding="utf-8")
+    svg = "\n".join(line for line in svg[svg.index("<svg") :].splitlines() if line.strip())
+    width = re.search(r'width="([\d.]+)pt"', svg)
+    if width is None:
+        return svg
+    least = float(width.group(1)) * READABLE
+    return svg.replace("<svg ", f'<svg style="min-width: {least:.0f}px" ', 1)
+
+
+def drawn_as(source: str, fmt: str) -> bytes:
+    return graphviz.Source(source).pipe(format=fmt)
+
+
+def has_dot() -> bool:
+    return shutil.which("dot") is not None
