@@ -654,19 +654,21 @@ def search_ui(
 
 
 def searched(ws: session.Workspace, backend: Backend, params: SearchParams) -> Offer | None:
-    """Search here under a live status line (None: it failed; `error_ui` says why)."""
+    """Search here under a live status line (None: it failed; `error_ui` says why). A line,
+    not `st.status`: that widget sleeps 50 ms when it is made, and the browser animates it."""
+    line = st.empty()
+    line.caption(f"⏳ {present.first_status(ws.text)}")
+    report = lambda p: line.caption(f"⏳ {present.live_status(p)}")  # noqa: E731
     try:
-        with st.status(present.first_status(ws.text), expanded=False) as status, \
-                while_open(backend):  # fmt: skip
-            report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+        with while_open(backend):
             offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
-            if offer is None:
-                status.update(label="No suggestions: see below", state="error")
-            else:
-                label = present.search_status(offer.result, ahead=ws.offers.from_ahead(offer))
-                status.update(label=label, state="complete")
     except Cancelled:  # the tab is gone: no one to show anything to
         st.stop()
+    if offer is None:
+        line.caption("⚠️ No suggestions: see below")
+    else:
+        ahead = ws.offers.from_ahead(offer)  # it may have finished since it was asked
+        line.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
     return offer
 
 
