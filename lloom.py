@@ -95,7 +95,8 @@ def release(shared: SharedBackend) -> None:
 def shared_backend() -> SharedBackend:
     """The one backend every session uses (the MLX backend serialises its own work), built
     on first use; a writer may switch its MLX model (`switch_model_ui`)."""
-    return SharedBackend(shared_settings(), lambda settings: backends.create_backend(settings))
+    build = lambda settings: backends.create_backend(settings)  # noqa: E731  (tests replace it)
+    return SharedBackend(shared_settings(), build)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
