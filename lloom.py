@@ -964,6 +964,8 @@ def backend_line_ui(settings: Settings, backend: Backend | None) -> None:
         st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
         if backend.model_facts:
             st.caption(backend.model_facts)
+        if backend.note:
+            st.info(md(backend.note))
     if choose_backend(settings).name == "mlx" and not login_configured():
         switch_model_ui(settings)
 
@@ -1049,9 +1051,6 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
         st.caption(md(openblas.NOTE))
-    note = backend.note if backend is not None else None
-    if note:
-        st.info(md(note))
 
 
 def stats_ui(title: str, s: SearchStats) -> None:

@@ -142,6 +142,11 @@ class MLXBackend(Backend):
         return self.info.facts
 
     @property
+    def note(self) -> str | None:
+        """The page says so when the weights run slowly (kept quantized: over the budget)."""
+        return self.info.note if self.info.slow else None
+
+    @property
     def context_length(self) -> int | None:
         return self._context_length
 

@@ -39,7 +39,7 @@ class ModelInfo:
     `bits` is the quantization the model was stored in (None: not quantized), `dtype` the
     weights' float type as they are run, `memory_bytes` what the weights hold now, and
     `note` one line saying how they are run (and, where the budget did not allow float32,
-    that the forwards are slow)."""
+    that the forwards are slow: `slow`)."""
 
     name: str
     parameters: int
@@ -48,6 +48,7 @@ class ModelInfo:
     memory_bytes: int
     dequantized: bool
     note: str
+    slow: bool = False  # quantized or half weights kept on CPU: several times slower
 
     @property
     def facts(self) -> str:
@@ -69,12 +70,13 @@ def prepare(model: nn.Module, name: str, budget_bytes: int) -> ModelInfo:
     stored = _float_dtype(model)
     kind = f"{bits}-bit" if bits is not None else _name(stored)
     float32 = parameters * FLOAT32_BYTES
-    dequantized = False
+    dequantized = slow = False
     if bits is None and stored not in HALF:
         note = f"{kind} weights"
     elif mx.default_device() != mx.cpu:
         note = f"{kind} weights, on MLX's GPU kernels"
     elif float32 > budget_bytes:
+        slow = True
         note = (
             f"{kind} weights kept: float32 would take {float32 >> 20} MiB, over "
             f"[mlx] dequantize_mb = {budget_bytes >> 20}, and MLX's CPU runs {kind} "
@@ -87,7 +89,8 @@ def prepare(model: nn.Module, name: str, budget_bytes: int) -> ModelInfo:
         dequantized = True
         note = f"{kind} weights dequantized to float32 at load ({float32 >> 20} MiB)"
     held = sum(a.nbytes for _, a in tree_flatten(model.parameters()))
-    return ModelInfo(name, parameters, _name(_float_dtype(model)), bits, held, dequantized, note)
+    dtype = _name(_float_dtype(model))
+    return ModelInfo(name, parameters, dtype, bits, held, dequantized, note, slow)
 
 
 def _name(dtype: mx.Dtype) -> str:

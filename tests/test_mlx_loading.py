@@ -132,6 +132,7 @@ def test_the_backend_says_what_it_runs(tiny, tiny_4bit):
         assert fast.info.memory_bytes == info.memory_bytes
         assert "4-bit weights dequantized to float32" in fast.info.note
         assert " parameters · float32 (from 4-bit) · " in fast.model_facts
+        assert fast.note is None  # nothing to warn of
     finally:
         fast.close()
     kept = MLXBackend(tiny_4bit, dequantize_bytes=0)
@@ -140,5 +141,6 @@ def test_the_backend_says_what_it_runs(tiny, tiny_4bit):
         assert kept.info.memory_bytes < info.memory_bytes / 4
         assert "4-bit weights kept" in kept.info.note and "dequantize_mb = 0" in kept.info.note
         assert " parameters · 4-bit · " in kept.model_facts
+        assert kept.note == kept.info.note  # the page shows it under the model's line
     finally:
         kept.close()

@@ -145,3 +145,24 @@ def test_a_model_that_cannot_load_leaves_the_one_in_use(page_on_small, tmp_path)
     at.button(key="again").click().run()  # the small model still answers
     ws, again = the_offer(at)
     assert again is not None and again.result.suggestions
+
+
+def test_a_quantized_model_over_the_budget_says_on_the_page_that_it_runs_slowly(
+    tmp_path, monkeypatch, embedded_model_path
+):
+    folder = tiny_model(tmp_path / "tiny-4bit", "llama", tokenizer_from=embedded_model_path,
+                        bits=4)  # fmt: skip
+    settings = tmp_path / "config.toml"
+    settings.write_text("[mlx]\ndequantize_mb = 0\n")
+    monkeypatch.setenv("LLOOM_CONFIG", str(settings))
+    monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LLOOM_MODEL", str(folder))
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(ROOT / "lloom.py"), default_timeout=120).run()
+        assert not at.exception
+        said = " ".join(i.value for i in at.sidebar.info)
+        assert "4-bit weights kept" in said and "dequantize\\_mb = 0" in said
+        assert " parameters · 4-bit · " in " ".join(c.value for c in at.sidebar.caption)
+    finally:
+        st.cache_resource.clear()
