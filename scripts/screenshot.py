@@ -6,8 +6,8 @@ Starts `streamlit run lloom.py` on a free loopback port with a throwaway data fo
 drives headless Chromium (Playwright) through a few branches of the first starting story
 on the real model (accept, go back, accept another, keep a third, bookmark), and saves
 the 1280×800 window as a writer sees it: the desk, the story and its suggestions left,
-this search's token tree right. `running_app`,
-`launch_browser` and the page helpers are shared with tests/test_browser.py.
+this search's token tree right. `running_app` (and `streamlit_app` under it),
+`launch_browser` and the page helpers are shared with the browser tests and the benchmarks.
 """
 
 from __future__ import annotations
@@ -50,31 +50,44 @@ def free_port() -> int:
 def running_app(
     data_dir: Path | None = None, *, timeout: float = 120, env: Mapping[str, str] | None = None
 ) -> Iterator[str]:
-    """`streamlit run lloom.py` on a free loopback port; yields its URL, stops it after.
-
-    `env`: variables laid over this process's environment for the app (e.g. LLOOM_LOOKAHEAD).
-    """
-    port = free_port()
+    """`streamlit run lloom.py` on a free loopback port, headless; yields its URL, stops it
+    after. `env`: variables laid over this process's environment (e.g. LLOOM_LOOKAHEAD)."""
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lloom-")))
-        env = {**os.environ, **(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
-        log = stack.enter_context(tempfile.TemporaryFile())
-        command = [
-            sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
-            "--server.headless", "true", "--server.address", "127.0.0.1",
-            "--server.port", str(port), "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
-        ]  # fmt: skip
+        args = ("--server.headless", "true", "--server.address", "127.0.0.1",
+                "--browser.gatherUsageStats", "false")  # fmt: skip
+        _, url = stack.enter_context(streamlit_app(data_dir, *args, env=env, timeout=timeout))
+        yield url
+
+
+@contextlib.contextmanager
+def streamlit_app(
+    data_dir: Path,
+    *args: str,
+    port: int | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`streamlit run lloom.py` from the repository (its `.streamlit/config.toml` applies)
+    with `args`, on `port` (a free one by default), the stories in `data_dir`; yields the
+    process and its URL on 127.0.0.1 once it answers there, and stops it after."""
+    port = port or free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
+        "--server.port", str(port), "--server.fileWatcherType", "none", *args,
+    ]  # fmt: skip
+    env = {**os.environ, **(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
+    with tempfile.TemporaryFile() as log:
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_healthy(url, server, log, timeout)
-            yield url
+            yield server, url
         finally:
             server.terminate()
             try:
-                server.wait(10)
+                server.wait(20)
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()

@@ -17,17 +17,13 @@ import os
 import secrets
 import shutil
 import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from scripts.screenshot import wait_idle
+from scripts.screenshot import streamlit_app, wait_idle
 from tests.servers import free_port
 from weave.loom_store import LoomStore
 
@@ -63,39 +59,6 @@ class Watchman:
 
     def close(self) -> None:
         self.socket.close()
-
-
-@contextmanager
-def page_server(data: Path, *args: str, env: dict | None = None, port: int | None = None):
-    """`.venv/bin/streamlit run lloom.py` from the repository, as README says, on `port`
-    or a free one (`args` added); yields (process, port) once it answers on 127.0.0.1."""
-    port = port or free_port()
-    command = [str(Path(sys.executable).parent / "streamlit"), "run", "lloom.py",
-               "--server.port", str(port), "--server.fileWatcherType", "none", *args]  # fmt: skip
-    log = data / f"streamlit-{port}.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "LLOOM_DATA_DIR": str(data), **(env or {})},
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.3)
-        yield process, port
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def listening(pid: int) -> set[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
@@ -159,8 +122,9 @@ def watchman():
 
 # -- 1. private by default ---------------------------------------------------------------
 def test_the_page_started_as_readme_says_listens_on_loopback_only(tmp_path, watchman):
-    with page_server(tmp_path, env=no_model(tmp_path, watchman)) as (process, port):
+    with streamlit_app(tmp_path, env=no_model(tmp_path, watchman)) as (process, url):
         sockets = listening(process.pid)
+    port = int(url.rsplit(":", 1)[1])
     assert any(p == port for _, p in sockets), sockets  # the page's own, found
     assert sockets and all(address.is_loopback for address, _ in sockets), sockets
 
@@ -171,10 +135,10 @@ def test_on_every_interface_without_login_it_shows_how_to_share_and_nothing_else
 ):
     story_id, _ = LoomStore(tmp_path).create("A private opening nobody else may read.")
     env = no_model(tmp_path, watchman)
-    with page_server(tmp_path, "--server.address", "0.0.0.0", env=env) as (process, port):
+    with streamlit_app(tmp_path, "--server.address", "0.0.0.0", env=env) as (process, url):
         assert any(not a.is_loopback for a, _ in listening(process.pid))  # it is reachable
-        for url in (f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/?story={story_id}"):
-            text = settled(new_page(browser, url))
+        for page_url in (f"{url}/", f"{url}/?story={story_id}"):
+            text = settled(new_page(browser, page_url))
             assert "no login is set up" in text and "secrets.toml" in text
             assert "[sharing] open = true" in text
             assert "private opening" not in text and "Start" not in text
@@ -183,8 +147,8 @@ def test_on_every_interface_without_login_it_shows_how_to_share_and_nothing_else
 
 def test_through_a_reverse_proxy_a_loopback_page_asks_for_a_login_too(tmp_path, browser, watchman):
     LoomStore(tmp_path).create("A private opening nobody else may read.")
-    with page_server(tmp_path, env=no_model(tmp_path, watchman)) as (_, port):
-        url = f"http://127.0.0.1:{port}/"
+    with streamlit_app(tmp_path, env=no_model(tmp_path, watchman)) as (_, url):
+        url += "/"
         text = settled(new_page(browser, url, {"X-Forwarded-For": "203.0.113.9"}))
         assert "through a proxy" in text and "Your stories" not in text
         assert watchman.calls == 0  # the model was never asked
@@ -196,8 +160,8 @@ def test_an_open_page_is_opened_on_purpose_in_the_config(tmp_path, browser, watc
     config = tmp_path / "config.toml"
     config.write_text((ROOT / "config.toml").read_text().replace("open = false", "open = true"))
     env = {**no_model(tmp_path, watchman), "LLOOM_CONFIG": str(config)}
-    with page_server(tmp_path, "--server.address", "0.0.0.0", env=env) as (_, port):
-        page = new_page(browser, f"http://127.0.0.1:{port}/")
+    with streamlit_app(tmp_path, "--server.address", "0.0.0.0", env=env) as (_, url):
+        page = new_page(browser, f"{url}/")
         # The library is drawn once the page's runs are done; on a loaded machine that can
         # be after the first pause `settled` sees, so wait for the story itself.
         page.get_by_text("A story for a trusted room.").first.wait_for()
@@ -236,7 +200,7 @@ def group_page(data: Path, provider: str, watchman: Watchman):
     port = free_port()
     secrets_file = auth_secrets(data, port, provider)
     env = no_model(data, watchman)
-    with page_server(data, "--secrets.files", str(secrets_file), env=env, port=port):
+    with streamlit_app(data, "--secrets.files", str(secrets_file), env=env, port=port):
         yield f"http://127.0.0.1:{port}"
 
 
