@@ -18,6 +18,7 @@ from weave import present
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.lookahead import LookAhead
 from weave.loom_store import LoomStore
+from weave.offers import Offer
 from weave.search import SearchParams, expand
 from weave.session import Workspace
 
@@ -317,13 +318,19 @@ def test_look_ahead_no_longer_wanted_is_dropped_unrun():
 
 
 # -- through a tab's offers (weave.offers, weave.session) ------------------------------------
-def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
+def read_with_look_ahead(tmp_path, rows: int) -> tuple[FakeBackend, Workspace, Offer]:
+    """A tab showing the suggestions after "a b", and look-ahead from its top `rows` done."""
     backend = FakeBackend(seed=5)
     ws = Workspace(LoomStore(tmp_path))
     assert ws.start("a b")
     shown = ws.offers.suggest(backend, ws.spot, PARAMS)
-    ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
+    ws.offers.look_ahead(backend, ws.spot, shown, rows=rows)
     ws.ahead.join(timeout=30)
+    return backend, ws, shown
+
+
+def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
+    backend, ws, shown = read_with_look_ahead(tmp_path, rows=2)
     top = shown.result.suggestions[0]
     assert ws.offers.ahead_ready(backend, ws.spot, shown) == {
         s.token_ids for s in shown.result.suggestions[:2]
@@ -339,12 +346,7 @@ def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
 
 
 def test_an_edited_suggestion_searches_normally_and_a_move_stops_look_ahead(tmp_path):
-    backend = FakeBackend(seed=5)
-    ws = Workspace(LoomStore(tmp_path))
-    assert ws.start("a b")
-    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
-    ws.offers.look_ahead(backend, ws.spot, shown, rows=3)
-    ws.ahead.join(timeout=30)
+    backend, ws, shown = read_with_look_ahead(tmp_path, rows=3)
     top = shown.result.suggestions[0]
     ws.accept(shown.piece(top), top.text + "a", prefix_space=False)  # edited before accepting
     offer = ws.offers.suggest(backend, ws.spot, PARAMS)
@@ -361,12 +363,7 @@ def test_an_edited_suggestion_searches_normally_and_a_move_stops_look_ahead(tmp_
 
 
 def test_suggest_again_searches_anew_even_where_look_ahead_made_it(tmp_path):
-    backend = FakeBackend(seed=5)
-    ws = Workspace(LoomStore(tmp_path))
-    assert ws.start("a b")
-    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
-    ws.offers.look_ahead(backend, ws.spot, shown, rows=1)
-    ws.ahead.join(timeout=30)
+    backend, ws, shown = read_with_look_ahead(tmp_path, rows=1)
     ws.accept(shown.piece(shown.result.suggestions[0]), None, prefix_space=False)
     ws.retry()
     calls = len(backend.calls)
