@@ -4,7 +4,7 @@ Three places hold them: the model the settings name (`[mlx] model` or LLOOM_MODE
 folder or a hub id), the embedded model, and the local Hugging Face cache
 (`HF_HUB_CACHE`, or `HF_HOME`'s hub folder), where a repository counts when the snapshot
 its `main` ref names holds a `config.json` of a family the MLX backend runs exactly
-(`backends.mlx_loading.FAMILIES`, through mlx-lm's own renaming of model types) and
+(`backends.mlx_loading.FAMILIES`, the model class mlx-lm would build for it) and
 safetensors weights. Listing reads a few small files: nothing is downloaded, nothing
 loaded. Owns the list; loading a model belongs to `backends.mlx_loading`.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from backends import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
-from mlx_lm.utils import MODEL_REMAPPING
+from mlx_lm.utils import _get_classes
 
 from backends.mlx_loading import FAMILIES
 
@@ -75,7 +75,10 @@ def runnable(folder: Path | None) -> bool:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    model_type = config.get("model_type") if isinstance(config, dict) else None
-    if not isinstance(model_type, str):
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
         return False
-    return f"mlx_lm.models.{MODEL_REMAPPING.get(model_type, model_type)}" in FAMILIES
+    try:
+        model_class, _ = _get_classes(config)  # mlx-lm's own choice, as loading makes it
+    except ValueError:  # a model type mlx-lm does not have
+        return False
+    return model_class.__module__ in FAMILIES

@@ -48,15 +48,22 @@ def test_the_hub_cache_lists_only_models_the_backend_runs(tmp_path, small):
     for weights in no_weights.rglob("*.safetensors"):
         weights.unlink()
     (no_weights / "models--lloom-tests--bare").rename(cache / "models--lloom-tests--bare")
+    renamed = hub_cache(tmp_path / "renamed", "lloom-tests/mistral", small)
+    config = next(renamed.rglob("config.json"))
+    config.write_text(config.read_text().replace('"llama"', '"mistral"'))  # mlx-lm: llama's
+    (renamed / "models--lloom-tests--mistral").rename(cache / "models--lloom-tests--mistral")
     (cache / "models--lloom-tests--no-ref" / "snapshots").mkdir(parents=True)
-    assert cached_repos(cache) == ["lloom-tests/tiny"]
+    assert cached_repos(cache) == ["lloom-tests/mistral", "lloom-tests/tiny"]
     assert cached_repos(tmp_path / "nowhere") == []
 
     found = local_models("lloom-tests/tiny", "SmolLM2", cache)
-    assert [m.name for m in found] == ["lloom-tests/tiny", EMBEDDED]  # the settings' one, once
+    assert [m.name for m in found] == ["lloom-tests/tiny", EMBEDDED, "lloom-tests/mistral"]
+    # the settings' one first, and once
     assert found[0].label == "lloom-tests/tiny (settings)"
     assert found[1].label == "SmolLM2 (embedded)"
-    assert [m.name for m in local_models("", "SmolLM2", cache)] == [EMBEDDED, "lloom-tests/tiny"]
+    assert [m.name for m in local_models("", "SmolLM2", cache)] == [
+        EMBEDDED, "lloom-tests/mistral", "lloom-tests/tiny"
+    ]  # fmt: skip
 
 
 # -- the page --------------------------------------------------------------------------------
