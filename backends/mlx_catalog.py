@@ -40,8 +40,10 @@ def local_models(configured: str, embedded_label: str, hub_cache: Path) -> list[
     if configured:
         found.insert(0, LocalModel(configured, f"{configured} (settings)"))
     found += [LocalModel(repo, f"{repo} (Hugging Face cache)") for repo in cached_repos(hub_cache)]
-    seen: set[str] = set()
-    return [m for m in found if not (m.name in seen or seen.add(m.name))]
+    once: dict[str, LocalModel] = {}
+    for model in found:
+        once.setdefault(model.name, model)
+    return list(once.values())
 
 
 def cached_repos(hub_cache: Path) -> list[str]:
