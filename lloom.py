@@ -48,8 +48,9 @@ if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads 
 OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
-# Look-ahead begins this long after the script run that drew the suggestions: started at
-# once, its forwards took the CPU from the browser still drawing them (bench_page.py lookahead).
+# Look-ahead begins no forward until this long after a script run begins, and after the one
+# that drew the suggestions: its forwards took the CPU from the browser still drawing the
+# page (bench_page.py).
 LOOKAHEAD_AFTER_S = 1.0
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
@@ -124,6 +125,7 @@ def main() -> None:
     writer = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
     ws = workspace(store.as_writer(writer))
+    ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
     open_from_url(ws)
     ws.refresh()  # the other tabs' nodes, this tab's cursor

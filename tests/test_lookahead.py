@@ -51,6 +51,48 @@ def test_each_look_ahead_equals_the_search_made_after_accepting(chains):
     assert ahead.take("fake-model", STORY + list(fourth.token_ids), PARAMS) is None
 
 
+class Paced(FakeBackend):
+    """The fake model, each forward's start time noted; the first one waits for `go`."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.starts: list[float] = []
+        self.running, self.go = threading.Event(), threading.Event()
+
+    def top_logprobs(self, contexts, k):
+        self.starts.append(time.monotonic())
+        self.running.set()
+        assert self.go.wait(30)
+        return super().top_logprobs(contexts, k)
+
+
+def test_a_hold_keeps_look_ahead_from_the_cpu_until_it_passes_then_it_goes_on():
+    shown = searched(FakeBackend(seed=5), STORY)
+    backend, ahead = Paced(seed=5), LookAhead(2)
+    ahead.start(backend, STORY, shown.suggestions, PARAMS)
+    assert backend.running.wait(30)  # a forward is under way when the page begins a run
+    held_at = time.monotonic()
+    ahead.hold(0.5)
+    backend.go.set()  # the forward in progress ends; the next waits out the hold
+    ahead.join(timeout=30)
+    later = [t for t in backend.starts if t > held_at]
+    assert later and min(later) >= held_at + 0.5
+    for s in [s for s in shown.suggestions if s.exact][:2]:  # nothing was dropped for it
+        assert ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
+
+
+def test_a_move_during_a_hold_stops_look_ahead_without_waiting_it_out():
+    shown = searched(FakeBackend(seed=5), STORY)
+    backend, ahead = FakeBackend(seed=5), LookAhead(2)
+    ahead.hold(3600)  # an hour: a run that waited it out would fail the join below
+    ahead.start(backend, STORY, shown.suggestions, PARAMS)
+    ahead.cancel()
+    ahead.join(timeout=5)
+    assert not ahead.running()
+    assert not any(ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
+                   for s in shown.suggestions)  # fmt: skip
+
+
 def test_results_are_keyed_by_model_and_parameters():
     backend = FakeBackend(seed=5)
     shown = searched(backend, STORY)

@@ -8,9 +8,11 @@ would get after accepting it (`weave.search` is a function of the backend's answ
 It runs on a thread of its own, one suggestion after another, as the backend's
 background work (`Backend.background`: on MLX writers' requests are served first and
 the work is dropped once no longer wanted), and it stops between depths once the writer
-acts (`cancel`, or a new `start`). Each finished search is kept under (model, context
-ids, parameters), the key a search after the accept has, where `weave.session` finds it
-(`take`); an edited suggestion's node has other ids, so it searches normally.
+acts (`cancel`, or a new `start`). While the page redraws (`hold`) it waits between
+depths: on a machine of two cores its forwards would take the CPU from the browser. Each
+finished search is kept under (model, context ids, parameters), the key a search after
+the accept has, where `weave.session` finds it (`take`); an edited suggestion's node has
+other ids, so it searches normally.
 
 This module knows nothing of pages, stores or node ids, and shows nothing: the session's
 offer cache is the one place a writer's suggestions come from.
@@ -66,6 +68,7 @@ class LookAhead:
         self._generation = 0  # a run goes on while it is the latest one started
         self._thread: threading.Thread | None = None
         self._planned: tuple[int, set[Ahead]] = (0, set())  # the latest run: its generation, plans
+        self._resume_at = 0.0  # no forward begins before this (time.monotonic())
 
     # -- the page's side --------------------------------------------------------------
     def start(
@@ -85,6 +88,7 @@ class LookAhead:
         False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
         may call it on its own worker thread."""
         plans = self.plans(backend.model_name, context, suggestions, params)
+        self.hold(after)
         with self._lock:
             plans = [plan for plan in plans if plan not in self._done]
             going = self.running() and self._planned[0] == self._generation
@@ -101,7 +105,7 @@ class LookAhead:
 
         self._thread = threading.Thread(
             target=self._run,
-            args=(backend, plans, wanted, time.monotonic() + after),
+            args=(backend, plans, wanted),
             name="lloom-lookahead",
             daemon=True,
         )
@@ -117,6 +121,12 @@ class LookAhead:
         """The searches `start` makes: after each of the first `rows` exact suggestions."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
         return [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+
+    def hold(self, seconds: float) -> None:
+        """Begin no forward for `seconds` from now (a run in progress waits at its next
+        depth, then goes on): the page is drawing."""
+        with self._lock:
+            self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
     def cancel(self) -> None:
         """Stop the run in progress at its next depth (finished searches stay)."""
@@ -143,21 +153,17 @@ class LookAhead:
             thread.join(timeout)
 
     # -- the run ----------------------------------------------------------------------
-    def _run(
-        self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool], begin: float
-    ) -> None:
+    def _run(self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool]) -> None:
         def between_depths(_: Progress) -> None:
-            if not wanted():
+            if not self._held(wanted):
                 raise _Dropped
 
-        while time.monotonic() < begin:
-            if not wanted():
-                return
-            time.sleep(min(PAUSE_S, max(begin - time.monotonic(), 0.0)))
+        if not self._held(wanted):
+            return
         try:
             with backend.background(wanted):
                 for plan in plans:
-                    if not wanted():
+                    if not self._held(wanted):
                         return
                     result = expand(
                         backend, list(plan.context), plan.params, progress=between_depths
@@ -167,6 +173,14 @@ class LookAhead:
             # Dropped or failed: nothing is kept, and a writer who accepts one of these
             # suggestions searches as usual (and sees the backend's error, if it stays).
             return
+
+    def _held(self, wanted: Callable[[], bool]) -> bool:
+        """Wait out a hold; whether the run is still wanted."""
+        while (left := self._resume_at - time.monotonic()) > 0:
+            if not wanted():
+                return False
+            time.sleep(min(PAUSE_S, left))
+        return wanted()
 
     def _keep(self, plan: Ahead, result: SearchResult) -> None:
         with self._lock:

@@ -235,6 +235,11 @@ class Offers:
         suggestions = offer.result.suggestions
         self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after)
 
+    def hold_look_ahead(self, seconds: float) -> None:
+        """The page is drawing: look-ahead begins no forward for `seconds` (it goes on
+        after, unless a move stopped it)."""
+        self.ahead.hold(seconds)
+
     def ahead_ready(self, backend: Backend, spot: Spot, offer: Offer) -> set[tuple[int, ...]]:
         """The token ids of `offer`'s suggestions whose next suggestions look-ahead made."""
         if offer.node_id != spot.node_id or not self.ahead.rows:
