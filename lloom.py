@@ -52,6 +52,8 @@ ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 # that drew the suggestions: its forwards took the CPU from the browser still drawing the
 # page (bench_page.py).
 LOOKAHEAD_AFTER_S = 1.0
+LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
+# ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -248,6 +250,7 @@ class PageState:
     import_error: str | None = None
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
+    all_rows: bool = False  # every suggestion listed, not the first LISTED
 
 
 def page() -> PageState:
@@ -834,7 +837,8 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
                    ready: set[tuple[int, ...]]) -> None:  # fmt: skip
     """Ranked suggestions, one row each: the share, the text (a box while ✏️ Edit is on),
     📌 Keep and ➜ Take, the first nine with their keys; ⚡ by the share of those whose
-    next suggestions look-ahead has made (`ready`).
+    next suggestions look-ahead has made (`ready`). The first LISTED, until the writer
+    lists them all.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -849,16 +853,32 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
     shares = present.bar_shares(suggestions, offer.params.score)
     space = "p" if prefix_space else "n"
     editing = st.session_state.get("edit_rows", False)
+    rows = list(zip(suggestions, shares, strict=True))
     with st.container(key="suggestions", gap=None):
-        for i, (suggestion, share) in enumerate(zip(suggestions, shares, strict=True)):
+        for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
             suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing,
                            ahead=suggestion.token_ids in ready)  # fmt: skip
     with st.container(horizontal=True, vertical_alignment="center"):
+        more_rows_ui(len(suggestions))
         st.toggle("✏️ Edit suggestions", key="edit_rows",
                   help="Each suggestion becomes a box to change before taking it")  # fmt: skip
         st.caption(f"{present.bar_caption(offer.params.score)} 📌 keeps one as a branch "
                    f"without moving, {ACCEPT} takes it.")  # fmt: skip
+
+
+def more_rows_ui(count: int) -> None:
+    """List every suggestion, or the first LISTED again."""
+    if page().all_rows and count > LISTED:
+        st.button("▴ Fewer", key="rows_fewer", on_click=list_all, args=(False,),
+                  help=f"List the first {LISTED} suggestions only")  # fmt: skip
+    elif count > LISTED:
+        st.button(f"▾ {count - LISTED} more", key="rows_more", on_click=list_all, args=(True,),
+                  help=f"List all {count} suggestions (the token tree has them all)")  # fmt: skip
+
+
+def list_all(value: bool) -> None:
+    page().all_rows = value
 
 
 @dataclass(frozen=True)

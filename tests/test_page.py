@@ -22,6 +22,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import backends
+import lloom
 from backends import BackendError
 from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
@@ -995,14 +996,31 @@ def bars(at: AppTest) -> list[str]:
 def test_one_row_per_suggestion_editable_in_place(fake):
     at = started()
     ranked = offer(at).result.suggestions
-    assert len(shaded(at)) == len(rows(at)) == len(bars(at)) == len(ranked) >= 5
+    listed = min(len(ranked), lloom.LISTED)
+    assert len(shaded(at)) == len(rows(at)) == len(bars(at)) == listed >= 5
     assert all("background-color" in row for row in shaded(at))  # shaded by probability
     assert not [box for box in at.text_input if box.key.startswith("sg_")]  # no second copy
     box = edit_box(at, 2)  # ✏️ Edit suggestions: each row's text becomes a box, in its place
     assert box.value == present.editable_text(ranked[2].text.removeprefix(" "))
-    assert not shaded(at) and len(rows(at)) == len(ranked)
+    assert not shaded(at) and len(rows(at)) == listed
     at.toggle(key="edit_rows").set_value(False).run()  # shaded again
-    assert len(shaded(at)) == len(ranked) and "sg_" not in str([b.key for b in at.text_input])
+    assert len(shaded(at)) == listed and "sg_" not in str([b.key for b in at.text_input])
+
+
+def test_the_first_rows_are_listed_until_the_writer_asks_for_all(fake):
+    at = started()
+    ranked = offer(at).result.suggestions
+    assert len(ranked) > lloom.LISTED  # the fake offers more than a screen of them
+    assert len(rows(at)) == lloom.LISTED and not at.button(key="rows_more").disabled
+    assert at.button(key="rows_more").label == f"▾ {len(ranked) - lloom.LISTED} more"
+    at.button(key="rows_more").click().run()
+    assert len(rows(at)) == len(bars(at)) == len(ranked)  # every one, in rank order
+    assert bars(at) == [f"{share:.1%}" for share in present.bar_shares(ranked, "joint")]
+    accept(at, len(ranked) - 1)  # the last one can be taken, and the next node lists all too
+    assert workspace(at).loom.path()[2].text == ranked[-1].text
+    assert len(rows(at)) == len(offer(at).result.suggestions)
+    at.button(key="rows_fewer").click().run()
+    assert len(rows(at)) == min(len(offer(at).result.suggestions), lloom.LISTED)
 
 
 def lookalike_table(context: tuple[str, ...]) -> dict[str, float]:
@@ -1029,7 +1047,7 @@ def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     at.radio(key="cfg_score").set_value(score).run()
     ranked = offer(at).result.suggestions
     shares = present.bar_shares(ranked, score)
-    assert bars(at) == [f"{share:.1%}" for share in shares]
+    assert bars(at) == [f"{share:.1%}" for share in shares][: lloom.LISTED]
     assert shares == sorted(shares, reverse=True)  # the bars fall in rank order
     assert any(present.bar_caption(score) in c.value for c in at.caption)
 
