@@ -242,6 +242,8 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
         exported = local.export_json(local.create("A tale Bob brings along.")[0])
         bob.goto(url)
         settled(bob)
+        bob.get_by_test_id("stExpandSidebarButton").click()
+        bob.get_by_role("button", name="📥 Import a story").click()  # its popover
         bob.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
             files=[
                 {"name": "tale.json", "mimeType": "application/json", "buffer": exported.encode()}
@@ -256,7 +258,9 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
         # Bob's downloads hold Bob's story only
         bob.goto(f"{url}/?story={bob_id}")
         settled(bob)
-        bob.get_by_test_id("stExpandSidebarButton").click()  # the desk starts it collapsed
+        expand = bob.get_by_test_id("stExpandSidebarButton")  # unless open since the import
+        if expand.count():
+            expand.click()
         with bob.expect_download() as download:
             bob.get_by_role("button", name="Loom .json").click()
         loom = json.loads(Path(download.value.path()).read_text())
