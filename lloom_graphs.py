@@ -22,6 +22,7 @@ from weave.offers import Offer
 from weave.render import render_tree
 
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
+GO_TO = "go_to"  # the Go to picker's key
 READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
 
 
@@ -49,17 +50,18 @@ def loom_ui(ws: session.Workspace) -> None:
 
 
 def go_to_ui(ws: session.Workspace) -> None:
-    """A picker to go to any node of the story tree, the folded ones too."""
+    """A picker to go to any node of the story tree, the folded ones too. One widget for
+    every node: a move sets its value (a new widget each move cost the browser a remount)."""
     loom = ws.loom
-    ids = list(loom.nodes)
-    st.selectbox("Go to", ids, index=ids.index(ws.cursor), key=f"go_{ws.story_id}_{ws.cursor}",
+    if st.session_state.get(GO_TO) != ws.cursor:
+        st.session_state[GO_TO] = ws.cursor
+    st.selectbox("Go to", list(loom.nodes), key=GO_TO,
                  format_func=lambda node_id: node_label(loom, node_id),
-                 on_change=pick_node, args=(ws, f"go_{ws.story_id}_{ws.cursor}"),
-                 help="Any node of the story tree")  # fmt: skip
+                 on_change=pick_node, args=(ws,), help="Any node of the story tree")  # fmt: skip
 
 
-def pick_node(ws: session.Workspace, key: str) -> None:
-    ws.go(st.session_state[key])
+def pick_node(ws: session.Workspace) -> None:
+    ws.go(st.session_state[GO_TO])
 
 
 def graph_ui(ws: session.Workspace, offer: Offer) -> None:
