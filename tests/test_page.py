@@ -132,12 +132,14 @@ def sidebar_stats(at: AppTest) -> str:
     return " ".join(m.value for m in at.sidebar.markdown if "forward calls" in m.value)
 
 
-GRAPH = '<div class="lloom-graph">'
+GRAPH = re.compile(r'<div class="lloom-graph"></div><script>[^=]*= (".*");</script>', re.DOTALL)
 
 
 def graphs(at: AppTest) -> list[str]:
-    """The graphs on the page, as the SVG graphviz's `dot` drew (only the shown tab's)."""
-    return [m.value for m in at.markdown if m.value.startswith(GRAPH)]
+    """The graphs on the page, as the SVG graphviz's `dot` drew (only the shown tab's): the
+    JSON string the page's script puts in the graph's box."""
+    found = (GRAPH.fullmatch(h.proto.body) for h in at.get("html"))
+    return [json.loads(match.group(1)) for match in found if match]
 
 
 def token_tree(at: AppTest) -> str:
