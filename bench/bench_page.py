@@ -205,12 +205,16 @@ def lookahead(rounds: int) -> None:
 
 # -- the output --------------------------------------------------------------------------------
 def search_cell(timings: list[Timing]) -> str:
+    """The search inside an action, and the page's own time around it: click → settled less
+    the search, per round, for the rounds that computed one (a cached search costs ~0)."""
     searched = [t.search for t in timings if t.search is not None]
     if not searched:
         return "no search"
     cached = sum(t.cached for t in timings)
     note = f" ({cached} from cache or look-ahead)" if cached else ""
-    return f"{statistics.median(searched):.1f} s in {len(searched)}/{len(timings)}{note}"
+    around = [t.seconds - t.search for t in timings if t.search is not None and not t.cached]
+    page = f"; the page's own {statistics.median(around):.2f} s" if around else ""
+    return f"{statistics.median(searched):.1f} s in {len(searched)}/{len(timings)}{note}{page}"
 
 
 def print_actions(times: list[Timing], rounds: int) -> None:
