@@ -2,9 +2,10 @@
 
 `dot` draws each graph to SVG once per graph, on the server (`svg_of`, cached by its DOT
 source, itself cached per search and per tree), and only the tab shown is built; the
-browser only shows it, parsing it itself (`svg_html`). Without graphviz's `dot`, Streamlit's chart lays the DOT out in the
-browser. The DOT is `weave.render`'s (a search's token tree) and `weave.story_graph`'s
-(the story tree, each node a link, through `weave.loom_view`). Widgets only.
+browser only shows it, parsing it itself (`svg_html`). Without graphviz's `dot`,
+Streamlit's chart lays the DOT out in the browser. The DOT is `weave.render`'s (a search's
+token tree) and `weave.story_graph`'s (the story tree, each node a link, through
+`weave.loom_view`). Widgets only.
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ def svg_html(svg: str) -> str:
     string with every '<' escaped: nothing in it can end the script, and the sanitizer
     `st.html` runs keeps a script whose text holds no markup."""
     text = json.dumps(svg).replace("<", "\\u003c")
-    return (f'<div class="lloom-graph"></div><script>'
-            f"document.currentScript.previousElementSibling.innerHTML = {text};</script>")  # fmt: skip
+    fill = f"document.currentScript.previousElementSibling.innerHTML = {text};"
+    return f'<div class="lloom-graph"></div><script>{fill}</script>'
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
