@@ -868,11 +868,13 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
 
 
 def more_rows_ui(count: int) -> None:
-    """List every suggestion, or the first LISTED again."""
-    if page().all_rows and count > LISTED:
+    """List every suggestion, or the first LISTED again (nothing when all are listed)."""
+    if count <= LISTED:
+        return
+    if page().all_rows:
         st.button("▴ Fewer", key="rows_fewer", on_click=list_all, args=(False,),
                   help=f"List the first {LISTED} suggestions only")  # fmt: skip
-    elif count > LISTED:
+    else:
         st.button(f"▾ {count - LISTED} more", key="rows_more", on_click=list_all, args=(True,),
                   help=f"List all {count} suggestions (the token tree has them all)")  # fmt: skip
 

@@ -159,6 +159,8 @@ def test_five_suggestions_and_the_story_end_in_view_at_1280_by_800(laptop):
     more = laptop.get_by_role("button", name=re.compile(r"▾ \d+ more"))
     if listed < shown_suggestions(laptop):  # the rest one click away
         assert more.inner_text().startswith(f"▾ {shown_suggestions(laptop) - listed} more")
+    else:
+        assert more.count() == 0
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from weave.search import Progress, SearchParams, SearchResult, expand
 from weave.tree import Suggestion
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
-PAUSE_S = 0.05  # how often a run waiting to begin checks that it is still wanted
+PAUSE_S = 0.05  # how often a run waiting (to begin, or out a hold) checks it is still wanted
 
 
 @dataclass(frozen=True)
