@@ -213,7 +213,7 @@ def bar_caption(score: Score) -> str:
     """What the bars measure, in words."""
     if score == "lloom":
         return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
-    return "Bars: each suggestion's share of the listed suggestions' probability."
+    return "Bars: each suggestion's share of all the suggestions' probability (the unlisted too)."
 
 
 def search_status(result: SearchResult, *, ahead: bool = False) -> str:
