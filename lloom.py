@@ -28,7 +28,7 @@ import backends
 import lloom_graphs
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
-from backends.mlx_batching import Cancelled
+from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session

@@ -63,6 +63,12 @@ class BackendError(RuntimeError):
         super().__init__(" ".join(redacted(f"{backend}{where}: {message}").split()))
 
 
+class Cancelled(Exception):
+    """The caller no longer wants this answer (`Backend.cancellable`'s `wanted()` turned
+    False): its page session is gone or has asked for something else. Not a failure:
+    nothing to show the writer."""
+
+
 CREDENTIALS = (  # (what names it, then its value)
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\n,;}]+"),
     re.compile(r"(?i)(\b(?:bearer|basic)\s+)[^\s\"',;}]+"),
@@ -309,7 +315,7 @@ class Backend(ABC):
 
     def cancellable(self, wanted: Callable[[], bool]) -> AbstractContextManager[None]:
         """Optional hint: within this block, this thread's reads and searches may stop
-        (with the backend's own exception) once wanted() is False, leaving the model to
+        (with `Cancelled`) once wanted() is False, leaving the model to
         other writers. By default nothing stops: the work simply finishes."""
         return nullcontext()
 

@@ -44,6 +44,7 @@ from backends.attention import RowsCache, SharedPrefix, install
 from backends.base import (
     Backend,
     BackendError,
+    Cancelled,
     Candidate,
     Continuation,
     TokenAlternatives,
@@ -51,7 +52,7 @@ from backends.base import (
 )
 from backends.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx_alternatives import token_alternatives
-from backends.mlx_batching import Batcher, Cancelled, Forward, always, usage_of
+from backends.mlx_batching import Batcher, Forward, always, usage_of
 from backends.mlx_head import last_logits
 from backends.mlx_loading import load_checked
 from backends.mlx_weights import ModelInfo, prepare

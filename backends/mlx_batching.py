@@ -29,14 +29,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from backends.base import Usage
+from backends.base import Cancelled, Usage
 
 Context = tuple[int, ...]
-
-
-class Cancelled(Exception):
-    """The caller no longer wants this answer: its page session is gone or has asked for
-    something else. Not a failure: nothing to show the writer."""
 
 
 def always() -> bool:

@@ -11,8 +11,9 @@ from dataclasses import replace
 
 import pytest
 
+from backends.base import Cancelled
 from backends.mlx import MLXWorker
-from backends.mlx_batching import Batcher, Cancelled, Forward
+from backends.mlx_batching import Batcher, Forward
 from tests.fake_backend import FakeBackend
 from weave import present
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table

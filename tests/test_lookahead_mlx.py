@@ -10,8 +10,8 @@ from contextlib import suppress
 
 import pytest
 
+from backends.base import Cancelled
 from backends.mlx import MLXBackend
-from backends.mlx_batching import Cancelled
 from weave.lookahead import LookAhead
 from weave.search import SearchParams, expand
 

@@ -323,7 +323,7 @@ def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path)
 def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
     embedded_model_path,
 ):
-    from backends.mlx_batching import Cancelled
+    from backends.base import Cancelled
 
     backend = MLXBackend(embedded_model_path, prefill_chunk=16)
     ids = backend.tokenize(STORY * 3)

@@ -26,8 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError
-from backends.mlx_batching import Cancelled
+from backends.base import Backend, BackendError, Cancelled
 from weave.search import Progress, SearchParams, SearchResult, expand
 from weave.tree import Suggestion
 
