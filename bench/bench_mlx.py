@@ -9,9 +9,9 @@ forward calls, wall time and the ratios, plus KV bytes held by fragments against
 full cache copy per beam (how a cache-per-beam design would hold them).
 
 Then long stories (bench/long_story.txt, ~1,300 tokens, repeated to 4,352), on our
-attention (`backends.attention`: BLAS matmuls, numpy's softmax, the story read once for
+attention (`backends.mlx.attention`: BLAS matmuls, numpy's softmax, the story read once for
 all rows) against mlx-lm's own attention (the rest of the forward is the same on both:
-`backends.swiglu` replaces the model module's SwiGLU for every forward in the process),
+`backends.mlx.swiglu` replaces the model module's SwiGLU for every forward in the process),
 side by side, medians of a few repeats: the cost of a 256-token chunk by position and its
 ratio to position 0; the first read of a 2,304-token story (the issue's figure) in the
 configured chunks and with each prefill chunk size; the same search (its very requests,
@@ -58,8 +58,8 @@ SEARCH_REPEATS = 5  # searches take under a second and swing most: more runs, an
 from backends import create_backend  # noqa: E402
 from backends.base import Backend, Candidate  # noqa: E402
 from backends.embedded import ensure_embedded_model  # noqa: E402
-from backends.mlx import MLXBackend  # noqa: E402
-from backends.mlx_head import PLAIN_HEADS  # noqa: E402
+from backends.mlx.backend import MLXBackend  # noqa: E402
+from backends.mlx.head import PLAIN_HEADS  # noqa: E402
 from bench.bench_mlx_models import models  # noqa: E402
 from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402

@@ -8,7 +8,7 @@ suggestions, empty cache), one forward's time (one row of one token after the ca
 story: a search's unit), the weights' bytes as run, and beside each time the least the
 bytes allow at the read bandwidth measured here (every weight read once per forward).
 Quantized models run as the backend runs them on CPU, dequantized to float32 at load
-(`backends.mlx_weights`; first the ways to multiply by one 4-bit layer, which chose
+(`backends.mlx.weights`; first the ways to multiply by one 4-bit layer, which chose
 it); for 0.5B they also run kept quantized (`kept`, the budget at 0:
 how they ran before). For 0.5B's quantized models, the largest |difference| between the
 backend's log-probs and mlx-lm's own forward on mlx-lm's dequantization of the same
@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from backends.mlx import MLXBackend
+from backends.mlx.backend import MLXBackend
 from tests.mlx_models import QWEN25, VOCAB, build_model
 from weave.search import SearchParams, expand
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 # The backends package loads OpenBLAS, which must come before mlx.
 # isort: off
 from backends.embedded import ensure_embedded_model  # noqa: E402
-from backends.mlx import MLXBackend  # noqa: E402
+from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.context import Context  # noqa: E402
 from weave.model_context import fitted_context  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 
 import backends
-from backends import openblas  # noqa: F401  (before any test module imports mlx)
+from backends.mlx import openblas  # noqa: F401  (before any test module imports mlx)
 from tests.fake_backend import StoryFake
 from weave.config import load_settings
 
@@ -43,7 +43,7 @@ def embedded_model_path(settings):
 @pytest.fixture(scope="session")
 def mlx_backend(embedded_model_path):
     """One shared backend, as the page shares it between sessions."""
-    from backends.mlx import MLXBackend
+    from backends.mlx.backend import MLXBackend
 
     return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
 
@@ -51,7 +51,7 @@ def mlx_backend(embedded_model_path):
 @pytest.fixture
 def fresh_mlx_backend(embedded_model_path):
     """A backend with an empty fragment tree (the model weights load in well under a second)."""
-    from backends.mlx import MLXBackend
+    from backends.mlx.backend import MLXBackend
 
     return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
 

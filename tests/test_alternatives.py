@@ -9,7 +9,7 @@ import pytest
 
 from backends import BackendError
 from backends.llamacpp import LlamaCppBackend
-from backends.mlx import MLXBackend
+from backends.mlx.backend import MLXBackend
 from backends.vllm import VLLMBackend
 from weave.search import SearchParams, expand
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.attention import EXP_SAFE, _exp_in_place
+from backends.mlx.attention import EXP_SAFE, _exp_in_place
 
 
 @pytest.mark.parametrize("offset", [0.0, EXP_SAFE - 1, EXP_SAFE + 30, -EXP_SAFE - 30, 500.0])

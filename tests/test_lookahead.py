@@ -1,5 +1,5 @@
 """Look-ahead's engine (`weave.lookahead`) on the fake model, and the batcher's order of
-service (`backends.mlx_batching`): writers first, look-ahead after, never joined.
+service (`backends.mlx.batching`): writers first, look-ahead after, never joined.
 
 Look-ahead against the real MLX model is in test_lookahead_mlx.py."""
 
@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 
 from backends.base import Cancelled
-from backends.mlx import MLXWorker
-from backends.mlx_batching import Batcher, Forward
+from backends.mlx.backend import MLXWorker
+from backends.mlx.batching import Batcher, Forward
 from tests.fake_backend import FakeBackend
 from weave import present
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table

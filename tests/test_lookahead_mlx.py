@@ -11,7 +11,7 @@ from contextlib import suppress
 import pytest
 
 from backends.base import Cancelled
-from backends.mlx import MLXBackend
+from backends.mlx.backend import MLXBackend
 from weave.lookahead import LookAhead
 from weave.search import SearchParams, expand
 

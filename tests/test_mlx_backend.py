@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from mlx_lm.models import activations
 
-from backends import attention as attention_module
-from backends.cpu_routes import ROUTED
-from backends.mlx import MLXBackend
-from backends.mlx_head import PLAIN_HEADS, last_logits
-from backends.swiglu import swiglu_in_place
+from backends.mlx import attention as attention_module
+from backends.mlx.backend import MLXBackend
+from backends.mlx.cpu_routes import ROUTED
+from backends.mlx.head import PLAIN_HEADS, last_logits
+from backends.mlx.swiglu import swiglu_in_place
 from weave.search import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."

@@ -4,7 +4,7 @@ backend and by a brute-force plain mlx-lm search (every context run whole, no ca
 batching, mlx-lm's own attention); the same suggestions, log-probs within 5e-4. A family
 the backend does not run exactly is refused by name.
 
-Quantized models run dequantized to float32 on CPU (`backends.mlx_weights`): their
+Quantized models run dequantized to float32 on CPU (`backends.mlx.weights`): their
 reference is mlx-lm's own model on mlx-lm's own dequantization of the same folder; with
 no budget they run quantized, against mlx-lm's quantized model.
 """
@@ -18,7 +18,7 @@ from mlx_lm import load
 from mlx_lm.utils import dequantize_model
 
 from backends.base import Backend, BackendError, Candidate
-from backends.mlx import MLXBackend
+from backends.mlx.backend import MLXBackend
 from tests.mlx_models import FAMILIES, VOCAB, build_model, tiny_model
 from weave.search import SearchParams, expand
 

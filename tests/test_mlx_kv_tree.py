@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from backends.kv_tree import FragmentTree
+from backends.mlx.kv_tree import FragmentTree
 
 
 def kv(tokens: int) -> mx.array:

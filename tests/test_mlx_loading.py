@@ -1,5 +1,5 @@
-"""Naming and loading the writer's model on MLX (`backends.mlx_loading`) and what the
-backend says it runs (`backends.mlx_weights.ModelInfo`): folders, hub ids from an
+"""Naming and loading the writer's model on MLX (`backends.mlx.loading`) and what the
+backend says it runs (`backends.mlx.weights.ModelInfo`): folders, hub ids from an
 offline Hugging Face cache the test builds, broken config.json files, quantized models
 dequantized within the budget or kept outside it."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from backends.base import BackendError
-from backends.mlx import MLXBackend
+from backends.mlx.backend import MLXBackend
 from tests.mlx_models import tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_a_hub_id_loads_from_an_offline_cache_and_a_missing_one_is_one_line(tiny
     script = textwrap.dedent(
         """
         from backends.base import BackendError
-        from backends.mlx import MLXBackend
+        from backends.mlx.backend import MLXBackend
         backend = MLXBackend("lloom-tests/tiny-llama")
         print(backend.model_name, backend.info.parameters)
         backend.close()

@@ -1,5 +1,5 @@
 """The writer's own models on the page (issue 26): the mlx-lm models found on this machine
-(`backends.mlx_catalog`), what the page says the model is, switching models without a
+(`backends.mlx.catalog`), what the page says the model is, switching models without a
 restart (`backends.shared`), and a story made under one tokenizer continued under another
 whose vocabulary differs: its stored ids are never fed to the other model.
 
@@ -15,8 +15,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from backends.mlx import MLXBackend
-from backends.mlx_catalog import EMBEDDED, cached_repos, local_models
+from backends.mlx.backend import MLXBackend
+from backends.mlx.catalog import EMBEDDED, cached_repos, local_models
 from tests.mlx_models import small_tokenizer, tiny_model
 from tests.test_mlx_loading import hub_cache
 from weave.search import expand

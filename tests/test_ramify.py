@@ -129,7 +129,7 @@ def test_mlx_accepting_a_sample_then_searching_reads_nothing_again(fresh_mlx_bac
 
 
 def test_mlx_progress_reports_the_reading_and_the_draw(embedded_model_path):
-    from backends.mlx import MLXBackend
+    from backends.mlx.backend import MLXBackend
 
     backend = MLXBackend(embedded_model_path, prefill_chunk=16)
     context = backend.tokenize(STORY * 2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.ranking import ranked
+from backends.mlx.ranking import ranked
 
 
 def brute_force(logits: np.ndarray, k: int):

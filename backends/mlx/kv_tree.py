@@ -8,7 +8,7 @@ prefix; memory is capped by bytes, dropping the least recently used leaves first
 look-ahead's before those: a fragment filed while `ahead` is set (the backend sets it
 for look-ahead's forwards) is look-ahead's until a writer's request matches it.
 
-This module owns the tree alone: it runs no model (that is `backends.mlx`) and is not
+This module owns the tree alone: it runs no model (that is `backends.mlx.backend`) and is not
 thread-safe: the backend uses it from its one MLX worker thread only.
 """
 
@@ -18,7 +18,7 @@ import heapq
 from dataclasses import dataclass, field
 from itertools import count
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx

@@ -2,7 +2,7 @@
 
 Every session's search asks the MLX backend for a depth at a time. Served one after
 another, four writers wait for four forwards per depth; joined, their rows (each story
-with its own shared prefix, see `backends.attention`) run as one forward. `Batcher.ask`
+with its own shared prefix, see `backends.mlx.attention`) run as one forward. `Batcher.ask`
 queues a request and a job on the MLX worker; the job takes every request pending, and
 waits up to `window` seconds only for sessions that were in the last batch and have not
 asked again yet (a search between two depths): a session alone never waits.

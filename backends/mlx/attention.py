@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.cpu_routes import route
-from backends.numpy_views import shared_view
+from backends.mlx.cpu_routes import route
+from backends.mlx.numpy_views import shared_view
 
 # exp(64) is 6e27: a row of a million keys sums below float32's 3e38; exp(-64) is 2e-28,
 # far above its smallest normal number (1e-38).

@@ -1,6 +1,6 @@
 """The local backend: an mlx-lm model in this process, with a KV fragment tree.
 
-A context's cache is assembled from the fragment tree (`backends.kv_tree`); only the
+A context's cache is assembled from the fragment tree (`backends.mlx.kv_tree`); only the
 tokens the tree lacks are run. A search's depth arrives as many contexts that each add
 one token to a cached prefix: they run as one batched forward over a left-padded
 `BatchKVCache`, and each row's new KV is filed under its own node. Longer tails (a new
@@ -9,8 +9,8 @@ so a page can show how far a long story has been read). Accepting a suggestion a
 ids whose KV the tree already holds, so it costs no prefill. All MLX work runs on one
 worker thread of the backend's own, so MLX arrays stay on the thread (and stream) that
 made them; the depths that page sessions ask at about the same time are joined into one
-forward there (`backends.mlx_batching`).
-On CPU every forward's attention is `backends.attention`'s (BLAS matmuls, numpy's
+forward there (`backends.mlx.batching`).
+On CPU every forward's attention is `backends.mlx.attention`'s (BLAS matmuls, numpy's
 vectorised softmax, the story's KV read once for all rows).
 
 Sampling (`sample`, for ramify) feeds n rows over the context's cached KV, shared as a
@@ -34,13 +34,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.attention import RowsCache, SharedPrefix, install
 from backends.base import (
     Backend,
     BackendError,
@@ -50,15 +49,16 @@ from backends.base import (
     TokenAlternatives,
     Usage,
 )
-from backends.kv_tree import FragmentTree, Match, shared_prefix
-from backends.mlx_alternatives import token_alternatives
-from backends.mlx_batching import Batcher, Forward, always, usage_of
-from backends.mlx_head import last_logits
-from backends.mlx_loading import load_checked
-from backends.mlx_weights import ModelInfo, prepare
-from backends.numpy_views import writable
-from backends.ranking import ranked
-from backends.swiglu import install as install_swiglu
+from backends.mlx.alternatives import token_alternatives
+from backends.mlx.attention import RowsCache, SharedPrefix, install
+from backends.mlx.batching import Batcher, Forward, always, usage_of
+from backends.mlx.head import last_logits
+from backends.mlx.kv_tree import FragmentTree, Match, shared_prefix
+from backends.mlx.loading import load_checked
+from backends.mlx.numpy_views import writable
+from backends.mlx.ranking import ranked
+from backends.mlx.swiglu import install as install_swiglu
+from backends.mlx.weights import ModelInfo, prepare
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +92,12 @@ class MLXBackend(Backend):
         batch_window: float = 0.02,
         dequantize_bytes: int = 4 << 30,
     ):
-        """`model_path`: an mlx-lm folder or hub id (`backends.mlx_loading`);
+        """`model_path`: an mlx-lm folder or hub id (`backends.mlx.loading`);
         `rows_attention=False` keeps mlx-lm's own attention (for comparisons);
         `batch_window`: seconds a forward may wait for the other sessions of the last
-        batch to ask again, so that their rows join it (`backends.mlx_batching`);
+        batch to ask again, so that their rows join it (`backends.mlx.batching`);
         `dequantize_bytes`: the most float32 weights made at load from quantized or
-        half-precision ones on CPU (`backends.mlx_weights`)."""
+        half-precision ones on CPU (`backends.mlx.weights`)."""
         super().__init__()
         self._worker = MLXWorker()
         try:
@@ -199,7 +199,7 @@ class MLXBackend(Backend):
         self, ids: list[int], k: int, *, start: int = 1
     ) -> list[TokenAlternatives] | None:
         """The cached KV before `start`, then one forward over the rest reading every
-        position (`backends.mlx_alternatives`)."""
+        position (`backends.mlx.alternatives`)."""
         self.check_ids(ids)
         job = (self.model, self.tree, self._pieces, list(ids), k, start, self.prefill_chunk)
         rows, usage = self._worker.submit(token_alternatives, *job).result()
@@ -222,8 +222,8 @@ class MLXBackend(Backend):
     @contextmanager
     def background(self, wanted: Callable[[], bool]):
         """Within this block, this thread's searches are look-ahead's: each depth waits
-        for every writer's (`backends.mlx_batching`), stops with `Cancelled` once wanted()
-        is False, and the KV it files is the first the cap drops (`backends.kv_tree`)."""
+        for every writer's (`backends.mlx.batching`), stops with `Cancelled` once wanted()
+        is False, and the KV it files is the first the cap drops (`backends.mlx.kv_tree`)."""
         with self.cancellable(wanted):
             self._callers.background = True
             try:
@@ -347,7 +347,7 @@ class MLXBackend(Backend):
         """Per-layer caches holding each row's joined fragments, left-padded, and where in
         them the new tokens land.
 
-        With `backends.attention` installed, fragments that a run of rows all hold (their
+        With `backends.mlx.attention` installed, fragments that a run of rows all hold (their
         story: rows come sorted by ids, so a story's rows are adjacent) stay one shared
         copy per run; the rest is joined per row in a `BatchKVCache`, with `new` spare
         slots at the end so the forward writes in place instead of growing (and so

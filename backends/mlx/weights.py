@@ -13,14 +13,14 @@ then BLAS) was measured too: it pays the whole model's dequantization at every f
 as they are and `ModelInfo.note` says so. On a GPU MLX's own kernels are the fast path:
 nothing changes there.
 
-Owns that choice and `ModelInfo`; loading the model belongs to `backends.mlx`.
+Owns that choice and `ModelInfo`; loading the model belongs to `backends.mlx.backend`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx

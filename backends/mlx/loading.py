@@ -9,7 +9,7 @@ a `model_type`, numbers where sizes go), and only the families whose forwards th
 backend runs exactly (`FAMILIES`, each guarded by tests/test_mlx_families.py) are
 loaded: any other is refused by name rather than run wrong.
 
-Owns naming, checking and loading; running the model belongs to `backends.mlx`.
+Owns naming, checking and loading; running the model belongs to `backends.mlx.backend`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 from mlx_lm.models.cache import KVCache

@@ -1,7 +1,7 @@
 """The MLP's SwiGLU (silu(gate) * up) for the MLX backend's forwards on CPU, on numpy.
 
 MLX's CPU backend computes `exp` one element at a time (about 10 ns each here; see
-`backends.attention`), and the sigmoid in SwiGLU runs over every position's whole MLP
+`backends.mlx.attention`), and the sigmoid in SwiGLU runs over every position's whole MLP
 width: on SmolLM2-135M a 256-token chunk's 256 x 1,536 gates cost 8.8 ms per layer,
 a third of the chunk, where numpy's SIMD `exp` does the same in 0.5 ms. Here the gate
 and up projections are evaluated, and numpy writes silu(gate) * up into the gate's own
@@ -16,14 +16,14 @@ not a plain buffer numpy can view passes to mlx-lm's own. On a GPU nothing is re
 
 from __future__ import annotations
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
 import numpy as np
 
-from backends.cpu_routes import route
-from backends.numpy_views import shared_view
+from backends.mlx.cpu_routes import route
+from backends.mlx.numpy_views import shared_view
 
 
 def install(model) -> bool:

@@ -11,7 +11,7 @@ source), the body runs on every position and the head on the last; any other mod
 
 from __future__ import annotations
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx

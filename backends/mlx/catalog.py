@@ -4,9 +4,9 @@ Three places hold them: the model the settings name (`[mlx] model` or LLOOM_MODE
 folder or a hub id), the embedded model, and the local Hugging Face cache
 (`HF_HUB_CACHE`, or `HF_HOME`'s hub folder), where a repository counts when the snapshot
 its `main` ref names holds a `config.json` of a family the MLX backend runs exactly
-(`backends.mlx_loading.FAMILIES`, the model class mlx-lm would build for it) and
+(`backends.mlx.loading.FAMILIES`, the model class mlx-lm would build for it) and
 safetensors weights. Listing reads a few small files: nothing is downloaded, nothing
-loaded. Owns the list; loading a model belongs to `backends.mlx_loading`.
+loaded. Owns the list; loading a model belongs to `backends.mlx.loading`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 from mlx_lm.utils import _get_classes
 
-from backends.mlx_loading import FAMILIES
+from backends.mlx.loading import FAMILIES
 
 EMBEDDED = ""  # the `[mlx] model` value that means the embedded model
 

@@ -7,13 +7,13 @@ asked comes from the backend's fragment tree; the positions asked run once, in c
 reading every position's logits (the search's forward reads only the last). Their KV is
 not filed: the search files the story's own.
 
-Owns that one computation; `backends.mlx` owns the model, the tree and the worker thread
+Owns that one computation; `backends.mlx.backend` owns the model, the tree and the worker thread
 this runs on (`MLXBackend.alternatives`).
 """
 
 from __future__ import annotations
 
-from backends import openblas  # noqa: F401  (it must be loaded before mlx)
+from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
 
 # isort: split
 import mlx.core as mx
@@ -21,9 +21,9 @@ import numpy as np
 from mlx_lm.models.cache import KVCache
 
 from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
-from backends.kv_tree import FragmentTree
-from backends.numpy_views import writable
-from backends.ranking import ranked
+from backends.mlx.kv_tree import FragmentTree
+from backends.mlx.numpy_views import writable
+from backends.mlx.ranking import ranked
 
 LEAD = 4  # tokens decoded before the first position, so a character split there is whole
 
