@@ -29,7 +29,6 @@ import lloom_graphs
 import lloom_steering
 from backends import Backend, BackendError, choose_backend
 from backends.base import Cancelled
-from backends.mlx import openblas
 from backends.shared import SharedBackend
 from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
@@ -1077,7 +1076,9 @@ def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
         st.caption(f"Search defaults: {code(label)} in the settings")
     st.caption(f"Backend chosen: {choice.reason}")
     if choice.name == "mlx":
-        st.caption(md(openblas.NOTE))
+        from backends.mlx import openblas  # on MLX only: a remote backend's page loads none
+
+        st.caption(md(openblas.preload()))
 
 
 def stats_ui(title: str, s: SearchStats) -> None:

@@ -5,7 +5,7 @@ imported only when chosen, so a missing optional package matters only then. The 
 key is read from the environment in exactly one function (`_openai_key`) and handed
 straight to the backend: it is never stored in settings, logged or shown.
 
-The modules that import mlx load OpenBLAS first (`backends.mlx.openblas`); importing this
+The MLX backend's package loads OpenBLAS before mlx (`backends.mlx`); importing this
 package or the interface (`backends.base`) loads neither, so the engine stays light.
 """
 

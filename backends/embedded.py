@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
+import backends.mlx  # noqa: F401  (its first import loads OpenBLAS, which must precede mlx)
 
 # isort: split
 import mlx.core as mx

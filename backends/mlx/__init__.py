@@ -6,4 +6,14 @@ rest serve it alone: the worker's request batching (`batching`), the KV fragment
 (`attention`, `swiglu`, `head`, `ranking`, `numpy_views`, routed into mlx-lm by
 `cpu_routes`), finding and loading a model (`loading`, `weights`, `catalog`), the
 alternatives at a text's tokens (`alternatives`) and OpenBLAS (`openblas`).
+
+OpenBLAS must be in the process before mlx is imported, and this package's modules import
+mlx at their top: so the package's first import loads it (`openblas.preload`), before
+any of them. Nothing outside the MLX backend's construction (`backends.create_backend`)
+and the page's model catalog on MLX imports this package: importing `weave`, `lloom` or
+`backends` loads neither OpenBLAS nor mlx, and a page on a remote backend never does.
 """
+
+from backends.mlx.openblas import preload
+
+preload()

@@ -13,9 +13,6 @@ this runs on (`MLXBackend.alternatives`).
 
 from __future__ import annotations
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import KVCache

@@ -28,9 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import BatchKVCache

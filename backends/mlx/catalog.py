@@ -15,9 +15,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 from mlx_lm.utils import _get_classes
 
 from backends.mlx.loading import FAMILIES

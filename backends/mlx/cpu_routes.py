@@ -11,9 +11,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 
 ROUTED = "_lloom_routed"

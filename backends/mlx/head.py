@@ -11,9 +11,6 @@ source), the body runs on every position and the head on the last; any other mod
 
 from __future__ import annotations
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 
 PLAIN_HEADS = frozenset(

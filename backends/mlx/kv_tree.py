@@ -18,9 +18,6 @@ import heapq
 from dataclasses import dataclass, field
 from itertools import count
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 
 from backends.base import Candidate

@@ -18,9 +18,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 from mlx_lm.models.cache import KVCache
 from mlx_lm.utils import DEFAULT_ALLOW_PATTERNS, load
 

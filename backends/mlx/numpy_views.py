@@ -8,9 +8,6 @@ writes there, MLX reads. Where numpy had to copy, the callers say what to do ins
 
 from __future__ import annotations
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 import numpy as np
 

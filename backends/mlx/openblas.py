@@ -2,13 +2,16 @@
 
 The `mlx-cpu` wheel bundles a slow reference BLAS; loading OpenBLAS into the process
 first (RTLD_GLOBAL, before `import mlx`) makes float32 matmuls about 10x faster on
-Linux. This module owns that one trick and the note saying whether it worked; it must
-be imported before anything imports mlx.
+Linux. This module owns that one trick and the note saying whether it worked. Importing
+it loads nothing: the MLX package calls `preload` when it is first imported (see
+`backends.mlx`), before any of its modules imports mlx, so only a process that builds the
+MLX backend (or reads its model catalog) loads OpenBLAS.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 
@@ -21,8 +24,10 @@ CANDIDATES = (
 INSTALL_HINT = "apt-get install libopenblas0-pthread"
 
 
+@functools.cache
 def preload() -> str:
-    """Load OpenBLAS if mlx is not imported yet; return a one-line note for the status."""
+    """Load OpenBLAS if mlx is not imported yet; return a one-line note for the status.
+    Once per process: later calls return the first call's note."""
     if not sys.platform.startswith("linux"):
         return "Apple silicon or other: MLX uses its own accelerated kernels"
     if "mlx.core" in sys.modules and not _loaded():
@@ -41,5 +46,3 @@ def _loaded() -> bool:
     except OSError:
         return False
 
-
-NOTE = preload()

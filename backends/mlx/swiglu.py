@@ -16,9 +16,6 @@ not a plain buffer numpy can view passes to mlx-lm's own. On a GPU nothing is re
 
 from __future__ import annotations
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 import numpy as np
 

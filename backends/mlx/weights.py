@@ -20,9 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.mlx import openblas  # noqa: F401  (it must be loaded before mlx)
-
-# isort: split
 import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
