@@ -1,10 +1,10 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
 `streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
-loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
-(`weave.session.Workspace`); the search is `weave.search.expand`; what the page says about
-suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
-the story (its end in view), the moves and the suggestions on the left, the tools (the
+loom (`weave.loom.loom`, kept by `weave.loom.store`), and each browser tab is a cursor over
+it (`weave.desk.session.Workspace`); the search is `weave.search.beams.expand`; what the page
+says about suggestions is `weave.view.present`'s, its keys are `weave.keys`'. The story page
+is a desk: the story (its end in view), the moves and the suggestions on the left, the tools (the
 steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
 right. The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
@@ -31,16 +31,18 @@ from backends import Backend, BackendError, choose_backend
 from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_graphs import drawn_as, has_dot, search_source
-from weave import access, keys, present, session
+from weave import access, keys
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
-from weave.library import open_store
-from weave.loom_store import LoomStore, StoryInfo
-from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
-from weave.present import code, md
-from weave.ramify import RamifyParams, RamifyResult
-from weave.search import SearchParams, SearchStats
-from weave.tree import Suggestion
+from weave.desk import session
+from weave.desk.offers import Alternatives, Draw, Offer, Piece, branch_text
+from weave.loom.library import open_store
+from weave.loom.store import LoomStore, StoryInfo
+from weave.search.beams import SearchParams, SearchStats
+from weave.search.ramify import RamifyParams, RamifyResult
+from weave.search.tree import Suggestion
+from weave.view import present
+from weave.view.present import code, md
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
     from backends.mlx.catalog import LocalModel
@@ -822,7 +824,7 @@ def lone_ui(ws: session.Workspace) -> None:
 
 def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
     """While the writer reads these suggestions, search from the top ones as if each were
-    accepted (`weave.lookahead`, on a thread of its own: this returns at once). Not after
+    accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
     a failed search: the suggestions shown are then an earlier one's."""
     ctx = get_script_run_ctx()
     alive = lambda: True  # noqa: E731

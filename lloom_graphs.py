@@ -3,9 +3,9 @@
 `dot` draws each graph to SVG once per graph, on the server (`svg_of`, cached by its DOT
 source, itself cached per search and per tree), and only the tab shown is built; the
 browser only shows it, parsing it itself (`svg_html`). Without graphviz's `dot`,
-Streamlit's chart lays the DOT out in the browser. The DOT is `weave.render`'s (a search's
-token tree) and `weave.story_graph`'s (the story tree, each node a link, through
-`weave.loom_view`). Widgets only.
+Streamlit's chart lays the DOT out in the browser. The DOT is `weave.view.render`'s (a search's
+token tree) and `weave.view.story_graph`'s (the story tree, each node a link, through
+`weave.view.loom_view`). Widgets only.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import shutil
 import graphviz
 import streamlit as st
 
-from weave import session
-from weave.loom import Loom
-from weave.loom_view import node_label, story_tree
-from weave.offers import Offer
-from weave.render import render_tree
+from weave.desk import session
+from weave.desk.offers import Offer
+from weave.loom.loom import Loom
+from weave.view.loom_view import node_label, story_tree
+from weave.view.render import render_tree
 
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
 GO_TO = "go_to"  # the Go to picker's key

@@ -5,7 +5,7 @@ edit, switch off, delete, import a SillyTavern world-info file); every change is
 with the story at once (`Workspace.set_steering`). `context_ui` shows the context the
 search at this node uses: its text with each part marked, its tokens against the
 model's window, how much of the story's start was left out, and the entries that fired.
-Widgets only: the values are `weave.steering`'s, the context `Workspace.context`'s.
+Widgets only: the values are `weave.story.steering`'s, the context `Workspace.context`'s.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from dataclasses import replace
 import streamlit as st
 
 from backends import Backend, BackendError
-from weave.lorebook import parse_lorebook
-from weave.present import md
-from weave.session import Workspace
-from weave.steering import (
+from weave.desk.session import Workspace
+from weave.story.lorebook import parse_lorebook
+from weave.story.steering import (
     MAX_ENTRY_CHARS,
     MAX_MEMORY_CHARS,
     MAX_NOTE_CHARS,
@@ -26,6 +25,7 @@ from weave.steering import (
     LoreEntry,
     Steering,
 )
+from weave.view.present import md
 
 
 def steering_ui(ws: Workspace) -> None:

@@ -2,7 +2,7 @@
 
 A backend turns token-id contexts into the model's most likely next tokens. It owns
 transport, caching and tokenization; it knows nothing about beams, cutoffs or pages
-(that is `weave.search`). Errors leave a backend only as `BackendError`.
+(that is `weave.search.beams`). Errors leave a backend only as `BackendError`.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Usage:
 
 class BackendStats:
     """Running counters, kept per calling thread, so that concurrent page sessions
-    sharing one backend each see only their own work (`weave.search` reads the
+    sharing one backend each see only their own work (`weave.search.beams` reads the
     difference over one expansion). Call `add` from the thread that made the request.
 
     forward_calls:  model forwards (local) or HTTP round trips (remote).
@@ -321,7 +321,7 @@ class Backend(ABC):
 
     def background(self, wanted: Callable[[], bool]) -> AbstractContextManager[None]:
         """Optional hint: within this block, this thread's requests are background work
-        (look-ahead, `weave.lookahead`): a backend that queues requests serves every
+        (look-ahead, `weave.desk.lookahead`): a backend that queues requests serves every
         writer's first. wanted() may be called on another thread, so it must be cheap and
         thread-safe. By default the work is `cancellable` and runs as a writer's would."""
         return self.cancellable(wanted)

@@ -32,7 +32,7 @@ from tests.servers import free_port
 from tests.test_private import auth_secrets, log_in, page_server, settled
 from tests.vllm_server import vllm_server
 from weave.config import load_settings
-from weave.loom_store import LoomStore
+from weave.loom.store import LoomStore
 
 OWN_STORY = "✍️ Write my own"
 

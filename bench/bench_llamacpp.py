@@ -43,8 +43,8 @@ from bench.lloom_v03 import StringPromptBackend  # noqa: E402
 from bench.timing import median_search_seconds  # noqa: E402
 from tests.llama_server import SLOTS, llama_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.search import expand  # noqa: E402
-from weave.tree import TreeNode  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.tree import TreeNode  # noqa: E402
 
 V03_PROBS = 10
 RTTS_MS = (0, 50)

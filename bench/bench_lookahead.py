@@ -1,6 +1,6 @@
 """What look-ahead costs another writer on the same backend, and the server it runs on.
 
-Writer A's suggestions are shown and A's look-ahead starts (3 rows, `weave.lookahead`);
+Writer A's suggestions are shown and A's look-ahead starts (3 rows, `weave.desk.lookahead`);
 a moment later writer B searches another story. B's search while A's look-ahead runs is
 timed against the same search with no look-ahead, the two interleaved round by round,
 medians side by side (issue 25's target on MLX: at most 1.2x). Also printed: the model
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.base import Backend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.lookahead import LookAhead  # noqa: E402
-from weave.search import SearchParams, expand  # noqa: E402
+from weave.desk.lookahead import LookAhead  # noqa: E402
+from weave.search.beams import SearchParams, expand  # noqa: E402
 
 ROWS = 3
 HEAD_START_S = 0.3  # B asks this long after A's look-ahead began: mid-search

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from backends.mlx.backend import MLXBackend
 from tests.mlx_models import QWEN25, VOCAB, build_model
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 # isort: off
 import mlx.core as mx  # noqa: E402

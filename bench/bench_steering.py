@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.context import Context  # noqa: E402
-from weave.model_context import fitted_context  # noqa: E402
-from weave.search import SearchParams, SearchResult, expand  # noqa: E402
-from weave.steering import LoreEntry, Steering  # noqa: E402
+from weave.story.context import Context  # noqa: E402
+from weave.story.model_context import fitted_context  # noqa: E402
+from weave.search.beams import SearchParams, SearchResult, expand  # noqa: E402
+from weave.story.steering import LoreEntry, Steering  # noqa: E402
 # isort: on
 
 STORY = "\n".join(Path(__file__).with_name("long_story.txt").read_text().split("\n")[:7])

@@ -39,7 +39,7 @@ from bench.lloom_v03 import StringPromptBackend  # noqa: E402
 from bench.timing import median_search_seconds  # noqa: E402
 from tests.vllm_server import SERVED_NAME, computed_tokens, engine_steps, vllm_server  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.search import expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
 
 V03_LOGPROBS = 5
 RTTS_MS = (0, 50)

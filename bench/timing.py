@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from backends.base import Backend
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 
 def median_search_seconds(

@@ -7,7 +7,7 @@ Usage: store_writer.py FOLDER STORY_ID TAG [COUNT [SIZE]] (SIZE: extra character
 
 import sys
 
-from weave.loom_store import LoomStore
+from weave.loom.store import LoomStore
 
 folder, story_id, tag = sys.argv[1:4]
 count = int(sys.argv[4]) if len(sys.argv) > 4 else 1_000_000

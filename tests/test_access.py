@@ -1,4 +1,4 @@
-"""Who may use the page (`weave.access`), and the store's owner filter (`weave.loom_store`):
+"""Who may use the page (`weave.access`), and the store's owner filter (`weave.loom.store`):
 each writer's stories are their own, below the page and the session layer."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from weave.access import decide, is_loopback, writer_for
-from weave.loom import Loom
-from weave.loom_store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
+from weave.loom.loom import Loom
+from weave.loom.store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
 

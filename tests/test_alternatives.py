@@ -11,7 +11,7 @@ from backends import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.mlx.backend import MLXBackend
 from backends.vllm import VLLMBackend
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 DRAGON = "The dragon 🐉 circled the tower and"  # a character split over three tokens

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from weave.bounds import bound_of
-from weave.loom_store import LoomStore
-from weave.search import SearchParams
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams
 
 ROOT = Path(__file__).resolve().parent.parent
 

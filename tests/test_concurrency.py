@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from weave.loom_store import LoomStore
-from weave.search import SearchParams
-from weave.session import Workspace
+from weave.desk.session import Workspace
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams
 
 pytestmark = pytest.mark.slow
 STORIES = [

@@ -20,8 +20,8 @@ from weave.config import (
     load_settings,
     settings_from_table,
 )
-from weave.ramify import RamifyParams
-from weave.search import SearchParams
+from weave.search.beams import SearchParams
+from weave.search.ramify import RamifyParams
 
 
 def test_shipped_config_loads_with_model_defaults():

@@ -8,7 +8,7 @@ from backends.base import BackendError
 from backends.llamacpp import LlamaCppBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 STORIES = [
     "Once upon a time,",

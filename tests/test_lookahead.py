@@ -1,4 +1,4 @@
-"""Look-ahead's engine (`weave.lookahead`) on the fake model, and the batcher's order of
+"""Look-ahead's engine (`weave.desk.lookahead`) on the fake model, and the batcher's order of
 service (`backends.mlx.batching`): writers first, look-ahead after, never joined.
 
 Look-ahead against the real MLX model is in test_lookahead_mlx.py."""
@@ -15,13 +15,13 @@ from backends.base import Cancelled
 from backends.mlx.backend import MLXWorker
 from backends.mlx.batching import Batcher, Forward
 from tests.fake_backend import FakeBackend
-from weave import present
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
-from weave.lookahead import LookAhead
-from weave.loom_store import LoomStore
-from weave.offers import Offer
-from weave.search import SearchParams, expand
-from weave.session import Workspace
+from weave.desk.lookahead import LookAhead
+from weave.desk.offers import Offer
+from weave.desk.session import Workspace
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams, expand
+from weave.view import present
 
 STORY = [6, 0, 6, 1]  # " a b"
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
@@ -360,7 +360,7 @@ def test_look_ahead_no_longer_wanted_is_dropped_unrun():
         worker.stop()
 
 
-# -- through a tab's offers (weave.offers, weave.session) ------------------------------------
+# -- through a tab's offers (weave.desk.offers, weave.desk.session) ----------------------------
 def read_with_look_ahead(tmp_path, rows: int) -> tuple[FakeBackend, Workspace, Offer]:
     """A tab showing the suggestions after "a b", and look-ahead from its top `rows` done."""
     backend = FakeBackend(seed=5)

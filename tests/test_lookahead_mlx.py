@@ -12,8 +12,8 @@ import pytest
 
 from backends.base import Cancelled
 from backends.mlx.backend import MLXBackend
-from weave.lookahead import LookAhead
-from weave.search import SearchParams, expand
+from weave.desk.lookahead import LookAhead
+from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 OTHER = "Once upon a time,"

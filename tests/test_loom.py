@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weave.loom import Loom, NoSuchNode, title_for
+from weave.loom.loom import Loom, NoSuchNode, title_for
 
 OPENING = "Once upon a time,"
 

@@ -1,9 +1,9 @@
-"""The loom as the page shows it (`weave.loom_view`): nodes to draw and nodes to pick."""
+"""The loom as the page shows it (`weave.view.loom_view`): nodes to draw and nodes to pick."""
 
 from __future__ import annotations
 
-from weave.loom import Loom
-from weave.loom_view import node_label, story_nodes, story_tree
+from weave.loom.loom import Loom
+from weave.view.loom_view import node_label, story_nodes, story_tree
 
 
 def test_the_path_and_bookmarks_are_marked_and_every_node_links_to_itself():

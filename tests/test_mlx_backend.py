@@ -17,7 +17,7 @@ from backends.mlx.backend import MLXBackend
 from backends.mlx.cpu_routes import ROUTED
 from backends.mlx.head import PLAIN_HEADS, last_logits
 from backends.mlx.swiglu import swiglu_in_place
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 TOLERANCE = 1e-3

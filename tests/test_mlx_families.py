@@ -20,7 +20,7 @@ from mlx_lm.utils import dequantize_model
 from backends.base import Backend, BackendError, Candidate
 from backends.mlx.backend import MLXBackend
 from tests.mlx_models import FAMILIES, VOCAB, build_model, tiny_model
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker than usual, but that did not bother Elis in the least."
 TOLERANCE = 5e-4

@@ -19,7 +19,7 @@ from backends.mlx.backend import MLXBackend
 from backends.mlx.catalog import EMBEDDED, cached_repos, local_models
 from tests.mlx_models import small_tokenizer, tiny_model
 from tests.test_mlx_loading import hub_cache
-from weave.search import expand
+from weave.search.beams import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_VOCAB = 400

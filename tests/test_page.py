@@ -27,9 +27,10 @@ from backends import BackendError
 from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
 from tests.test_token_ids import oov_loom
-from weave import present, session
-from weave.loom_store import LoomStore
-from weave.offers import Offer, Piece
+from weave.desk import session
+from weave.desk.offers import Offer, Piece
+from weave.loom.store import LoomStore
+from weave.view import present
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -882,7 +883,7 @@ def test_a_hundred_thousand_character_story_works(fake):
 
 
 def test_the_status_tells_how_far_a_long_story_has_been_read():
-    from weave.search import Progress
+    from weave.search.beams import Progress
 
     reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
     assert present.live_status(reading) == "Reading the story… 512 of 30,000 tokens"

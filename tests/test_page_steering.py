@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from tests.test_page import app, started, workspace
-from weave.steering import LoreEntry, Steering
+from weave.story.steering import LoreEntry, Steering
 
 
 def memory_key(at) -> str:

@@ -1,4 +1,4 @@
-"""What the page says about suggestions and searches (`weave.present`): the row's HTML
+"""What the page says about suggestions and searches (`weave.view.present`): the row's HTML
 read back as a reader sees it, the bars' shares against the ranking, and the status of a
 real search on the embedded model, computed and then answered from its cache."""
 
@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.offers import branch_text
-from weave.present import (
+from weave.desk.offers import branch_text
+from weave.search.beams import SearchParams, expand
+from weave.search.tree import Suggestion
+from weave.view.present import (
     accepted_text,
     alternative_label,
     auto_accept_message,
@@ -32,8 +34,6 @@ from weave.present import (
     typed_text,
     visible,
 )
-from weave.search import SearchParams, expand
-from weave.tree import Suggestion
 
 
 def suggestion(pieces: list[str], probs: list[float], text: str | None = None) -> Suggestion:

@@ -25,7 +25,7 @@ import pytest
 
 from scripts.screenshot import streamlit_app, wait_idle
 from tests.servers import free_port
-from weave.loom_store import LoomStore
+from weave.loom.store import LoomStore
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [

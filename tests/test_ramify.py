@@ -19,8 +19,8 @@ from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
 from tests.http_stubs import serving
-from weave.ramify import RamifyParams, ramify
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
+from weave.search.ramify import RamifyParams, ramify
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 CHAT_DONE = "<|im_start|>user\nSay yes.<|im_end|>\n<|im_start|>assistant\nYes."

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.present import visible
-from weave.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
-from weave.search import SearchParams, expand
-from weave.story_graph import START, StoryNode, opening, render_story_tree
-from weave.tree import TreeNode
+from weave.search.beams import SearchParams, expand
+from weave.search.tree import TreeNode
+from weave.view.present import visible
+from weave.view.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label
+from weave.view.story_graph import START, StoryNode, opening, render_story_tree
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -376,7 +376,7 @@ def test_a_wide_fan_of_branches_shows_the_path_and_the_newest():
     shown = {node_id for node_id in drawn(graph) if node_id.startswith("b")}
     assert shown == {"b3", "b29", "b28", "b27"}
     assert re.search(r'label="\+26 more"', graph.source)
-    # named as the token graph names what it folds (weave.folding): 12, then how many more
+    # named as the token graph names what it folds (weave.view.folding): 12, then how many more
     more = next(line for line in graph.source.splitlines() if "+26 more" in line)
     assert 'tooltip="branch 0 | branch 1 | branch 2 | branch 4 |' in more
     assert more.endswith('| branch 12 | … 14 more"]')

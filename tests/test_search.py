@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search import SearchParams, expand, fit_context, stop_cut
-from weave.tree import TreeNode, suggestions_from
+from weave.search.beams import SearchParams, expand, fit_context, stop_cut
+from weave.search.tree import TreeNode, suggestions_from
 
 STORY = [VOCAB.index("x")]
 

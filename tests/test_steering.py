@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from weave.context import build_context, note_position
-from weave.lorebook import MAX_LOREBOOK_BYTES, MAX_NESTING, parse_lorebook, read_lorebook
-from weave.steering import MAX_ENTRIES, MAX_MEMORY_CHARS, LoreEntry, Steering
+from weave.story.context import build_context, note_position
+from weave.story.lorebook import MAX_LOREBOOK_BYTES, MAX_NESTING, parse_lorebook, read_lorebook
+from weave.story.steering import MAX_ENTRIES, MAX_MEMORY_CHARS, LoreEntry, Steering
 
 
 def tokenize(text: str) -> list[int]:
@@ -485,7 +485,7 @@ def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_bac
 
 
 def test_accepting_under_memory_lore_and_a_note_costs_no_prefill_on_mlx(fresh_mlx_backend):
-    from weave.search import SearchParams, expand
+    from weave.search.beams import SearchParams, expand
 
     backend = fresh_mlx_backend
     real = dict(tokenize=backend.tokenize, detokenize=backend.detokenize)

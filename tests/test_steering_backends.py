@@ -19,10 +19,10 @@ from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
 from tests.recording_proxy import recording
-from weave.context import Context
-from weave.model_context import fitted_context, sent_ids
-from weave.search import SearchParams, expand
-from weave.steering import LoreEntry, Steering
+from weave.search.beams import SearchParams, expand
+from weave.story.context import Context
+from weave.story.model_context import fitted_context, sent_ids
+from weave.story.steering import LoreEntry, Steering
 
 LONG_STORY = (Path(__file__).resolve().parent.parent / "bench" / "long_story.txt").read_text()
 STORY = "The night was cold.\nThe wind howled over the moor.\nMira waited by the gate,"

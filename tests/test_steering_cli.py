@@ -12,9 +12,9 @@ from backends.llamacpp import LlamaCppBackend
 from tests.recording_proxy import recording
 from tests.test_cli import loom, one_error_line, weave
 from tests.test_steering_backends import prompts
-from weave.loom_store import LoomStore
-from weave.model_context import fitted_context
-from weave.steering import LoreEntry, Steering, steering_in, with_steering
+from weave.loom.store import LoomStore
+from weave.story.model_context import fitted_context
+from weave.story.steering import LoreEntry, Steering, steering_in, with_steering
 
 STORY = "The night was cold.\nThe wind howled over the moor.\nMira waited by the gate,"
 WORLD_INFO = {

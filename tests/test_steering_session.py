@@ -1,14 +1,14 @@
-"""A story's steering through a tab (`weave.session.Workspace`) on the real MLX backend:
+"""A story's steering through a tab (`weave.desk.session.Workspace`) on the real MLX backend:
 kept with the story, sent with every search, recorded with each search, and free to
 accept under memory (0 prefill tokens); alternatives index the story's own tokens."""
 
 from __future__ import annotations
 
-from weave.loom_store import LoomStore
-from weave.offers import branch_text, search_steering
-from weave.search import SearchParams
-from weave.session import Workspace
-from weave.steering import LoreEntry, Steering
+from weave.desk.offers import branch_text, search_steering
+from weave.desk.session import Workspace
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams
+from weave.story.steering import LoreEntry, Steering
 
 STORY = "The night was cold.\nThe fox crept to the well.\nThere,"
 STEERING = Steering(

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_loom import MOVES, apply
-from weave.loom import Loom, NoSuchNode
-from weave.loom_store import LoomStore
-from weave.store_errors import (
+from weave.loom.loom import Loom, NoSuchNode
+from weave.loom.store import LoomStore
+from weave.loom.store_errors import (
     BadImport,
     DamagedStory,
     DatabaseLocked,
@@ -33,7 +33,7 @@ from weave.store_errors import (
     StorageUnwritable,
     StoryNotFound,
 )
-from weave.store_file import APPLICATION_ID, FILE_NAME
+from weave.loom.store_file import APPLICATION_ID, FILE_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = ROOT / "tests" / "store_writer.py"
@@ -57,9 +57,9 @@ def run_writer(folder: Path, story_id: str, tag: str, *args: int) -> subprocess.
 
 def test_importing_the_store_loads_no_backend_page_or_session():
     code = (
-        "import sys, weave.loom_store, weave.loom_formats\n"
+        "import sys, weave.loom.store, weave.loom.formats\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('backends', 'mlx', 'streamlit')"
-        " or m in ('weave.session', 'weave.search', 'numpy')]\n"
+        " or m in ('weave.desk.session', 'weave.search.beams', 'numpy')]\n"
         "print(bad)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, text=True,
@@ -113,7 +113,7 @@ def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written
 def test_reopening_in_a_new_process_restores_the_tree_cursor_checkouts_and_bookmarks(tmp_path):
     script = """
 import sys
-from weave.loom_store import LoomStore
+from weave.loom.store import LoomStore
 store = LoomStore(sys.argv[1])
 sid, loom = store.create("The forest")
 loom = store.update(sid, lambda l: l.accept(" seemed").accept(" darker"))
@@ -293,7 +293,7 @@ def test_threads_sharing_one_store_keep_their_own_stories(tmp_path):
 
 def test_processes_opening_a_new_folder_at_once_share_one_database(tmp_path):
     folder = tmp_path / "new"
-    code = "import sys\nimport weave.loom_store as s\ns.LoomStore(sys.argv[1]).create(sys.argv[2])"
+    code = "import sys\nimport weave.loom.store as s\ns.LoomStore(sys.argv[1]).create(sys.argv[2])"
     starts = [
         subprocess.Popen([sys.executable, "-c", code, str(folder), f"p{n}"], env=ENV,
                          stderr=subprocess.PIPE, text=True)
@@ -389,7 +389,7 @@ def test_a_file_that_is_not_ours_or_is_damaged_is_left_untouched(tmp_path, spoil
 
 _OPEN = """
 import sys
-from weave.loom_store import LoomStore, StoreError
+from weave.loom.store import LoomStore, StoreError
 try:
     LoomStore(sys.argv[1])
     print("opened")

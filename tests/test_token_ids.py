@@ -23,10 +23,10 @@ from backends.base import invalid_id
 from tests.hostile_servers import VOCAB_SIZE as HOSTILE_VOCAB
 from tests.hostile_servers import hostile_server
 from tests.test_hostile import backend_for
-from weave.loom_store import LoomStore
-from weave.ramify import RamifyParams
-from weave.search import SearchParams
-from weave.session import Workspace
+from weave.desk.session import Workspace
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams
+from weave.search.ramify import RamifyParams
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "SmolLM2-135M-Instruct"  # the display name of the `mlx_backend` fixture

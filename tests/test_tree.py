@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from weave.tree import TreeNode
+from weave.search.tree import TreeNode
 
 
 def test_json_round_trip_keeps_cuts_and_half_characters():

@@ -19,7 +19,7 @@ from backends.vllm_texts import SEPARATOR, VOCAB_BLOCK
 from tests.http_stubs import serving
 from tests.servers import free_port
 from tests.vllm_server import computed_tokens_once_settled
-from weave.search import SearchParams, expand
+from weave.search.beams import SearchParams, expand
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "smollm2-next-token-reference.json"
 LONG_STORY = Path(__file__).resolve().parent.parent / "bench" / "long_story.txt"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from weave.loom_store import LoomStore
-from weave.session import Piece, Workspace
+from weave.desk.session import Piece, Workspace
+from weave.loom.store import LoomStore
 
 
 @contextmanager

@@ -7,7 +7,7 @@ on loopback, without a login, the page is the machine's own writer's (`LOCAL_WRI
 CLI's too); with a login, it is the logged-in writer's, named by their e-mail address; on
 any other address, or through a reverse proxy (which makes loopback reachable from
 afar), without a login, it is nobody's unless the config opens it on purpose. Logging in
-is Streamlit's (`st.login`); the filter by writer is the store's (`weave.loom_store`).
+is Streamlit's (`st.login`); the filter by writer is the store's (`weave.loom.store`).
 This module imports neither.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from weave.store_file import LOCAL_WRITER
+from weave.loom.store_file import LOCAL_WRITER
 
 UNIX_SOCKET = "unix://"  # Streamlit's prefix for a server on a Unix socket: local
 PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-Ip")  # a proxy names the client

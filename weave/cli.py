@@ -1,8 +1,8 @@
 """The headless command line: `python -m weave expand ...` and `python -m weave loom ...`.
 
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
-suggestions (or, with --json, the search as one strict JSON object, `weave.offers`' codec);
-`loom` lists, shows, exports and imports saved stories (`weave.loom_cli`). Errors, a
+suggestions (or, with --json, the search as one strict JSON object, `weave.desk.offers`' codec);
+`loom` lists, shows, exports and imports saved stories (`weave.loom.cli`). Errors, a
 mistyped command line's included, become one line on stderr and exit status 2; nothing
 else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
 """
@@ -16,14 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends import BackendError, create_backend
-from weave import loom_cli, steering_cli
 from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
-from weave.loom_formats import without_surrogates
-from weave.loom_store import StoreError
-from weave.model_context import fitted_context, sent_ids
-from weave.offers import search_to_dict
-from weave.search import SearchParams, SearchResult, expand
+from weave.desk.offers import search_to_dict
+from weave.loom import cli as loom_cli
+from weave.loom.formats import without_surrogates
+from weave.loom.store import StoreError
+from weave.search.beams import SearchParams, SearchResult, expand
+from weave.story import steering_cli
+from weave.story.model_context import fitted_context, sent_ids
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
-from weave.ramify import RamifyParams
-from weave.search import SearchParams
+from weave.search.beams import SearchParams
+from weave.search.ramify import RamifyParams
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 BACKEND_NAMES = ("auto", "mlx", "llamacpp", "vllm", "openai")

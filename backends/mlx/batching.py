@@ -11,7 +11,7 @@ Each request gets its own answers (the top k it asked for) and what was spent on
 contexts; a request whose caller no longer wants it (`wanted()` is False when its batch
 is taken) fails with `Cancelled` instead of running.
 
-Writers come first. A request may be background work (look-ahead, `weave.lookahead`):
+Writers come first. A request may be background work (look-ahead, `weave.desk.lookahead`):
 a batch holds writers' requests only, or background ones only, never both, so no
 writer's forward carries look-ahead rows; background requests run only when no writer's
 is pending, and not before the writers of the last batch have had `window` seconds to

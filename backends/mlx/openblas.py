@@ -45,4 +45,3 @@ def _loaded() -> bool:
             return "libopenblas" in maps.read()
     except OSError:
         return False
-

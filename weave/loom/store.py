@@ -2,14 +2,14 @@
 
 Nodes are rows only ever added, the rest small records beside them. The tree is written only by
 `update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the stored loom (other
-tabs' and processes' nodes too), applies a pure move from `weave.loom` and writes what it
+tabs' and processes' nodes too), applies a pure move from `weave.loom.loom` and writes what it
 added; so two writers on one story only add nodes, and a killed process loses nothing saved.
 
 Every failure is a `StoreError` saying what to check. A store is one writer's view
 (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
-`StoryNotFound` to it. The errors are `weave.store_errors`', the file `weave.store_file`'s,
-the rows and the owner filter `weave.store_rows`', the JSON `weave.loom_formats`'; none
-imports the page, the session layer or the backends.
+`StoryNotFound` to it. The errors are `weave.loom.store_errors`', the file
+`weave.loom.store_file`'s, the rows and the owner filter `weave.loom.store_rows`', the JSON
+`weave.loom.formats`'; none imports the page, the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from weave import store_rows as rows
-from weave.loom import Loom, new_id
-from weave.loom_formats import SavedStory, loom_document, read_document
-from weave.steering import steering_in
-from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
-from weave.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
-from weave.store_rows import StoryInfo
+from weave.loom import store_rows as rows
+from weave.loom.formats import SavedStory, loom_document, read_document
+from weave.loom.loom import Loom, new_id
+from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
+from weave.loom.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
+from weave.loom.store_rows import StoryInfo
+from weave.story.steering import steering_in
 
 __all__ = [
     "LOCAL_WRITER",

@@ -30,8 +30,8 @@ SillyTavern's default settings:
 a lorebook file may hold it): strict, so an unknown key, a wrong type or a value past its
 cap is one `ValueError` naming the field. A story keeps its steering in its settings record
 (the store's, the loom export's), under `SETTINGS_KEY` (`steering_in`, `with_steering`).
-This module builds no context (`weave.context` does) and reads no files (`weave.lorebook`
-does).
+This module builds no context (`weave.story.context` does) and reads no files
+(`weave.story.lorebook` does).
 """
 
 from __future__ import annotations

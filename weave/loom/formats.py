@@ -21,7 +21,7 @@ from itertools import accumulate
 from typing import Any
 
 from weave.finite import non_finite
-from weave.loom import KINDS, Loom, Node
+from weave.loom.loom import KINDS, Loom, Node
 
 LOOM_FORMAT = "lloom-loom"
 LOOM_VERSION = 1

@@ -26,7 +26,7 @@ from typing import get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
 from weave.bounds import bounded, check_bounds, one_of
-from weave.tree import Score, Suggestion, TreeNode, suggestions_from
+from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 
 STOP_CHARS = ".,"
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound

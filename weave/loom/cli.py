@@ -13,7 +13,7 @@
 The command line is the machine's local writer (`LOCAL_WRITER`): it sees the stories made
 without a login. The data folder is the configured one (`LLOOM_DATA_DIR` overrides it).
 This module owns these subcommands' arguments and output; the stories are
-`weave.loom_store`'s, and
+`weave.loom.store`'s, and
 `weave.cli` turns errors into one line on stderr.
 """
 
@@ -25,10 +25,10 @@ from pathlib import Path
 
 from weave.access import writer_for
 from weave.config import load_settings
-from weave.loom import Loom
-from weave.loom_formats import MAX_BYTES
-from weave.loom_store import InvalidInput, LoomStore
-from weave.steering import steering_in
+from weave.loom.formats import MAX_BYTES
+from weave.loom.loom import Loom
+from weave.loom.store import InvalidInput, LoomStore
+from weave.story.steering import steering_in
 
 MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 

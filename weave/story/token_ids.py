@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from backends.base import Backend, BackendError
-from weave.loom import Loom, Node
+from weave.loom.loom import Loom, Node
 
 KEPT_IDS = 64  # token-id paths remembered per tab
 

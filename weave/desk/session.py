@@ -1,6 +1,6 @@
 """One tab's place in a story's loom, without Streamlit: a story id, a cursor, its moves.
 
-A `Workspace` is a cursor over the loom `weave.loom_store` keeps (no history of its own):
+A `Workspace` is a cursor over the loom `weave.loom.store` keeps (no history of its own):
 every move is one `LoomStore.update`, and `refresh` rereads the loom on every rerun, so
 other tabs' nodes appear. A write that fails stays pending: the move is shown at once,
 `save_error` says it is not saved, and it is saved at the next change or rerun with the
@@ -8,8 +8,8 @@ node ids it was shown with. Where another tab saved a node of the same text at t
 place meanwhile, the store keeps theirs and our id stands for it in the moves still
 pending. A tab does not leave a story while moves of it are unsaved. Lone suggestions
 accepted by themselves in a row are one `LoneChain`: one undo takes them all back. The
-story's steering (`weave.steering`) is kept in its settings record and goes with `spot`.
-What a node offers is `weave.offers`'; the list of stories is `weave.library`'s.
+story's steering (`weave.story.steering`) is kept in its settings record and goes with `spot`.
+What a node offers is `weave.desk.offers`'; the list of stories is `weave.loom.library`'s.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from weave.library import Library
-from weave.lookahead import LookAhead
-from weave.loom import Loom, NoSuchNode, new_id
-from weave.loom_formats import without_surrogates
-from weave.loom_store import LoomStore, StoreError, StoryNotFound
-from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
-from weave.steering import Steering, steering_in, with_steering
+from weave.desk.lookahead import LookAhead
+from weave.desk.offers import Offer, Offers, Piece, Spot, unshowable_import
+from weave.loom.formats import without_surrogates
+from weave.loom.library import Library
+from weave.loom.loom import Loom, NoSuchNode, new_id
+from weave.loom.store import LoomStore, StoreError, StoryNotFound
+from weave.story.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
 

@@ -22,8 +22,8 @@ The moves, each returning a new `Loom` (the old one is left as it was):
 - `bookmark(node, on)`.
 
 This module does no I/O and knows no backend: token ids are opaque ints, tagged with the
-model whose tokenizer made them. Keeping a loom is `weave.loom_store`'s; searching is
-`weave.search`'s.
+model whose tokenizer made them. Keeping a loom is `weave.loom.store`'s; searching is
+`weave.search.beams`'s.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ Built for a KV cache that reuses the longest common prefix (the MLX backend's):
     (those after the note that tokenize differently once the beam's text follows).
   - Where the whole would pass `max_tokens`, the story's start is cut (never the memory,
     the lore or the note), by a multiple of a step (a quarter of the story's room, at most
-    `weave.search.BLOCK` tokens), so successive searches keep sharing a prefix while the
+    `weave.search.beams.BLOCK` tokens), so successive searches keep sharing a prefix while the
     story grows; `Context.left_out` says how many story tokens were cut.
 
 Steering text is tokenized by the same `tokenize` as story text: the backends read a
@@ -41,8 +41,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from weave.search import BLOCK
-from weave.steering import LoreEntry, Steering
+from weave.search.beams import BLOCK
+from weave.story.steering import LoreEntry, Steering
 
 Tokenize = Callable[[str], list[int]]
 Detokenize = Callable[[list[int]], str]

@@ -11,8 +11,8 @@ shown as this steering's. Searches, draws and alternatives send the steered cont
 (`Offers.context`: the one place that turns a node into what a backend is sent). A
 `Piece` is one continuation to take (a suggestion or a sample) with what made it.
 `search_to_dict`/`search_from_dict` are the one codec of a search, for the store and the
-command line. The search itself is `weave.search`'s and `weave.ramify`'s; the cursor
-and its moves are `weave.session`'s.
+command line. The search itself is `weave.search.beams`'s and `weave.search.ramify`'s; the cursor
+and its moves are `weave.desk.session`'s.
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from backends.base import Backend, BackendError, Candidate, TokenAlternatives
-from weave.context import Context
+from weave.desk.lookahead import LookAhead, always
 from weave.finite import non_finite
-from weave.library import Library
-from weave.lookahead import LookAhead, always
-from weave.loom import Loom
-from weave.model_context import fitted_context, sent_ids, story_alternatives
-from weave.present import accepted_text
-from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
-from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
-from weave.steering import Steering
-from weave.token_ids import TokenIds
-from weave.tree import Suggestion, TreeNode
+from weave.loom.library import Library
+from weave.loom.loom import Loom
+from weave.search.beams import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
+from weave.search.ramify import RamifyParams, RamifyResult, Sample, ramify
+from weave.search.tree import Suggestion, TreeNode
+from weave.story.context import Context
+from weave.story.model_context import fitted_context, sent_ids, story_alternatives
+from weave.story.steering import Steering
+from weave.story.token_ids import TokenIds
+from weave.view.present import accepted_text
 
 KEPT_RESULTS = 16  # searches (and draws) remembered per tab
 KEPT_CONTEXTS = 8  # contexts remembered per tab (the page shows the current one each run)
@@ -222,7 +222,7 @@ class Offers:
         self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always, after=0.0
     ) -> None:
         """While the writer reads `offer` at `spot`, search from its top `rows` exact
-        suggestions as if each were accepted (`weave.lookahead`, beginning `after` seconds
+        suggestions as if each were accepted (`weave.desk.lookahead`, beginning `after` seconds
         from now), so that `suggest` after accepting one finds its search made; a move
         stops it (`settle`). Returns at once."""
         self.ahead.rows = rows

@@ -6,7 +6,7 @@ alternatives, the bars' shares, the search's status lines (live, and when done),
 messages after an automatic accept or a thin search, and text made literal for markdown
 (`md`, `code`). The page (`lloom.py`) puts these strings into widgets; the plain-text
 ones go through `md` like any other text. This module does not search, rank or pool
-(`weave.search`, `weave.tree`) and draws no graph (`weave.render`).
+(`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import unicodedata
 from collections.abc import Sequence
 
 from backends.base import TokenAlternatives
-from weave.search import Progress, SearchParams, SearchResult, SearchStats
-from weave.tree import Score, Suggestion, without_prefix_space
+from weave.search.beams import Progress, SearchParams, SearchResult, SearchStats
+from weave.search.tree import Score, Suggestion, without_prefix_space
 
 VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
 SPACE = "␣"  # a space where a space alone would not be seen

@@ -3,7 +3,7 @@
 A `TreeNode` is one token on one beam; the root stands for the story. This module owns
 the tree's shape, its text (bytes joined once, so split UTF-8 characters come out whole),
 its JSON form and the ranked `Suggestion` list, pooled under LLooM's prefix-space
-rule. It does not search (`weave.search`) or draw (`weave.render`).
+rule. It does not search (`weave.search.beams`) or draw (`weave.view.render`).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def beam_score(node: TreeNode, score: Score) -> float:
 
 def without_prefix_space(text: str) -> str:
     """LLooM's prefix-space rule: a suggestion is shown, and compared, without one leading
-    space (accepting it puts the space back: `weave.present.accepted_text`)."""
+    space (accepting it puts the space back: `weave.view.present.accepted_text`)."""
     return text[1:] if text.startswith(" ") else text
 
 

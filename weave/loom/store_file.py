@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from weave.store_errors import (
+from weave.loom.store_errors import (
     NewerDatabase,
     NotLoomDatabase,
     StorageUnwritable,

@@ -5,7 +5,7 @@ Pure: `render_story_tree(nodes, cursor=...) -> graphviz.Digraph`. It takes plain
 flags), so it serves any loom without importing one. Each drawn node is labelled with
 the opening words of its text; the path to the cursor is highlighted, the cursor filled,
 bookmarks starred. It folds what would make the graph unreadable with the token graph's
-folding (`weave.folding`: its `Fit`, `shown` and `walk`):
+folding (`weave.view.folding`: its `Fit`, `shown` and `walk`):
 - runs of single-child nodes become one node (the cursor, a bookmark or a branch point
   ends a run); clicking it goes to the run's last node;
 - a path to the cursor longer than the columns keeps its end: what lies before becomes
@@ -14,7 +14,7 @@ folding (`weave.folding`: its `Fit`, `shown` and `walk`):
   the current path's first, then the branches most recently grown.
 Every drawn node carries its node's id as the SVG element id (`id`) and, when the page
 passes `url`, a link (`URL`, opened in the page's own tab) for click-to-jump. Labels are
-escaped by `weave.render`'s functions; `opening` also names nodes in the page's node
+escaped by `weave.view.render`'s functions; `opening` also names nodes in the page's node
 picker. This module moves no cursor and knows no page.
 """
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import graphviz
 
-from weave import folding
-from weave.folding import Fit
-from weave.render import BEST_COLOR, label, wrapped_label
+from weave.view import folding
+from weave.view.folding import Fit
+from weave.view.render import BEST_COLOR, label, wrapped_label
 
 STORY_FIT = Fit(columns=6, children=4, nodes=30)
 START = "(start)"
@@ -93,7 +93,7 @@ def render_story_tree(
 
 def opening(node, limit: int = OPENING_CHARS) -> str:
     """A node's opening words on one line ("(start)" for the root): any node with a
-    `parent` id and its own `text` (a `StoryNode`, a `weave.loom.Node`)."""
+    `parent` id and its own `text` (a `StoryNode`, a `weave.loom.loom.Node`)."""
     if node.parent is None:
         return START
     words = " ".join(node.text.split()) or "␣" * min(len(node.text), 3) or "∅"

@@ -27,7 +27,7 @@ Three forms are read, told apart by their top-level keys:
 
 Any problem (not UTF-8, not JSON, larger than MAX_LOREBOOK_BYTES, nested deeper than
 MAX_NESTING, none of these forms, a field of the wrong type, a cap passed) is one `ValueError`
-that names the file. This module reads; it builds no context (`weave.context` does).
+that names the file. This module reads; it builds no context (`weave.story.context` does).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from weave.steering import DEFAULT_SCAN_CHARS, MAX_ENTRIES, LoreEntry, Steering
+from weave.story.steering import DEFAULT_SCAN_CHARS, MAX_ENTRIES, LoreEntry, Steering
 
 MAX_LOREBOOK_BYTES = 8 << 20  # large SillyTavern lorebooks are a few MiB
 MAX_NESTING = 20  # SillyTavern's own files nest about 5 deep

@@ -5,15 +5,15 @@ for DOT, PNG or SVG). Single-child chains are merged, so a node is a run of text
 ends where the tree splits (or where a beam finished); each edge carries the run's
 probability given its parent, is shaded by it, and the best beam's edges are
 highlighted. A `Fit` bounds the drawing: wide fans and deep or numerous runs fold into
-"+k more" nodes (the folding is `weave.folding`'s, shared with the story graph), labels
+"+k more" nodes (the folding is `weave.view.folding`'s, shared with the story graph), labels
 wrap onto two short lines, so that the graph's width stays
 under ~900 pt and its labels at 11 px or more when it is shown 800 px wide (the main
 area of a 1280-px window with Streamlit's sidebar open). Every label is escaped here
 and only here: quotes, backslashes, `<>&`, newlines and control characters never reach
-DOT raw (`weave.story_graph` draws the loom with the same pieces).
+DOT raw (`weave.view.story_graph` draws the loom with the same pieces).
 
-Model text is made visible by `weave.present.visible`. This module does not search
-(`weave.search`) or know about pages.
+Model text is made visible by `weave.view.present.visible`. This module does not search
+(`weave.search.beams`) or know about pages.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import graphviz
 
-from weave import folding
-from weave.folding import Fit
-from weave.present import shorten, visible
-from weave.tree import TreeNode
+from weave.search.tree import TreeNode
+from weave.view import folding
+from weave.view.folding import Fit
+from weave.view.present import shorten, visible
 
 ROOT_LABEL = 24  # the story's tail in the root node (two lines)
 BEST_COLOR = "#d6336c"

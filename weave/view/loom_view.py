@@ -1,16 +1,16 @@
 """The loom as the page shows it: the story tree to draw and the nodes to pick from.
 
-Turns a `weave.loom.Loom` into what `weave.story_graph` draws (the current path
+Turns a `weave.loom.loom.Loom` into what `weave.view.story_graph` draws (the current path
 highlighted, bookmarks marked, each node linking to its own URL) and labels nodes for a
-picker. It reads the loom only; the drawing itself is `weave.story_graph`'s.
+picker. It reads the loom only; the drawing itself is `weave.view.story_graph`'s.
 """
 
 from __future__ import annotations
 
 import graphviz
 
-from weave.loom import Loom
-from weave.story_graph import StoryNode, opening, render_story_tree
+from weave.loom.loom import Loom
+from weave.view.story_graph import StoryNode, opening, render_story_tree
 
 
 def story_nodes(loom: Loom) -> list[StoryNode]:

@@ -23,9 +23,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from weave.loom import KINDS, Loom, Node, title_for
-from weave.loom_formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
-from weave.store_errors import DamagedStory, InvalidInput, StoryNotFound
+from weave.loom.formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
+from weave.loom.loom import KINDS, Loom, Node, title_for
+from weave.loom.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
 TITLE_BYTES = 4096  # of the first node's text, read to make a title
 

@@ -1,7 +1,7 @@
 """What a backend is sent for a story: its steered context, fitted to the model's window.
 
 `fitted_context` is where a story (text, and its ids where known) and its `Steering`
-become the `weave.context.Context` a search, a draw or the alternatives use: it asks
+become the `weave.story.context.Context` a search, a draw or the alternatives use: it asks
 `build_context` for at most the model's context length less the `room` the caller needs
 after it (a search's `max_depth`, a draw's `max_tokens`; 0 for alternatives), so where
 the whole is too long the story's start is cut, never the memory, the lore or the note,
@@ -13,7 +13,7 @@ and the rest as the beam), the whole context as one text. `story_alternatives`
 asks for the model's alternatives at the story's own last tokens, under the steering:
 memory, lore and note are what the model read, never tokens a writer can branch at.
 
-This module owns no policy of the page's and keeps nothing; `weave.context` builds.
+This module owns no policy of the page's and keeps nothing; `weave.story.context` builds.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.base import Backend, TokenAlternatives
-from weave.context import Context, build_context
-from weave.steering import Steering
+from weave.story.context import Context, build_context
+from weave.story.steering import Steering
 
 
 def fitted_context(

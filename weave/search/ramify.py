@@ -1,6 +1,6 @@
 """Ramify (n8loom's `ramify`): N continuations of a context drawn by the model's sampling.
 
-Beside threshold splitting (`weave.search`), a writer may ask for N continuations
+Beside threshold splitting (`weave.search.beams`), a writer may ask for N continuations
 sampled from the model: at each position the tokens below `min_p` times the top token's
 probability are dropped and the rest drawn at `temperature` (0: always the top token),
 up to `max_tokens` tokens; a control token ends a sample. The backend draws them
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from backends.base import Backend, BackendError
 from weave.bounds import bounded, check_bounds
-from weave.search import Progress, ProgressCallback, SearchStats, fit_context
+from weave.search.beams import Progress, ProgressCallback, SearchStats, fit_context
 
 MAX_SAMPLES = 16
 MAX_SAMPLE_TOKENS = 256

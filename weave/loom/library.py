@@ -3,7 +3,7 @@ purges and imports, and what failed last.
 
 Every store action a tab runs goes through `Library.save`, so that a failure (a locked
 or full disk, a damaged entry) is kept in `save_error` for the page to show, never
-raised. The moves within a story are `weave.session`'s; the rows are `weave.loom_store`'s.
+raised. The moves within a story are `weave.desk.session`'s; the rows are `weave.loom.store`'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from weave.loom_formats import without_surrogates
-from weave.loom_store import LoomStore, StoreError, StoryInfo
+from weave.loom.formats import without_surrogates
+from weave.loom.store import LoomStore, StoreError, StoryInfo
 
 
 def open_store(folder) -> tuple[LoomStore, str | None]:

@@ -1,5 +1,5 @@
 """Folding a tree into a graph that stays readable at page width: the one folding that
-the token graph (`weave.render`) and the story graph (`weave.story_graph`) share.
+the token graph (`weave.view.render`) and the story graph (`weave.view.story_graph`) share.
 
 A `Run` is a chain of nodes drawn as one node. A `Fit` is the graph's budget. `shown`
 picks the runs to draw by a rank each renderer gives: the runs it ranks first (the best
@@ -7,7 +7,7 @@ beam, the path to the cursor) within the fit's columns only, the others in rank 
 also within its children per node and its node count. `walk` then goes breadth-first from
 the start, placing each shown run and folding the rest below a parent into one "+k more"
 node, whose tooltip names them (`listing`). Pure: no graphviz, no escaping (the renderers'
-`weave.render.label` does that), no tokens and no loom.
+`weave.view.render.label` does that), no tokens and no loom.
 """
 
 from __future__ import annotations

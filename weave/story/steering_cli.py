@@ -4,10 +4,10 @@
     --note TEXT        the author's note, its own line `--note-depth` lines from the end
     --note-depth N     (default 3)
     --lore FILE        a lorebook: LLooM's own JSON form (as the loom export writes it),
-                       a SillyTavern world-info file or a character book (`weave.lorebook`)
+                       a SillyTavern world-info file or a character book (`weave.story.lorebook`)
 
 A bad value or lorebook file is one `ValueError` naming the option or the file; `weave.cli`
-prints it. This module owns these options only; the context is `weave.context`'s.
+prints it. This module owns these options only; the context is `weave.story.context`'s.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from weave.lorebook import read_lorebook
-from weave.steering import DEFAULT_NOTE_DEPTH, MAX_NOTE_DEPTH, Steering
+from weave.story.lorebook import read_lorebook
+from weave.story.steering import DEFAULT_NOTE_DEPTH, MAX_NOTE_DEPTH, Steering
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,14 +4,14 @@ Once a node's suggestions are shown, `LookAhead.start` searches from its top `ro
 exact suggestions (those whose token ids spell their text) as if each were accepted:
 the context is the node's ids followed by the suggestion's, the very ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
-would get after accepting it (`weave.search` is a function of the backend's answers).
+would get after accepting it (`weave.search.beams` is a function of the backend's answers).
 It runs on a thread of its own, one suggestion after another, as the backend's
 background work (`Backend.background`: on MLX writers' requests are served first and
 the work is dropped once no longer wanted), and it stops between depths once the writer
 acts (`cancel`, or a new `start`). While the page redraws (`hold`) it waits between
 depths: on a machine of two cores its forwards would take the CPU from the browser. Each
 finished search is kept under (model, context ids, parameters), the key a search after
-the accept has, where `weave.session` finds it (`take`); an edited suggestion's node has
+the accept has, where `weave.desk.session` finds it (`take`); an edited suggestion's node has
 other ids, so it searches normally.
 
 This module knows nothing of pages, stores or node ids, and shows nothing: the session's
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from backends.base import Backend, BackendError, Cancelled
-from weave.search import Progress, SearchParams, SearchResult, expand
-from weave.tree import Suggestion
+from weave.search.beams import Progress, SearchParams, SearchResult, expand
+from weave.search.tree import Suggestion
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
 PAUSE_S = 0.05  # how often a run waiting (to begin, or out a hold) checks it is still wanted

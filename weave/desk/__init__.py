@@ -1,0 +1,6 @@
+"""A tab's desk: its place in a story, and what each node offers the writer.
+
+`session.Workspace` is a tab's cursor over the loom and its moves; `offers.Offers` runs
+and keeps a node's searches, draws and alternatives; `lookahead` makes the searches a
+writer is likely to ask for next while they read.
+"""
