@@ -17,8 +17,8 @@ from backends.mlx.batching import Batcher, Forward
 from tests.fake_backend import FakeBackend
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.desk.lookahead import LookAhead
-from weave.desk.offers import Offer
 from weave.desk.session import Workspace
+from weave.desk.offers import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams, expand
 from weave.view import present
@@ -120,6 +120,25 @@ def test_no_look_ahead_from_a_suggestion_whose_ids_do_not_spell_its_text():
     ahead.join(timeout=30)
     for s in shown.suggestions[:2]:
         assert not ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
+
+
+def test_no_look_ahead_where_the_next_search_would_not_fit_the_window():
+    """Near the window's end the accepted node's context is cut by build_context: ids
+    look-ahead cannot know, so it makes no search there (one it made would not be found)."""
+    backend = FakeBackend(seed=5)
+    shown = searched(backend, STORY)
+    lengths = sorted({len(s.token_ids) for s in shown.suggestions[:4] if s.exact})
+    assert len(lengths) > 1  # the window below keeps the short ones only
+    window = len(STORY) + lengths[0] + PARAMS.max_depth
+    ahead = LookAhead(4)
+    plans = ahead.plans("fake-model", STORY, shown.suggestions, PARAMS, window=window)
+    everything = ahead.plans("fake-model", STORY, shown.suggestions, PARAMS)
+    assert plans == [p for p in everything if len(p.context) == len(STORY) + lengths[0]]
+    assert plans and len(plans) < len(everything)
+    fitted = FakeBackend(seed=5, context_length=window)
+    ahead.start(fitted, STORY, shown.suggestions, PARAMS)
+    ahead.join(timeout=30)
+    assert [p for p in everything if ahead.ready("fake-model", p.context, PARAMS)] == plans
 
 
 def test_zero_rows_searches_nothing():

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search.beams import SearchParams, expand, fit_context, stop_cut
+from weave.search.beams import SearchParams, expand, stop_cut
 from weave.search.tree import TreeNode, suggestions_from
 
 STORY = [VOCAB.index("x")]
@@ -138,13 +138,16 @@ def test_empty_story_is_a_clear_error():
         expand(FakeBackend(seed=1), [], SearchParams())
 
 
-def test_over_long_story_keeps_its_end_on_block_boundaries():
-    ids = list(range(5000))
-    kept = fit_context(ids, 4096, 12)
-    assert len(kept) + 12 <= 4096 and kept[-1] == 4999 and kept[0] % 512 == 0
-    assert fit_context(ids[:100], 4096, 12) == ids[:100]
-    result = expand(FakeBackend(seed=1, context_length=64), STORY * 200, SearchParams())
-    assert len(result.context_ids) + 12 <= 64
+def test_the_search_cuts_no_window_it_says_what_did_not_fit():
+    """The one window cut is build_context's (test_steering.py): a search is sent a fitted
+    context, searches exactly it, and refuses one that leaves no room for its depth."""
+    backend = FakeBackend(seed=1, context_length=64)
+    fits = STORY * (52 // len(STORY))
+    assert expand(backend, fits, SearchParams(max_depth=12)).context_ids == tuple(fits)
+    with pytest.raises(ValueError, match="do not fit the model's 64"):
+        expand(backend, STORY * 200, SearchParams())
+    with pytest.raises(ValueError, match="do not fit"):
+        expand(backend, fits, SearchParams(max_depth=13))
 
 
 def test_progress_is_reported_each_depth():

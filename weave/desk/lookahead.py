@@ -5,17 +5,20 @@ exact suggestions (those whose token ids spell their text) as if each were accep
 the context is the node's ids followed by the suggestion's, the very ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
 would get after accepting it (`weave.search.beams` is a function of the backend's answers).
+A suggestion after which the search would not fit the model's window is left out: the
+accepted node's context is then cut (`weave.story.context.build_context`), to ids
+look-ahead cannot know.
 It runs on a thread of its own, one suggestion after another, as the backend's
 background work (`Backend.background`: on MLX writers' requests are served first and
 the work is dropped once no longer wanted), and it stops between depths once the writer
 acts (`cancel`, or a new `start`). While the page redraws (`hold`) it waits between
 depths: on a machine of two cores its forwards would take the CPU from the browser. Each
 finished search is kept under (model, context ids, parameters), the key a search after
-the accept has, where `weave.desk.session` finds it (`take`); an edited suggestion's node has
-other ids, so it searches normally.
+the accept has, where `weave.desk.offers.Offers` finds it (`take`); an edited
+suggestion's node has other ids, so it searches normally.
 
-This module knows nothing of pages, stores or node ids, and shows nothing: the session's
-offer cache is the one place a writer's suggestions come from.
+This module knows nothing of pages, stores or node ids, and shows nothing: the tab's
+offer cache (`Offers`) is the one place a writer's suggestions come from.
 """
 
 from __future__ import annotations
@@ -86,7 +89,9 @@ class LookAhead:
         next depth, unless it runs for these very searches (then it goes on). `alive()`
         False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
         may call it on its own worker thread."""
-        plans = self.plans(backend.model_name, context, suggestions, params)
+        plans = self.plans(
+            backend.model_name, context, suggestions, params, window=backend.context_length
+        )
         self.hold(after)
         with self._lock:
             plans = [plan for plan in plans if plan not in self._done]
@@ -116,10 +121,17 @@ class LookAhead:
         context: Sequence[int],
         suggestions: Sequence[Suggestion],
         params: SearchParams,
+        *,
+        window: int | None = None,
     ) -> list[Ahead]:
-        """The searches `start` makes: after each of the first `rows` exact suggestions."""
+        """The searches `start` makes: after each of the first `rows` exact suggestions,
+        but those after which the search would not fit the model's `window` (its context
+        length; None: no limit)."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
-        return [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+        plans = [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+        if window is None:
+            return plans
+        return [plan for plan in plans if len(plan.context) + params.max_depth <= window]
 
     def hold(self, seconds: float) -> None:
         """Begin no forward for `seconds` from now (a run in progress waits at its next

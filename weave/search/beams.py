@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import get_args
 
@@ -30,7 +30,6 @@ from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 
 STOP_CHARS = ".,"
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
-BLOCK = 512  # an over-long story keeps its end, cut at multiples of this (cache-friendly)
 
 
 @dataclass(frozen=True)
@@ -130,11 +129,13 @@ def expand(
 ) -> SearchResult:
     """Grow the suggestion tree after `context_ids`.
 
-    Raises ValueError for an empty context and lets `BackendError` through untouched.
+    Raises ValueError for an empty context or one that leaves no room for `max_depth` in
+    the model's window (`check_fits`), and lets `BackendError` through untouched.
     """
     if not context_ids:
         raise ValueError("The story is empty: write a few words first.")
-    context = fit_context(context_ids, backend.context_length, params.max_depth)
+    check_fits(context_ids, backend.context_length, params.max_depth)
+    context = list(context_ids)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
     search = _Search(backend, context, params, progress, started, usage_before)
     root = search.run()
@@ -147,21 +148,17 @@ def expand(
     )
 
 
-def fit_context(ids: list[int], context_length: int | None, max_depth: int) -> list[int]:
-    """Keep the story's end when it would overflow the model's context window.
+def check_fits(context: Sequence[int], context_length: int | None, room: int) -> None:
+    """Raise ValueError unless `context` and `room` more tokens fit the model's window.
 
-    The cut falls on a multiple of BLOCK tokens so that successive searches share a
-    prefix (and a cache) while the story grows.
+    The search never cuts: the one window cut is `weave.story.context.build_context`'s,
+    made before the context is sent, so a search's ids are the ids its node's context has.
     """
-    if context_length is None or len(ids) + max_depth <= context_length:
-        return list(ids)
-    budget = context_length - max_depth
-    if budget < 1:
-        raise ValueError(f"max depth {max_depth} does not fit the model's {context_length} tokens")
-    start = math.ceil((len(ids) - budget) / BLOCK) * BLOCK
-    if start >= len(ids):  # a window smaller than a block: cut exactly
-        start = len(ids) - budget
-    return list(ids[start:])
+    if context_length is not None and len(context) + room > context_length:
+        raise ValueError(
+            f"a context of {len(context):,} tokens and {room} more do not fit the model's "
+            f"{context_length:,}: the story was not fitted to the window"
+        )
 
 
 def _next_of(beam: _Beam) -> list[Candidate] | None:

@@ -5,9 +5,10 @@ sampled from the model: at each position the tokens below `min_p` times the top 
 probability are dropped and the rest drawn at `temperature` (0: always the top token),
 up to `max_tokens` tokens; a control token ends a sample. The backend draws them
 (`Backend.sample`: MLX in one batched run on its fragment tree, the servers with their
-own samplers). This module validates the parameters, fits the context to the model's
-window, reports progress and returns the samples, in the order drawn, with the run's
-stats, as a search does. It does no I/O of its own and knows nothing of pages.
+own samplers). This module validates the parameters, checks that the context (fitted by
+`weave.story.context.build_context`) leaves the samples room in the model's window,
+reports progress and returns the samples, in the order drawn, with the run's stats, as a
+search does. It does no I/O of its own and knows nothing of pages.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from backends.base import Backend, BackendError
 from weave.bounds import bounded, check_bounds
-from weave.search.beams import Progress, ProgressCallback, SearchStats, fit_context
+from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
 
 MAX_SAMPLES = 16
 MAX_SAMPLE_TOKENS = 256
@@ -68,12 +69,14 @@ def ramify(
     """Draw `params.n` continuations of `context`.
 
     `progress` hears of a long story being read (depth 0) and of the finished draw.
-    Raises ValueError for an empty context and lets `BackendError` through untouched
+    Raises ValueError for an empty context or one that leaves no room for `max_tokens`
+    in the model's window, and lets `BackendError` through untouched
     (a backend that cannot sample, whose `sample` answers None, raises one here).
     """
     if not context:
         raise ValueError("The story is empty: write a few words first.")
-    fitted = fit_context(context, backend.context_length, params.max_tokens)
+    check_fits(context, backend.context_length, params.max_tokens)
+    fitted = list(context)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
 
     def report(depth: int, done: int, latest: str = "", read: int = 0, tokens: int = 0):

@@ -25,8 +25,10 @@ Built for a KV cache that reuses the longest common prefix (the MLX backend's):
     (those after the note that tokenize differently once the beam's text follows).
   - Where the whole would pass `max_tokens`, the story's start is cut (never the memory,
     the lore or the note), by a multiple of a step (a quarter of the story's room, at most
-    `weave.search.beams.BLOCK` tokens), so successive searches keep sharing a prefix while the
-    story grows; `Context.left_out` says how many story tokens were cut.
+    `BLOCK` tokens), so successive searches keep sharing a prefix while the story grows;
+    `Context.left_out` says how many story tokens were cut. This is the one window cut:
+    the search and the sampler only check that what they are sent fits
+    (`weave.search.beams.check_fits`).
 
 Steering text is tokenized by the same `tokenize` as story text: the backends read a
 control token's name ("<|im_end|>") in text as characters, so memory, lore and note text
@@ -41,12 +43,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from weave.search.beams import BLOCK
 from weave.story.steering import LoreEntry, Steering
 
 Tokenize = Callable[[str], list[int]]
 Detokenize = Callable[[list[int]], str]
 KINDS = ("memory", "lore", "story", "note")
+BLOCK = 512  # the most story tokens a cut steps by: cuts fall on few places (cache-friendly)
 _TITLES = {"memory": "memory", "lore": "lore", "story": "story", "note": "author's note"}
 
 
