@@ -35,7 +35,8 @@ from weave import access, keys
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
-from weave.desk.offers import Alternatives, Draw, Offer, Piece, branch_text
+from weave.desk.alternatives import Alternatives, branch_text
+from weave.desk.spot import Draw, Offer, Piece
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoryInfo
 from weave.search.beams import SearchParams, SearchStats
@@ -638,57 +639,38 @@ def apply_edit(ws: session.Workspace) -> None:
 def search_ui(
     ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
 ) -> Offer | None:
-    """Search at this node when it has no suggestions for these parameters; a live status.
+    """Draw what this node offers (`Offers.show`: it decides whether to search), under a
+    status line, live while a search runs. Returns the suggestions to show: this node's
+    only (after a failure, its earlier ones)."""
+    line = st.empty()  # a line, not `st.status`: that sleeps 50 ms, and the browser animates it
 
-    Returns the suggestions to show: this node's only (on failure, its earlier ones).
-    """
-    model = backend.model_name if backend else None
-    if backend is not None and ws.offers.needs_search(ws.spot, params, model=model):
-        made = ws.offers.ready_ahead(backend, ws.spot, params)  # while they read: no wait
-        if made:
-            offer = ws.offers.suggest(backend, ws.spot, params)
-        else:
-            offer = searched(ws, backend, params)
-        if offer is not None and ws.take_lone(offer, prefix_space=prefix_space):
-            st.rerun()
-        if offer is None or not made:  # a search's status line says how it went
-            return offer or ws.offers.latest(ws.cursor)
-    offer = ws.offers.offer(ws.spot, params, model=model)
-    if offer is not None:
-        ahead = ws.offers.from_ahead(offer)
-        st.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
-        return offer
-    return ws.offers.latest(ws.cursor)
+    def searching():
+        line.caption(f"⏳ {present.first_status(ws.text)}")
+        return lambda p: line.caption(f"⏳ {present.live_status(p)}")
 
-
-def searched(ws: session.Workspace, backend: Backend, params: SearchParams) -> Offer | None:
-    """Search here under a live status line (None: it failed; `error_ui` says why). A line,
-    not `st.status`: that widget sleeps 50 ms when it is made, and the browser animates it."""
-    line = st.empty()
-    line.caption(f"⏳ {present.first_status(ws.text)}")
-    report = lambda p: line.caption(f"⏳ {present.live_status(p)}")  # noqa: E731
     try:
-        with while_open(backend):
-            offer = ws.offers.suggest(backend, ws.spot, params, progress=report)
+        with nullcontext() if backend is None else backend.cancellable(session_alive()):
+            shown = ws.offers.show(backend, ws.spot, params, searching=searching)
     except Cancelled:  # the tab is gone: no one to show anything to
         st.stop()
-    if offer is None:
-        line.caption("⚠️ No suggestions: see below")
-    else:
-        ahead = ws.offers.from_ahead(offer)  # it may have finished since it was asked
-        line.caption(f"✔️ {md(present.search_status(offer.result, ahead=ahead))}")
-    return offer
+    if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
+        st.rerun()
+    status = present.shown_status(shown.offer and shown.offer.result, shown.source,
+                                  failed=shown.error is not None)  # fmt: skip
+    if status:
+        line.caption(status)
+    return shown.offer
 
 
-def while_open(backend: Backend):
-    """Within it, a long read or search for a tab that has since closed stops between
-    chunks and depths (on MLX, the one backend with `cancellable`), leaving the model to
-    the other writers; the script ends quietly."""
+def session_alive():
+    """Whether this tab's session is still open (cheap and thread-safe): a long read or
+    search for a tab that has since closed stops between chunks and depths
+    (`Backend.cancellable`), and look-ahead stops, leaving the model to the other writers."""
     ctx = get_script_run_ctx()
     if ctx is None or not Runtime.exists():
-        return nullcontext()
+        return lambda: True
     runtime, session_id = Runtime.instance(), ctx.session_id
-    return backend.cancellable(lambda: runtime.is_active_session(session_id))
+    return lambda: runtime.is_active_session(session_id)
 
 
 def error_ui(ws: session.Workspace) -> None:
@@ -826,13 +808,9 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
     """While the writer reads these suggestions, search from the top ones as if each were
     accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
     a failed search: the suggestions shown are then an earlier one's."""
-    ctx = get_script_run_ctx()
-    alive = lambda: True  # noqa: E731
-    if ctx is not None and Runtime.exists():
-        runtime, session_id = Runtime.instance(), ctx.session_id
-        alive = lambda: runtime.is_active_session(session_id)  # noqa: E731
     rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=alive, after=LOOKAHEAD_AFTER_S)
+    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
+                         after=LOOKAHEAD_AFTER_S)  # fmt: skip
 
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,

@@ -18,7 +18,7 @@ import graphviz
 import streamlit as st
 
 from weave.desk import session
-from weave.desk.offers import Offer
+from weave.desk.spot import Offer
 from weave.loom.loom import Loom
 from weave.view.loom_view import node_label, story_tree
 from weave.view.render import render_tree

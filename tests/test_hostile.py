@@ -37,9 +37,9 @@ from backends.replies import MAX_REPLY_BYTES
 from backends.vllm import VLLMBackend
 from tests.hostile_servers import COMMON, FLOOD_BYTES, PLANTED, SHAPES, hostile_server
 from tests.servers import free_port
-from weave.desk.offers import search_to_dict
 from weave.finite import non_finite
 from weave.search.beams import SearchParams, expand
+from weave.search.codec import search_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key-do-not-leak-0123456789"

@@ -18,7 +18,7 @@ from tests.fake_backend import FakeBackend
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.desk.lookahead import LookAhead
 from weave.desk.session import Workspace
-from weave.desk.offers import Offer
+from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams, expand
 from weave.view import present
@@ -403,7 +403,7 @@ def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
     assert len(backend.calls) == calls  # nothing asked of the model
     assert ws.offers.from_ahead(offer)
     assert "from look-ahead" in present.search_status(offer.result, ahead=True)
-    ids = ws.offers.ids.path_ids(backend, ws.spot.loom, ws.cursor)
+    ids = ws.offers.contexts.ids.path_ids(backend, ws.spot.loom, ws.cursor)
     assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
 
 
@@ -413,7 +413,7 @@ def test_an_edited_suggestion_searches_normally_and_a_move_stops_look_ahead(tmp_
     ws.accept(shown.piece(top), top.text + "a", prefix_space=False)  # edited before accepting
     offer = ws.offers.suggest(backend, ws.spot, PARAMS)
     assert not ws.offers.from_ahead(offer)
-    ids = ws.offers.ids.path_ids(backend, ws.spot.loom, ws.cursor)
+    ids = ws.offers.contexts.ids.path_ids(backend, ws.spot.loom, ws.cursor)
     assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
     gated = Gated(seed=5)
     ws.offers.look_ahead(gated, ws.spot, offer, rows=3)

@@ -28,7 +28,7 @@ from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
 from tests.test_token_ids import oov_loom
 from weave.desk import session
-from weave.desk.offers import Offer, Piece
+from weave.desk.spot import Offer, Piece
 from weave.loom.store import LoomStore
 from weave.view import present
 

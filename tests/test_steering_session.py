@@ -4,10 +4,11 @@ accept under memory (0 prefill tokens); alternatives index the story's own token
 
 from __future__ import annotations
 
-from weave.desk.offers import branch_text, search_steering
+from weave.desk.alternatives import branch_text
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams
+from weave.search.codec import search_steering
 from weave.story.steering import LoreEntry, Steering
 
 STORY = "The night was cold.\nThe fox crept to the well.\nThere,"
@@ -57,7 +58,7 @@ def test_steering_is_kept_with_the_story_and_each_search(tmp_path, mlx_backend):
     )
     again.set_steering(NOTED)  # made under other steering: not this one's
     assert again.offers.offer(again.spot, PARAMS, model=model) is None
-    assert again.offers.needs_search(again.spot, PARAMS, model=model)
+    assert again.offers.show(mlx_backend, again.spot, PARAMS).source == "searched"
     again.set_steering(STEERING)
     assert again.offers.offer(again.spot, PARAMS, model=model) is not None
     asleep = LoreEntry(("dragon",), "A dragon sleeps.")  # an entry that does not fire here

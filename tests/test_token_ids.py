@@ -92,7 +92,7 @@ def test_a_story_holding_ids_outside_the_vocabulary_opens_and_searches(tmp_path,
     story_id = store.import_json(json.dumps(oov_loom([bad, 5])))
     ws = Workspace(store)
     assert ws.open(story_id, "b") and ws.text == "Once upon a time, there was"
-    ids = ws.offers.ids.path_ids(mlx_backend, ws.loom, "b")
+    ids = ws.offers.contexts.ids.path_ids(mlx_backend, ws.loom, "b")
     assert ids == tuple(mlx_backend.tokenize("Once upon a time, there was"))
     offer = ws.offers.suggest(mlx_backend, ws.spot, SearchParams(max_depth=3, max_suggestions=5))
     assert ws.offers.error is None and offer is not None and offer.result.suggestions
@@ -108,7 +108,7 @@ def test_valid_stored_ids_are_still_used_as_searched(tmp_path, mlx_backend):
     story_id = store.import_json(json.dumps(oov_loom(beam)))
     ws = Workspace(store)
     assert ws.open(story_id, "b")
-    assert ws.offers.ids.path_ids(mlx_backend, ws.loom, "b")[-len(beam) :] == tuple(beam)
+    assert ws.offers.contexts.ids.path_ids(mlx_backend, ws.loom, "b")[-len(beam) :] == tuple(beam)
 
 
 IMPORT_AND_OPEN = """
@@ -225,7 +225,7 @@ def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path
             fresh = backend_for("openai", url)
             with pytest.raises(BackendError, match="not one of the token texts met here"):
                 fresh.detokenize(loom["nodes"][-1]["token_ids"])
-            ids = ws.offers.ids.path_ids(fresh, ws.loom, "b")
+            ids = ws.offers.contexts.ids.path_ids(fresh, ws.loom, "b")
             assert fresh.detokenize(list(ids)) == "Once upon a time, there was"
             offer = ws.offers.suggest(fresh, ws.spot, SearchParams(max_depth=2))
             assert ws.offers.error is None and offer is not None and offer.result.suggestions

@@ -1,7 +1,7 @@
 """The headless command line: `python -m weave expand ...` and `python -m weave loom ...`.
 
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
-suggestions (or, with --json, the search as one strict JSON object, `weave.desk.offers`' codec);
+suggestions (or, with --json, the search as one strict JSON object, `weave.search.codec`);
 `loom` lists, shows, exports and imports saved stories (`weave.loom.cli`). Errors, a
 mistyped command line's included, become one line on stderr and exit status 2; nothing
 else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
@@ -18,11 +18,11 @@ from pathlib import Path
 from backends import BackendError, create_backend
 from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
-from weave.desk.offers import search_to_dict
 from weave.loom import cli as loom_cli
 from weave.loom.formats import without_surrogates
 from weave.loom.store import StoreError
 from weave.search.beams import SearchParams, SearchResult, expand
+from weave.search.codec import search_to_dict
 from weave.story import steering_cli
 from weave.story.model_context import fitted_context, sent_ids
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from backends.base import Backend, BackendError, Cancelled
+from weave.lru import LRU
 from weave.search.beams import Progress, SearchParams, SearchResult, expand
 from weave.search.tree import Suggestion
 
@@ -64,8 +64,7 @@ class LookAhead:
 
     def __init__(self, rows: int, *, kept: int = KEPT) -> None:
         self.rows = rows
-        self._kept = kept
-        self._done: OrderedDict[Ahead, SearchResult] = OrderedDict()
+        self._done: LRU[Ahead, SearchResult] = LRU(kept)
         self._lock = threading.Lock()
         self._generation = 0  # a run goes on while it is the latest one started
         self._thread: threading.Thread | None = None
@@ -195,7 +194,4 @@ class LookAhead:
 
     def _keep(self, plan: Ahead, result: SearchResult) -> None:
         with self._lock:
-            self._done[plan] = result
-            self._done.move_to_end(plan)
-            while len(self._done) > self._kept:
-                self._done.popitem(last=False)
+            self._done.put(plan, result)

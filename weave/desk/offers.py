@@ -1,124 +1,35 @@
-"""What a node offers a writer: a search's suggestions, a draw's samples, the model's
-alternatives at the story's tokens, and the one JSON form of a search.
+"""What a node offers a writer: its suggestions through one door (`Offers.show`), its
+draws, and the model's alternatives at the story's tokens.
 
-Suggestions belong to the node they were made for: `Offers` runs a tab's searches and
-draws at a `Spot` (a node of a story) and keeps them per (node, parameters) and per
-node, the latest few of each, so that going back shows a node's own at once; a search
-is also saved beside its node, and read back from there. A search is made under the
-story's steering and kept and saved with what of it was in force (`Spot.in_force`: the
-memory, the note, the entries that fired): a search made under other steering is not
-shown as this steering's. Searches, draws and alternatives send the steered context
-(`Offers.context`: the one place that turns a node into what a backend is sent). A
-`Piece` is one continuation to take (a suggestion or a sample) with what made it.
-`search_to_dict`/`search_from_dict` are the one codec of a search, for the store and the
-command line. The search itself is `weave.search.beams`'s and `weave.search.ramify`'s; the cursor
-and its moves are `weave.desk.session`'s.
+`Offers` runs a tab's searches and draws at a `Spot` (a node of a story) and keeps the
+latest few per (node, parameters, steering in force) and per node (`weave.lru`); a search
+is also saved beside its node and read back from there, but never shown under other
+steering than it was made under (`Spot.in_force`). `show` answers the page's one question,
+"what does this node offer with these parameters?": search now, take look-ahead's search,
+show the kept one or, after a failure, the node's earlier ones; a `Shown` says which.
+Everything sent is the steered context (`Offers.context`). The values (`Shown` among them) are
+`weave.desk.spot`'s, a search's JSON `weave.search.codec`'s, the alternatives
+`weave.desk.alternatives`'; the moves are `weave.desk.session`'s.
 """
 
 from __future__ import annotations
 
-import json
-from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from collections.abc import Callable
 
-from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from backends.base import Backend, BackendError
+from weave.desk.alternatives import Alternatives, alternatives_at
 from weave.desk.lookahead import LookAhead, always
-from weave.finite import non_finite
+from weave.desk.spot import Draw, Offer, Shown, Spot
 from weave.loom.library import Library
-from weave.loom.loom import Loom
-from weave.search.beams import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
-from weave.search.ramify import RamifyParams, RamifyResult, Sample, ramify
-from weave.search.tree import Suggestion, TreeNode
+from weave.lru import LRU
+from weave.search.beams import ProgressCallback, SearchParams, SearchResult, expand
+from weave.search.codec import search_from_dict, search_steering, search_to_dict, unshowable
+from weave.search.ramify import RamifyParams, ramify
 from weave.story.context import Context
-from weave.story.model_context import fitted_context, sent_ids, story_alternatives
+from weave.story.model_context import Contexts, sent_ids
 from weave.story.steering import Steering
-from weave.story.token_ids import TokenIds
-from weave.view.present import accepted_text
 
 KEPT_RESULTS = 16  # searches (and draws) remembered per tab
-KEPT_CONTEXTS = 8  # contexts remembered per tab (the page shows the current one each run)
-
-
-@dataclass(frozen=True)
-class Piece:
-    """A continuation offered at a node (a suggestion or a sample), and what made it."""
-
-    node_id: str  # the node it was made for: taking it adds a child there
-    text: str
-    token_ids: tuple[int, ...]
-    exact: bool  # `token_ids` spell `text` exactly
-    model: str
-    params: dict[str, Any]
-    score: float
-    kind: str = "accepted"
-
-    def text_as(self, shown: str | None, prefix_space: bool) -> str:
-        """The text taken when the box showed `shown` (None: unchanged)."""
-        return accepted_text(self.text, shown, prefix_space=prefix_space)
-
-
-def _tag(node_id: str, params, stats: SearchStats) -> str:
-    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
-    another run never show its texts."""
-    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
-
-
-@dataclass(frozen=True)
-class Offer:
-    """A search's suggestions for one node: what the page shows there, and nowhere else."""
-
-    node_id: str
-    params: SearchParams
-    result: SearchResult
-
-    @property
-    def tag(self) -> str:
-        """Names this search's widgets, so that another search's never show its texts."""
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, suggestion: Suggestion) -> Piece:
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
-
-    node_id: str
-    params: RamifyParams
-    result: RamifyResult
-
-    @property
-    def tag(self) -> str:
-        return _tag(self.node_id, self.params, self.result.stats)
-
-    def piece(self, sample: Sample) -> Piece:
-        """A sample to take: its text is the detokenization of exactly its ids."""
-        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Spot:
-    """Where a tab is: the node at `loom`'s cursor in story `story_id`; `saved` when no
-    move of the tab is pending (what is made here may then be stored beside the node)."""
-
-    story_id: str
-    loom: Loom
-    saved: bool
-    steering: Steering = Steering()  # the story's memory, note and lorebook
-
-    @property
-    def node_id(self) -> str:
-        return self.loom.cursor
-
-    @property
-    def in_force(self) -> Steering:
-        """The steering a search here is made under (`Steering.in_force`)."""
-        return self.steering.in_force(self.loom.text(self.node_id))
 
 
 class Offers:
@@ -128,10 +39,9 @@ class Offers:
 
     def __init__(self, library: Library, ahead: LookAhead | None = None) -> None:
         self.library = library
-        self.ids = TokenIds()
-        self.results: OrderedDict[tuple, SearchResult] = OrderedDict()  # by `_key`
-        self.contexts: OrderedDict[tuple, Context] = OrderedDict()
-        self.draws: OrderedDict[str, Draw] = OrderedDict()
+        self.contexts = Contexts()
+        self.results: LRU[tuple, SearchResult] = LRU(KEPT_RESULTS)  # by `_key`
+        self.draws: LRU[str, Draw] = LRU(KEPT_RESULTS)
         self.ahead = ahead or LookAhead(0)  # searches made while the writer reads
         self._ahead_made: set[tuple[str, SearchParams]] = set()  # results kept from it
         self.settle()
@@ -143,6 +53,35 @@ class Offers:
         self.error: str | None = None
         self.failed: tuple[str, SearchParams, Steering] | None = None
         self.notice: str | None = None
+
+    def show(
+        self,
+        backend: Backend | None,
+        spot: Spot,
+        params: SearchParams,
+        *,
+        searching: Callable[[], ProgressCallback | None] = lambda: None,
+    ) -> Shown:
+        """What `spot` offers with `params`: searched now where nothing is kept for them
+        (unless the last search here failed and no retry was asked), from look-ahead where
+        it made the search, else what is kept. `searching()` is called just before a
+        search the writer waits for, and gives what hears its progress. Raises the
+        backend's `Cancelled` (the tab is gone)."""
+        model = backend.model_name if backend is not None else None
+        if backend is not None and self._needs_search(spot, params, model=model):
+            ready = not self.forced and self._ready_ahead(backend, spot, params)
+            offer = self.suggest(backend, spot, params, None if ready else searching())
+            if offer is None:
+                earlier = self.latest(spot.node_id)
+                return Shown(earlier, "earlier" if earlier else "none", error=self.error)
+            lone = offer.result.suggestions
+            lone = offer.piece(lone[0]) if len(lone) == 1 else None
+            return Shown(offer, "ahead" if self.from_ahead(offer) else "searched", lone)
+        offer = self.offer(spot, params, model=model)
+        if offer is not None:
+            return Shown(offer, "ahead" if self.from_ahead(offer) else "kept")
+        earlier = self.latest(spot.node_id)
+        return Shown(earlier, "earlier" if earlier else "none")
 
     def offer(self, spot: Spot, params: SearchParams, *, model: str | None) -> Offer | None:
         """The suggestions made at `spot` with `params` (by `model`, under the spot's
@@ -159,7 +98,7 @@ class Offers:
             if (restored and restored[1] == params and restored[0].stats.model == model
                     and search_steering(saved) == spot.in_force):  # fmt: skip
                 result = restored[0]
-                _keep(self.results, _key(spot, params), result)
+                self.results.put(_key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 
     def latest(self, node_id: str) -> Offer | None:
@@ -169,22 +108,18 @@ class Offers:
                 return Offer(at, params, result)
         return None
 
-    def needs_search(self, spot: Spot, params: SearchParams, *, model: str | None) -> bool:
+    def _needs_search(self, spot: Spot, params: SearchParams, *, model: str | None) -> bool:
         if not spot.loom.text():
             return False
         key = _key(spot, params)
         return self.forced or (self.offer(spot, params, model=model) is None and key != self.failed)
 
-    def ready_ahead(self, backend: Backend, spot: Spot, params: SearchParams) -> bool:
-        """Whether `suggest` would take its search from look-ahead, made before it asked
-        (no forward, no wait)."""
-        if self.forced:
-            return False
+    def _ready_ahead(self, backend: Backend, spot: Spot, params: SearchParams) -> bool:
+        """Whether look-ahead made this search before it was asked (no forward, no wait)."""
         try:
-            ids = tuple(self._sent(backend, spot, params))
+            return self.ahead.ready(backend.model_name, self._sent(backend, spot, params), params)
         except (BackendError, ValueError):
             return False
-        return self.ahead.ready(backend.model_name, ids, params)
 
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
@@ -197,10 +132,8 @@ class Offers:
         params: SearchParams,
         progress: ProgressCallback | None = None,
     ) -> Offer | None:
-        """Search at `spot`; on a backend error keep everything and remember why.
-
-        Returns the suggestions, or None when the search failed (see `error`).
-        """
+        """Search at `spot` (or take look-ahead's search); on a backend error keep
+        everything and remember why. Returns the suggestions, or None (see `error`)."""
         node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
             ids = self._sent(backend, spot, params)
@@ -210,7 +143,7 @@ class Offers:
             self.error, self.failed = str(e), _key(spot, params)
             return None
         self.error, self.failed = None, None
-        _keep(self.results, _key(spot, params), result)
+        self.results.put(_key(spot, params), result)
         made = self._ahead_made.add if found is not None else self._ahead_made.discard
         made((node_id, params))
         if spot.saved:
@@ -222,9 +155,9 @@ class Offers:
         self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always, after=0.0
     ) -> None:
         """While the writer reads `offer` at `spot`, search from its top `rows` exact
-        suggestions as if each were accepted (`weave.desk.lookahead`, beginning `after` seconds
-        from now), so that `suggest` after accepting one finds its search made; a move
-        stops it (`settle`). Returns at once."""
+        suggestions as if each were accepted (`weave.desk.lookahead`, beginning `after`
+        seconds from now), so that a search after accepting one finds its search made; a
+        move stops it (`settle`). Returns at once."""
         self.ahead.rows = rows
         if not rows or offer.node_id != spot.node_id:
             return
@@ -276,20 +209,16 @@ class Offers:
             return None
         self.error = None
         draw = Draw(spot.node_id, params, result)
-        _keep(self.draws, spot.node_id, draw)
+        self.draws.put(spot.node_id, draw)
         return draw
 
     def alternatives(self, backend: Backend, spot: Spot, *, k: int, last: int) -> Alternatives:
         """What the model offered at the last `last` tokens of the story at `spot`."""
-        where = (spot.story_id, spot.node_id)
         try:
             context = self.context(backend, spot, room=0)
-            rows = story_alternatives(backend, context, k, last=last)
         except (BackendError, ValueError) as e:
-            return Alternatives(*where, error=str(e))
-        if rows is None:
-            return Alternatives(*where, unsupported=True)
-        return Alternatives(*where, rows=tuple(rows))
+            return Alternatives(spot.story_id, spot.node_id, error=str(e))
+        return alternatives_at(backend, context, spot.story_id, spot.node_id, k=k, last=last)
 
     def _sent(self, backend: Backend, spot: Spot, params: SearchParams) -> list[int]:
         """The ids a search at `spot` with `params` sends: look-ahead keys its searches by
@@ -297,131 +226,11 @@ class Offers:
         return sent_ids(backend, self.context(backend, spot, room=params.max_depth))
 
     def context(self, backend: Backend, spot: Spot, *, room: int) -> Context:
-        """What `backend` reads for a search at `spot` that adds `room` tokens: the story's
-        path ids (`TokenIds`) under the spot's steering, fitted to the model's window.
-
-        Raises `BackendError` (tokenizing) or `ValueError` (it cannot fit).
-        """
-        ids = self.ids.path_ids(backend, spot.loom, spot.node_id)
-        key = (backend.model_name, ids, spot.steering, room)
-        if key not in self.contexts:
-            text = spot.loom.text(spot.node_id)
-            context = fitted_context(backend, spot.steering, text, ids, room=room)
-            _keep(self.contexts, key, context, KEPT_CONTEXTS)
-        return self.contexts[key]
+        """What `backend` reads for a search at `spot` that adds `room` tokens (`Contexts.of`).
+        Raises `BackendError` (tokenizing) or `ValueError` (it cannot fit)."""
+        return self.contexts.of(backend, spot.loom, spot.node_id, spot.steering, room=room)
 
 
 def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering]:
     """A search's place among those kept: its node, parameters and steering in force."""
     return spot.node_id, params, spot.in_force
-
-
-def _keep(kept: OrderedDict, key, value, most: int = KEPT_RESULTS) -> None:
-    kept[key] = value
-    kept.move_to_end(key)
-    while len(kept) > most:
-        kept.popitem(last=False)
-
-
-# -- alternatives at the story's tokens -------------------------------------------------
-@dataclass(frozen=True)
-class Alternatives:
-    """What the model offered at the last tokens of the story at a node: `rows`, else why
-    there are none (`unsupported`: the backend cannot say; `error`: what failed)."""
-
-    story_id: str
-    node_id: str
-    rows: tuple[TokenAlternatives, ...] = ()
-    unsupported: bool = False
-    error: str | None = None
-
-    def failed(self, error: str) -> Alternatives:
-        return Alternatives(self.story_id, self.node_id, error=error)
-
-
-def branch_text(
-    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate
-) -> str:
-    """The story up to the token `at`, then `choice` in its place: what a loom edit
-    branches with when the writer picks another token there.
-
-    Args:
-        text: the story's text.
-        rows: `Backend.alternatives` for the story's ids, through its last token (their
-            texts join to the story's end).
-        at: the row of the token replaced; choice: one of its alternatives.
-    Raises:
-        ValueError: when the rows' texts are not the end of `text` (another story's).
-    """
-    tail = "".join(row.text for row in rows if row.position >= at.position)
-    if not text.endswith(tail):
-        raise ValueError("these alternatives belong to another text than the story's")
-    return text[: len(text) - len(tail)] + choice.text
-
-
-# -- searches as JSON ---------------------------------------------------------------------
-def search_to_dict(
-    result: SearchResult, params: SearchParams | None = None, steering: Steering | None = None
-) -> dict:
-    """A search as JSON: parameters and steering (when given), stats, the ranked
-    suggestions and the whole tree."""
-    data = {} if params is None else {"params": asdict(params)}
-    data |= {} if steering is None else {"steering": steering.to_dict()}
-    return data | {
-        "stats": result.stats.to_dict(),
-        "suggestions": [asdict(s) for s in result.suggestions],
-        "tree": result.tree.to_dict(),
-        "context_tokens": len(result.context_ids),
-    }
-
-
-def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
-    """`search_to_dict`'s inverse; None when the data is not a search we can show
-    (one holding NaN or an infinity, say)."""
-    if non_finite(data):
-        return None
-    try:
-        params = SearchParams(**_known(SearchParams, data["params"]))
-        suggestions = [_suggestion(s) for s in data["suggestions"]]
-        stats = SearchStats(**_known(SearchStats, data["stats"]))
-        tree = TreeNode.from_dict(data["tree"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    return SearchResult(suggestions, tree, stats, context_ids=()), params
-
-
-def search_steering(data: dict) -> Steering | None:
-    """The steering a saved search was made under (none recorded: no steering); None when
-    what is recorded is not steering we can read."""
-    try:
-        return Steering.from_dict(data.get("steering", {}))
-    except ValueError:
-        return None
-
-
-def unshowable(search: object, what: str, where: str = "search") -> str | None:
-    """Why a saved or imported search is not shown, when it holds NaN or an infinity."""
-    broken = non_finite(search, where)
-    if broken is None:
-        return None
-    return f"{what} are not shown: {broken} is not a finite number. The story is searched again."
-
-
-def unshowable_import(data: bytes | str) -> str | None:
-    """Why an imported file's suggestions were left out (the store keeps none holding NaN
-    or an infinity): the loom's per node, or an older file's one search."""
-    doc = json.loads(data)  # the store has read it: it is a JSON object
-    searches = {key: doc[key] for key in ("suggestions", "search", "tree") if key in doc}
-    return unshowable(searches, "The file's suggestions", "")
-
-
-def _suggestion(data: dict) -> Suggestion:
-    values = _known(Suggestion, data)
-    for name in ("token_ids", "token_pieces", "token_logprobs"):
-        values[name] = tuple(values[name])
-    return Suggestion(**values)
-
-
-def _known(cls, data: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}

@@ -7,23 +7,26 @@ other tabs' nodes appear. A write that fails stays pending: the move is shown at
 node ids it was shown with. Where another tab saved a node of the same text at the same
 place meanwhile, the store keeps theirs and our id stands for it in the moves still
 pending. A tab does not leave a story while moves of it are unsaved. Lone suggestions
-accepted by themselves in a row are one `LoneChain`: one undo takes them all back. The
-story's steering (`weave.story.steering`) is kept in its settings record and goes with `spot`.
+accepted by themselves in a row are one `LoneChain`: one undo takes them all back; with
+how many were taken it is the tab's one `Lone` value. The story's steering
+(`weave.story.steering`) is kept in its settings record and goes with `spot`.
 What a node offers is `weave.desk.offers`'; the list of stories is `weave.loom.library`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from weave.desk.lookahead import LookAhead
-from weave.desk.offers import Offer, Offers, Piece, Spot, unshowable_import
+from weave.desk.offers import Offers
+from weave.desk.spot import Piece, Spot
 from weave.loom.formats import without_surrogates
 from weave.loom.library import Library
 from weave.loom.loom import Loom, NoSuchNode, new_id
 from weave.loom.store import LoomStore, StoreError, StoryNotFound
+from weave.search.codec import unshowable_import
 from weave.story.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
@@ -46,6 +49,23 @@ class LoneChain:
     start: str  # the node the first was accepted at: one undo goes back there
     end: str
     texts: tuple[str, ...]  # what each appended, in order
+
+
+@dataclass(frozen=True)
+class Lone:
+    """A tab's lone-accept state, one value: how many lone suggestions were accepted by
+    themselves in a row (`taken`: at AUTO_ACCEPTS none is, until the writer acts) and the
+    last `chain` they made. A move returns it to `armed` (the writer acted: lone ones may
+    be taken again) or `held` (a deliberate place: none is taken by itself there)."""
+
+    taken: int = 0
+    chain: LoneChain | None = None
+
+    def armed(self) -> Lone:
+        return replace(self, taken=0)
+
+    def held(self) -> Lone:
+        return replace(self, taken=AUTO_ACCEPTS)
 
 
 class Workspace:
@@ -76,8 +96,7 @@ class Workspace:
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
-        self.auto_accepted = 0
-        self.lone: LoneChain | None = None  # the last run of lone suggestions taken
+        self.lone = Lone()  # lone suggestions taken by themselves (`take_lone`)
 
     # -- where this tab is ----------------------------------------------------------------
     @property
@@ -139,7 +158,7 @@ class Workspace:
         self.title = self.library.title(story_id)
         settings = self.library.save(lambda: self.store.settings(story_id), reading=True)
         self._take_settings(settings or {})
-        self.auto_accepted = AUTO_ACCEPTS  # reopening changes nothing by itself
+        self.lone = self.lone.held()  # reopening changes nothing by itself
         return True
 
     def close(self) -> None:
@@ -172,7 +191,7 @@ class Workspace:
         if text != self.text:
             node_id, cursor = new_id(), self.cursor
             self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
-            self.auto_accepted = 0
+            self.lone = self.lone.armed()
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Take a suggestion as shown (maybe edited): a child of the node it was made for.
@@ -185,7 +204,7 @@ class Workspace:
             return
         grow, made = self._grower(piece, shown, prefix_space=prefix_space)
         self._move(lambda loom: grow(loom, "accept"), made)
-        self.auto_accepted = 0
+        self.lone = self.lone.armed()
 
     def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
@@ -210,8 +229,8 @@ class Workspace:
 
     def lone_chain(self) -> LoneChain | None:
         """The lone suggestions accepted by themselves that led to the cursor, if any."""
-        lone = self.lone
-        return lone if lone is not None and self.loom and lone.end == self.cursor else None
+        chain = self.lone.chain
+        return chain if chain is not None and self.loom and chain.end == self.cursor else None
 
     def undo_target(self) -> str | None:
         """Where undo goes: the parent, or where a chain of lone accepts began."""
@@ -242,7 +261,7 @@ class Workspace:
 
     def _navigate(self, move: Move) -> None:
         self._move(move)
-        self.auto_accepted = AUTO_ACCEPTS  # going back is deliberate: no lone accept undoes it
+        self.lone = self.lone.held()  # going back is deliberate: no lone accept undoes it
 
     def _move(self, move: Move, made: str | None = None) -> None:
         """Show `move` (which adds the node `made`, if any) at once, then save it (and any
@@ -334,18 +353,17 @@ class Workspace:
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""
         self.offers.retry()
-        self.auto_accepted = 0
+        self.lone = self.lone.armed()
 
-    def take_lone(self, offer: Offer, *, prefix_space: bool) -> bool:
-        """Accept a lone suggestion by itself (LLooM's rule), a few times in a row at most."""
-        suggestions = offer.result.suggestions
-        if len(suggestions) != 1 or self.auto_accepted >= AUTO_ACCEPTS:
+    def take_lone(self, piece: Piece, *, prefix_space: bool) -> bool:
+        """Accept a lone suggestion by itself (LLooM's rule, `Shown.lone`), a few times in a
+        row at most."""
+        if self.lone.taken >= AUTO_ACCEPTS:
             return False
-        taken, chain, start = self.auto_accepted + 1, self.lone_chain(), self.cursor
-        piece = offer.piece(suggestions[0])
+        taken, chain, start = self.lone.taken + 1, self.lone_chain(), self.cursor
         self.accept(piece, None, prefix_space=prefix_space)
-        self.auto_accepted = taken
+        self.lone = replace(self.lone, taken=taken)
         if self.cursor != start:
             first, texts = (chain.start, chain.texts) if chain else (start, ())
-            self.lone = LoneChain(first, self.cursor, (*texts, piece.text))
+            self.lone = Lone(taken, LoneChain(first, self.cursor, (*texts, piece.text)))
         return True

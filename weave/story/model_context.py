@@ -13,7 +13,10 @@ and the rest as the beam), the whole context as one text. `story_alternatives`
 asks for the model's alternatives at the story's own last tokens, under the steering:
 memory, lore and note are what the model read, never tokens a writer can branch at.
 
-This module owns no policy of the page's and keeps nothing; `weave.story.context` builds.
+`Contexts` is a tab's memo of them: the story's path ids at a node (`TokenIds`) under its
+steering, fitted, per (model, ids, steering, room), the latest few (`weave.lru`), since
+the page asks the current node's on every run. This module owns no policy of the page's;
+`weave.story.context` builds.
 """
 
 from __future__ import annotations
@@ -21,8 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backends.base import Backend, TokenAlternatives
+from weave.loom.loom import Loom
+from weave.lru import LRU
 from weave.story.context import Context, build_context
 from weave.story.steering import Steering
+from weave.story.token_ids import TokenIds
+
+KEPT_CONTEXTS = 8  # contexts remembered per tab (the page shows the current one each run)
 
 
 def fitted_context(
@@ -55,6 +63,29 @@ def fitted_context(
         story_ids=story_ids,
         max_tokens=None if length is None else length - room,
     )
+
+
+class Contexts:
+    """A tab's contexts, made once per (model, path ids, steering, room): `of`."""
+
+    def __init__(self) -> None:
+        self.ids = TokenIds()
+        self._kept: LRU[tuple, Context] = LRU(KEPT_CONTEXTS)
+
+    def of(
+        self, backend: Backend, loom: Loom, node_id: str, steering: Steering, *, room: int
+    ) -> Context:
+        """What `backend` reads at `node_id` of `loom` for a search that adds `room` tokens:
+        the path's ids under `steering`, fitted to the model's window (`fitted_context`).
+
+        Raises `BackendError` (tokenizing) or `ValueError` (it cannot fit).
+        """
+        ids = self.ids.path_ids(backend, loom, node_id)
+        key = (backend.model_name, ids, steering, room)
+        if key not in self._kept:
+            text = loom.text(node_id)
+            self._kept.put(key, fitted_context(backend, steering, text, ids, room=room))
+        return self._kept[key]
 
 
 def sent_ids(backend: Backend, context: Context) -> list[int]:

@@ -10,10 +10,9 @@ nothing of searches or pages.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from backends.base import Backend, BackendError
 from weave.loom.loom import Loom, Node
+from weave.lru import LRU
 
 KEPT_IDS = 64  # token-id paths remembered per tab
 
@@ -22,7 +21,7 @@ class TokenIds:
     """One tab's memo of path ids, keyed by (model, node id)."""
 
     def __init__(self) -> None:
-        self._ids: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()
+        self._ids: LRU[tuple[str, str], tuple[int, ...]] = LRU(KEPT_IDS)
 
     def path_ids(self, backend: Backend, loom: Loom, node_id: str) -> tuple[int, ...]:
         """The token ids of the story at `node_id` for `backend`.
@@ -42,18 +41,12 @@ class TokenIds:
                 break
             if not usable(backend, node):
                 base = tuple(backend.tokenize(loom.text(node.id)))
-                self._remember((model, node.id), base)
+                self._ids.put((model, node.id), base)
                 break
             tail.append(node.token_ids)
         ids = base + tuple(i for piece in reversed(tail) for i in piece)
-        self._remember((model, node_id), ids)
+        self._ids.put((model, node_id), ids)
         return ids
-
-    def _remember(self, key: tuple[str, str], ids: tuple[int, ...]) -> None:
-        self._ids[key] = ids
-        self._ids.move_to_end(key)
-        while len(self._ids) > KEPT_IDS:
-            self._ids.popitem(last=False)
 
 
 def usable(backend: Backend, node: Node) -> bool:

@@ -2,8 +2,8 @@
 
 Owns how model text is shown (whitespace made visible, every character escaped), the
 one-row suggestion (tokens shaded by probability), the story's tokens with their
-alternatives, the bars' shares, the search's status lines (live, and when done), the
-messages after an automatic accept or a thin search, and text made literal for markdown
+alternatives, the bars' shares, the search's status lines (live, when done, and under a
+node's suggestions: `shown_status`), the messages after an automatic accept or a thin search, and text made literal for markdown
 (`md`, `code`). The page (`lloom.py`) puts these strings into widgets; the plain-text
 ones go through `md` like any other text. This module does not search, rank or pool
 (`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
@@ -227,6 +227,17 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
         return f"{found} from cache, {s.seconds:.1f} s"
     rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
     return f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+
+
+def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> str | None:
+    """The status line (markdown) under a node's suggestions once `Offers.show` answered:
+    how they were made (`source`, as `Shown` says), or that the search failed; None when
+    there is nothing to say (no suggestions, or the node's earlier ones)."""
+    if failed:
+        return "⚠️ No suggestions: see below"
+    if result is None or source not in ("searched", "ahead", "kept"):
+        return None
+    return f"✔️ {md(search_status(result, ahead=source == 'ahead'))}"
 
 
 def first_status(story: str) -> str:

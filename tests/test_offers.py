@@ -1,0 +1,91 @@
+"""A node's one door (`Offers.show`): what it decides, and what its `Shown` says, with the
+fake model (the search itself is test_search.py's; look-ahead's own rules test_lookahead.py's)."""
+
+from __future__ import annotations
+
+from backends.base import BackendError
+from tests.fake_backend import FakeBackend
+from weave.desk.session import Workspace
+from weave.loom.store import LoomStore
+from weave.search.beams import SearchParams
+from weave.view import present
+
+PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
+
+
+class Down(FakeBackend):
+    """The fake model whose server went away."""
+
+    def top_logprobs(self, contexts, k):
+        raise BackendError("connection refused", backend="fake", url="http://127.0.0.1:9")
+
+
+def opened(tmp_path, text: str = "a b") -> Workspace:
+    ws = Workspace(LoomStore(tmp_path))
+    assert ws.start(text)
+    return ws
+
+
+def test_a_node_is_searched_once_then_its_kept_suggestions_are_shown(tmp_path):
+    backend, ws, reports = FakeBackend(seed=5), opened(tmp_path), []
+    searching = lambda: reports.append("start") or reports.append  # noqa: E731
+    first = ws.offers.show(backend, ws.spot, PARAMS, searching=searching)
+    assert first.source == "searched" and first.error is None and first.lone is None
+    assert reports[0] == "start" and len(reports) > 1  # its progress, depth by depth
+    calls, reports[:] = len(backend.calls), []
+    again = ws.offers.show(backend, ws.spot, PARAMS, searching=searching)
+    assert again.source == "kept" and again.offer == first.offer
+    assert len(backend.calls) == calls and reports == []  # nothing asked, no live line
+    status = present.shown_status(again.offer.result, again.source, failed=False)
+    assert status.startswith("✔️ 12 suggestions in ")
+
+
+def test_a_failed_search_shows_the_earlier_suggestions_and_is_not_repeated_until_asked(tmp_path):
+    ws = opened(tmp_path)
+    before = ws.offers.show(FakeBackend(seed=5), ws.spot, PARAMS)
+    other = SearchParams(cutoff=0.2, max_depth=6, max_suggestions=12)
+    down = Down(seed=5)
+    failed = ws.offers.show(down, ws.spot, other)
+    assert failed.source == "earlier" and failed.offer == before.offer
+    assert "connection refused" in failed.error
+    assert present.shown_status(failed.offer.result, failed.source, failed=True) == (
+        "⚠️ No suggestions: see below"
+    )
+    quiet = ws.offers.show(down, ws.spot, other)  # the page reruns: no new search
+    assert (quiet.source, quiet.error, quiet.offer) == ("earlier", None, before.offer)
+    assert present.shown_status(quiet.offer.result, quiet.source, failed=False) is None
+    ws.retry()
+    assert ws.offers.show(FakeBackend(seed=5), ws.spot, other).source == "searched"
+
+
+def test_nothing_to_show_without_a_backend_or_a_story(tmp_path):
+    ws = opened(tmp_path)
+    assert ws.offers.show(None, ws.spot, PARAMS).source == "none"
+    ws.edit("")
+    shown = ws.offers.show(FakeBackend(seed=5), ws.spot, PARAMS)
+    assert (shown.source, shown.offer, shown.error) == ("none", None, None)
+
+
+def test_a_lone_suggestion_is_offered_to_be_taken_once_searched_never_when_kept(tmp_path):
+    backend, ws = FakeBackend(seed=5), opened(tmp_path)
+    lone = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=1)
+    shown = ws.offers.show(backend, ws.spot, lone)
+    assert shown.lone == shown.offer.piece(shown.offer.result.suggestions[0])
+    assert ws.offers.show(backend, ws.spot, lone).lone is None  # kept: shown, not taken
+    assert ws.take_lone(shown.lone, prefix_space=False)
+    assert ws.text == "a b" + shown.lone.text and ws.lone_chain().texts == (shown.lone.text,)
+
+
+def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_path):
+    backend, ws = FakeBackend(seed=5), opened(tmp_path)
+    shown = ws.offers.show(backend, ws.spot, PARAMS)
+    ws.offers.look_ahead(backend, ws.spot, shown.offer, rows=1)
+    ws.ahead.join(timeout=30)
+    top = shown.offer.result.suggestions[0]
+    ws.accept(shown.offer.piece(top), None, prefix_space=False)
+    calls, reports = len(backend.calls), []
+    after = ws.offers.show(backend, ws.spot, PARAMS, searching=lambda: reports.append("start"))
+    assert after.source == "ahead" and after.offer.node_id == ws.cursor
+    assert len(backend.calls) == calls and reports == []
+    assert ws.offers.show(backend, ws.spot, PARAMS).source == "ahead"  # kept: still its own
+    assert "from look-ahead" in present.shown_status(after.offer.result, after.source, failed=False)

@@ -1,0 +1,69 @@
+"""The model's alternatives at the story's last tokens at a node, and branching from one.
+
+`alternatives_at` asks the backend what it offered at each of the story's last tokens
+under the context the node's searches send (memory, lore and note are read, never
+branched at: `weave.story.model_context.story_alternatives`), and answers `Alternatives`:
+the rows, or why there are none. `branch_text` is the story a loom edit branches with
+when the writer picks another token there. The context comes from the tab's memo
+(`weave.desk.offers.Offers.alternatives`); this module keeps nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from weave.story.context import Context
+from weave.story.model_context import story_alternatives
+
+
+@dataclass(frozen=True)
+class Alternatives:
+    """What the model offered at the last tokens of the story at a node: `rows`, else why
+    there are none (`unsupported`: the backend cannot say; `error`: what failed)."""
+
+    story_id: str
+    node_id: str
+    rows: tuple[TokenAlternatives, ...] = ()
+    unsupported: bool = False
+    error: str | None = None
+
+    def failed(self, error: str) -> Alternatives:
+        return Alternatives(self.story_id, self.node_id, error=error)
+
+
+def branch_text(
+    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate
+) -> str:
+    """The story up to the token `at`, then `choice` in its place: what a loom edit
+    branches with when the writer picks another token there.
+
+    Args:
+        text: the story's text.
+        rows: `Backend.alternatives` for the story's ids, through its last token (their
+            texts join to the story's end).
+        at: the row of the token replaced; choice: one of its alternatives.
+    Raises:
+        ValueError: when the rows' texts are not the end of `text` (another story's).
+    """
+    tail = "".join(row.text for row in rows if row.position >= at.position)
+    if not text.endswith(tail):
+        raise ValueError("these alternatives belong to another text than the story's")
+    return text[: len(text) - len(tail)] + choice.text
+
+
+def alternatives_at(
+    backend: Backend, context: Context, story_id: str, node_id: str, *, k: int, last: int
+) -> Alternatives:
+    """What the model offered (its top `k`) at the last `last` story tokens of `context`,
+    the context of node `node_id` of story `story_id`; a backend's failure is kept in
+    `error`, never raised."""
+    where = (story_id, node_id)
+    try:
+        rows = story_alternatives(backend, context, k, last=last)
+    except (BackendError, ValueError) as e:
+        return Alternatives(*where, error=str(e))
+    if rows is None:
+        return Alternatives(*where, unsupported=True)
+    return Alternatives(*where, rows=tuple(rows))

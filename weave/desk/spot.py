@@ -1,0 +1,119 @@
+"""Where a tab is, and the values a node offers there.
+
+A `Spot` is a node of a story (with the loom and the story's steering); an `Offer` is a
+search's suggestions for one node and a `Draw` a ramification's samples, each shown at
+that node and nowhere else; a `Piece` is one continuation to take (a suggestion or a
+sample) with what made it; a `Shown` is what `Offers.show` answers the page for a node.
+Values only: `weave.desk.offers` makes and keeps them, `weave.desk.session` takes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from weave.loom.loom import Loom
+from weave.search.beams import SearchParams, SearchResult, SearchStats
+from weave.search.ramify import RamifyParams, RamifyResult, Sample
+from weave.search.tree import Suggestion
+from weave.story.steering import Steering
+from weave.view.present import accepted_text
+
+SOURCES = ("searched", "ahead", "kept", "earlier", "none")  # where a `Shown` offer came from
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A continuation offered at a node (a suggestion or a sample), and what made it."""
+
+    node_id: str  # the node it was made for: taking it adds a child there
+    text: str
+    token_ids: tuple[int, ...]
+    exact: bool  # `token_ids` spell `text` exactly
+    model: str
+    params: dict[str, Any]
+    score: float
+    kind: str = "accepted"
+
+    def text_as(self, shown: str | None, prefix_space: bool) -> str:
+        """The text taken when the box showed `shown` (None: unchanged)."""
+        return accepted_text(self.text, shown, prefix_space=prefix_space)
+
+
+def _tag(node_id: str, params, stats: SearchStats) -> str:
+    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
+    another run never show its texts."""
+    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A search's suggestions for one node: what the page shows there, and nowhere else."""
+
+    node_id: str
+    params: SearchParams
+    result: SearchResult
+
+    @property
+    def tag(self) -> str:
+        """Names this search's widgets, so that another search's never show its texts."""
+        return _tag(self.node_id, self.params, self.result.stats)
+
+    def piece(self, suggestion: Suggestion) -> Piece:
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
+
+    node_id: str
+    params: RamifyParams
+    result: RamifyResult
+
+    @property
+    def tag(self) -> str:
+        return _tag(self.node_id, self.params, self.result.stats)
+
+    def piece(self, sample: Sample) -> Piece:
+        """A sample to take: its text is the detokenization of exactly its ids."""
+        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a tab is: the node at `loom`'s cursor in story `story_id`; `saved` when no
+    move of the tab is pending (what is made here may then be stored beside the node)."""
+
+    story_id: str
+    loom: Loom
+    saved: bool
+    steering: Steering = Steering()  # the story's memory, note and lorebook
+
+    @property
+    def node_id(self) -> str:
+        return self.loom.cursor
+
+    @property
+    def in_force(self) -> Steering:
+        """The steering a search here is made under (`Steering.in_force`)."""
+        return self.steering.in_force(self.loom.text(self.node_id))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a node offers for the parameters asked, and where it came from (`source`):
+    "searched" now; "ahead", made by look-ahead while the writer read; "kept" from before
+    (in this tab or saved); "earlier", none for these parameters but the node's latest
+    (after a failure); "none". `lone`: a lone suggestion searched now, which LLooM's rule
+    accepts by itself (`Workspace.take_lone`). `error`: why a search made now failed."""
+
+    offer: Offer | None
+    source: str
+    lone: Piece | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.source in SOURCES, self.source
