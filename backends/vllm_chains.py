@@ -100,22 +100,29 @@ class StreamedReply:
         self.last: list[int | None] = [None] * rows  # the last token drawn
         self.open = rows  # chains not yet closed
         self.usage: object = None
+        self.events_read = 0
+        self.finished = False  # the reply's end has been read (and every prompt checked)
         self.error = client.error
 
     def chains(self) -> list[StreamedChain]:
         return [StreamedChain(self, row) for row in range(len(self.contexts))]
 
     def over(self, row: int) -> bool:
-        return self.ended[row] or self.diverged[row] or self.events.over
+        return self.ended[row] or self.diverged[row] or self.finished
 
     def pull(self) -> None:
         """Take the next event (waiting for it); at the reply's end, check every prompt
         was answered."""
         event = self.events.next()
         if event is None:
+            self.finished = True
+            expect(self.events_read > 0, self.client,
+                   "/v1/completions sent no event: an empty reply, or not server-sent "
+                   "events of JSON (is this a vLLM server?)")  # fmt: skip
             for row in range(len(self.contexts)):
                 self._check_answered(row)
             return
+        self.events_read += 1
         replies.of_type(event, dict, self.error, "a /v1/completions reply")
         if "usage" in event:
             self.usage = event["usage"]

@@ -25,6 +25,10 @@ or malicious server would:
   echo_key      HTTP 500 whose message echoes the request's headers (Authorization too)
   multiline     HTTP 500 whose text body is many lines (a server echoing the request)
   html_404      HTTP 404 with an HTML page
+  empty_stream  a completion's 200 event stream with no bytes at all
+  junk_stream   ... holding only binary junk
+  text_stream   ... holding "hello, not json" (no `data:` line)
+  utf8_stream   ... whose one `data:` line is not UTF-8
   + shapes of each flavour (SHAPES): valid JSON of the wrong shape.
 
 `sent` (a list given to `hostile_server`) gets the bytes each flood reply got out, so a
@@ -50,7 +54,8 @@ PIECES = {5: " the", 6: " a", 8: ".", 9: ",", SEPARATOR_ID: "\x1f"}
 TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any prompt
 COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
           "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
-          "html_404")  # fmt: skip
+          "html_404", "empty_stream", "junk_stream", "text_stream",
+          "utf8_stream")  # fmt: skip
 SHAPES = {
     "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
@@ -218,6 +223,12 @@ MULTILINE = "upstream failed\n  while handling POST\n  request echoed:\n" * 20
 HTML_404 = "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n" \
     "<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n</body>\n</html>\n"  # fmt: skip
 STREAM_ERROR = {"error": {"message": "the model failed:\n  at decode\n  at step 3\n"}}
+NO_EVENTS = {
+    "empty_stream": b"",
+    "junk_stream": b"\x00\x17\xfe junk \x01\r\n\x9c\n\n",
+    "text_stream": b"hello, not json\n\n",
+    "utf8_stream": b"data: \xff\xfe{\xc3(\n\n",
+}
 
 
 @contextmanager
@@ -252,14 +263,16 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             if path in COMPLETIONS and mode == "flood":
                 self._flood(kind)
             else:
-                self._send(status, data.encode(), kind)
+                self._send(status, data if isinstance(data, bytes) else data.encode(), kind)
 
-        def _broken(self, status: int, data: str, kind: str) -> tuple[int, str, str]:
+        def _broken(self, status: int, data: str, kind: str) -> tuple[int, str | bytes, str]:
             """A completion's reply as `mode` breaks it whole."""
             if mode == "multiline":
                 return 500, MULTILINE, "text/plain"
             if mode == "html_404":
                 return 404, HTML_404, "text/html"
+            if mode in NO_EVENTS:
+                return 200, NO_EVENTS[mode], "text/event-stream"
             if mode == "deep":
                 deep = "[" * DEEP + "]" * DEEP
                 return status, f"data: {deep}\n\n" if kind == "text/event-stream" else deep, kind

@@ -5,7 +5,8 @@ can: a reply dripped a byte at a time (head and all, or its body only), never se
 1.5 GB long; NaN, infinite, positive and too-big log-probabilities; token ids outside the
 vocabulary; JSON nested 100,000 deep; valid JSON of the wrong shape (indices out of
 range, more results than asked, absurd sizes); a 500 that echoes the request's
-credentials, one of many lines, an HTML 404, an error streamed with newlines. Every case
+credentials, one of many lines, an HTML 404, an error streamed with newlines, an event
+stream with no events (empty, junk, not JSON, not UTF-8). Every case
 must end within its deadline in one clear line of error that names the server and the
 field (or, for -inf candidates and a log-prob rounded above 0, a clean result of numbers
 <= 0), never a traceback or a key, in-process (the backend classes under `expand`, and
@@ -82,6 +83,11 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "huge_slots": r"/props total_slots is 1000000000, expected 1\.\.1024",
     "tiny_context": r"/v1/models max_model_len is 1, expected a whole number of at least 128",
     "stream_error": "failed while streaming: the model failed: at decode at step 3",
+    # a 200 event stream without events: never "no suggestions" (vLLM's was, issue 31)
+    "empty_stream": "sent no event|not JSON: ''|expected 1 results",
+    "junk_stream": r"sent no event|not JSON: '\\x00\\x17. junk|expected 1 results",
+    "text_stream": "sent no event|not JSON: 'hello, not json'|expected 1 results",
+    "utf8_stream": "not JSON: '(data: )?\ufffd\ufffd",
 }
 ID_MODES = ("huge_id", "negative_id")  # OpenAI's API has no token ids
 CASES = [
