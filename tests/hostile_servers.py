@@ -3,7 +3,8 @@ behaved or failing in one chosen way, for tests/test_hostile.py.
 
 Flavours answer as llama-server (`/props`, `/v1/models`, `/tokenize`, `/detokenize`,
 `/completion`), vLLM (`/v1/models`, `/tokenize`, `/detokenize`, `/v1/completions`) and
-an OpenAI-compatible API (`/v1/chat/completions`). Every request gets the same next-token
+an OpenAI-compatible API (`/v1/chat/completions`); the vLLM flavour refuses a stop token
+past its VOCAB_SIZE tokens as vLLM does, naming its size. Every request gets the same next-token
 distribution (".", ",", " the", " a"), so a search ends after one token. A sampling
 request (`Backend.sample`) draws the second candidate at every position, so the modes
 that break that candidate break the drawn tokens. A mode changes one thing, as a broken
@@ -20,6 +21,7 @@ or malicious server would:
   huge_logprob  a candidate's log-probability is 10**400 (no float holds it)
   rounding      the top candidate's log-probability is 5e-5 (rounding: read as 0)
   huge_id       a candidate's token id is 10**12
+  past_vocab    a candidate's token id is VOCAB_SIZE, the first past the vocabulary
   negative_id   a candidate's token id is -5
   deep          the completion's reply is JSON nested 100,000 deep
   echo_key      HTTP 500 whose message echoes the request's headers (Authorization too)
@@ -55,7 +57,7 @@ TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any
 COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
           "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
           "html_404", "empty_stream", "junk_stream", "text_stream",
-          "utf8_stream")  # fmt: skip
+          "utf8_stream", "past_vocab")  # fmt: skip
 SHAPES = {
     "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
@@ -83,7 +85,7 @@ def top(mode: str) -> list[tuple[int, float]]:
     """The candidates in `mode`: the second one broken where the mode says."""
     (a, la), (b, lb), *rest = TOP
     changed = {"nan": (b, math.nan), "inf": (b, math.inf), "huge_id": (10**12, lb),
-               "negative_id": (-5, lb), "positive": (b, 0.5),
+               "negative_id": (-5, lb), "past_vocab": (VOCAB_SIZE, lb), "positive": (b, 0.5),
                "huge_logprob": (b, 10**400)}.get(mode, (b, lb))  # fmt: skip
     options = [(a, 5e-5 if mode == "rounding" else la), changed, *rest]
     if mode == "neg_inf":
@@ -93,6 +95,10 @@ def top(mode: str) -> list[tuple[int, float]]:
 
 class Events(list):
     """A reply sent as a server-sent event stream (`data: {...}` lines), not one JSON."""
+
+
+class Refusal(dict):
+    """An HTTP 400 for a request checked before it runs: no mode breaks it."""
 
 
 # -- flavours: (path, request body) -> reply -------------------------------------------------
@@ -154,6 +160,11 @@ def vllm(mode: str, path: str, body: dict):
         return {"tokens": token_ids(body.get("prompt", ""))}
     if path == "/detokenize":
         return {"prompt": "".join(piece(i) for i in body.get("tokens", []))}
+    past = [i for i in body.get("stop_token_ids", []) if not 0 <= i < VOCAB_SIZE]
+    if path == "/v1/completions" and past:  # vLLM's words
+        return Refusal(error={"message": f"token_id(s) {past} in stop_token_ids contain "
+                              f"out-of-vocab token ids. Vocabulary size: {VOCAB_SIZE}",
+                              "type": "BadRequestError", "code": 400})  # fmt: skip
     if path == "/v1/completions" and "n" in body:  # sampling: n choices of one prompt
         drawn, logprob = top(mode)[1]
         length = body["max_tokens"]
@@ -246,6 +257,9 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             body = json.loads(raw or b"{}")
             path = self.path.split("?")[0]
             payload = answer(mode, path, body if isinstance(body, dict) else {})
+            if isinstance(payload, Refusal):
+                self._send(400, json.dumps(payload).encode(), "application/json")
+                return
             status = 200 if payload is not None else 404
             if mode == "echo_key" and path not in ("/props", "/v1/models", "/tokenize",
                                                    "/detokenize"):  # fmt: skip
