@@ -8,9 +8,9 @@ JSON nested 100,000 deep; valid JSON of the wrong shape (indices out of range, m
 results than asked, absurd sizes); a 500 that echoes the request's credentials, one of
 many lines, an HTML 404, an error streamed with newlines, an event stream with no events
 (empty, junk, not JSON, not UTF-8). Every case must end within its deadline in one clear
-line of error that names the server and the field (or, for -inf candidates and a log-
-prob rounded above 0, a clean result of numbers <= 0), never a traceback or a key, in-
-process (the backend classes under `expand`, and their `sample` for ramify) and in
+line of error that names the server and the field (or, for -inf candidates and a
+log-prob rounded above 0, a clean result of numbers <= 0), never a traceback or a key,
+in-process (the backend classes under `expand`, and their `sample` for ramify) and in
 `python -m weave expand` (exit 2, one `error:` line).
 A reply given up on stops being read and is freed; a timeout of any size is taken.
 """
