@@ -31,6 +31,10 @@ or malicious server would:
   junk_stream   ... holding only binary junk
   text_stream   ... holding "hello, not json" (no `data:` line)
   utf8_stream   ... whose one `data:` line is not UTF-8
+  truncated     a completion's reply broken off halfway through its body (the connection
+                closed short of its Content-Length)
+  huge_index    an OpenAI reply's choice `index` is 10**9
+  minus_index   ... is -1
   + shapes of each flavour (SHAPES): valid JSON of the wrong shape.
 
 `sent` (a list given to `hostile_server`) gets the bytes each flood reply got out, so a
@@ -57,7 +61,7 @@ TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any
 COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
           "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
           "html_404", "empty_stream", "junk_stream", "text_stream",
-          "utf8_stream", "past_vocab")  # fmt: skip
+          "utf8_stream", "past_vocab", "truncated")  # fmt: skip
 SHAPES = {
     "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
@@ -65,7 +69,7 @@ SHAPES = {
     "vllm": ("max_model_len_text", "index_text", "without_tokens", "index_out_of_range",
              "extra_choices", "tiny_context", "stream_error"),
     "openai": ("logprob_text", "without_logprobs", "logprob_bool", "bytes_not_bytes",
-               "extra_choices"),
+               "extra_choices", "huge_index", "minus_index"),
 }  # fmt: skip
 COMPLETIONS = ("/completion", "/v1/completions", "/v1/chat/completions")
 PLANTED = ("X-Upstream-Authorization", "Bearer sk-planted-by-the-hostile-server-0042")
@@ -220,8 +224,10 @@ def openai(mode: str, path: str, body: dict):
         content, n = [{**options[0], "top_logprobs": options}] * body.get("max_tokens", 1), 1
     n += mode == "extra_choices"
     logprobs = None if mode == "without_logprobs" else {"content": content}
+    index = {"huge_index": 10**9, "minus_index": -1}.get(mode)
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
-            "choices": [{"index": i, "message": {"role": "assistant", "content": "."},
+            "choices": [{"index": i if index is None else index,
+                         "message": {"role": "assistant", "content": "."},
                          "logprobs": logprobs, "finish_reason": "length"} for i in range(n)],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}  # fmt: skip
 
@@ -311,6 +317,10 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             head = _head(status, kind, len(data))
             if mode == "silent":
                 closing.wait()
+                return
+            if mode == "truncated" and self.path.split("?")[0] in COMPLETIONS:
+                self.wfile.write(head + data[: len(data) // 2])
+                self.close_connection = True
                 return
             dripped = head + data if mode == "drip" else data if mode == "drip_body" else b""
             try:
