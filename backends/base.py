@@ -201,8 +201,9 @@ class Backend(ABC):
 
     Optional abilities are declared here, each with the default that is the one way to
     say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
-    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`, `background`)
-    do nothing by default. Callers ask the method; nobody probes for attributes.
+    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`,
+    `background`, `searching`) do nothing by default. Callers ask the method; nobody
+    probes for attributes.
     """
 
     name: str = "backend"
@@ -325,6 +326,12 @@ class Backend(ABC):
         writer's first. wanted() may be called on another thread, so it must be cheap and
         thread-safe. By default the work is `cancellable` and runs as a writer's would."""
         return self.cancellable(wanted)
+
+    def searching(self) -> AbstractContextManager[None]:
+        """Optional hint: within this block, this thread runs one search (`weave.search`),
+        asking depth after depth until the block ends; a backend that queues background
+        work holds it back until then. By default nothing is held."""
+        return nullcontext()
 
     def close(self) -> None:
         """Release connections or memory; the backend is not used afterwards."""

@@ -30,13 +30,16 @@ Read = tuple[bytes, Any, str]  # a token's bytes, its log-prob as sent, and wher
 
 
 def choices(reply: Any, asked: int, error: replies.Error) -> list[dict]:
-    """A reply's choices (at most `asked`), in `index` order."""
+    """A reply's choices (at most `asked`), in `index` order; each index one of the
+    `asked` (a server's 10**9 or -1 names no choice asked for)."""
     found = replies.field(reply, "choices", list, error, "the reply")
     if len(found) > asked:
         raise error(f"unexpected reply: {len(found)} choices, {asked} asked")
     for i, choice in enumerate(found):
         replies.of_type(choice, dict, error, f"choices[{i}]")
-        replies.of_type(choice.get("index", i), int, error, f"choices[{i}].index")
+        index = replies.of_type(choice.get("index", i), int, error, f"choices[{i}].index")
+        if not 0 <= index < asked:
+            raise replies.wrong(error, f"choices[{i}].index", index, f"an index in 0..{asked - 1}")
     return sorted(found, key=lambda c: c.get("index", 0))
 
 

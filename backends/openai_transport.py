@@ -8,7 +8,9 @@ whole, in chunks, stopping at the request's deadline and at MAX_REPLY_BYTES (clo
 connection and dropping what it read), and has checked its JSON's depth
 (`replies.too_deep`: the package's parser recurses). Replies are asked uncompressed
 (`Accept-Encoding: identity`), so the cap is on what gets parsed; one compressed anyway
-is refused. These errors are `BackendError`s, which the package lets through unchanged.
+is refused. A reply broken off (the connection closed short of its body's length)
+says what the server sent, where the package would call it a failure to connect. These
+errors are `BackendError`s, which the package lets through unchanged.
 
 Owns: reading a reply off the wire. Not: requests, parsing, wording of the API's errors
 (`backends.openai`).
@@ -22,6 +24,8 @@ from collections.abc import Iterator
 import httpx2
 
 from backends import replies
+
+BROKEN_OFF = (httpx2.RemoteProtocolError, httpx2.ReadError)  # the server closed mid-reply
 
 
 class BoundedTransport(httpx2.HTTPTransport):
@@ -40,7 +44,7 @@ class BoundedTransport(httpx2.HTTPTransport):
         if encoding != "identity":
             response.close()
             raise self.error(f"the server answered {encoding!r}-encoded, not as asked")
-        body = BoundedBody(response.stream, deadline, self)
+        body = BoundedBody(response, deadline, self)
         return httpx2.Response(
             response.status_code,
             headers=response.headers,
@@ -52,22 +56,26 @@ class BoundedTransport(httpx2.HTTPTransport):
 class BoundedBody(httpx2.SyncByteStream):
     """One reply's body, handed on in one piece once read whole and checked."""
 
-    def __init__(self, stream, deadline: float, transport: BoundedTransport):
-        self.stream, self.deadline, self.transport = stream, deadline, transport
+    def __init__(self, response: httpx2.Response, deadline: float, transport: BoundedTransport):
+        self.stream, self.deadline, self.transport = response.stream, deadline, transport
+        self.status, self.headers = response.status_code, response.headers
 
     def __iter__(self) -> Iterator[bytes]:
         parts: list[bytes] = []
         size, error = 0, self.transport.error
         try:
-            for chunk in self.stream:
-                size += len(chunk)
-                if size > replies.MAX_REPLY_BYTES:
-                    raise error(f"the reply is over {replies.MAX_REPLY_BYTES >> 20} MiB")
-                if time.monotonic() > self.deadline:
-                    raise error(
-                        f"too slow: the reply took over {self.transport.timeout:g} s to arrive"
-                    )
-                parts.append(chunk)
+            try:
+                for chunk in self.stream:
+                    size += len(chunk)
+                    if size > replies.MAX_REPLY_BYTES:
+                        raise error(f"the reply is over {replies.MAX_REPLY_BYTES >> 20} MiB")
+                    if time.monotonic() > self.deadline:
+                        raise error(
+                            f"too slow: the reply took over {self.transport.timeout:g} s to arrive"
+                        )
+                    parts.append(chunk)
+            except BROKEN_OFF as e:
+                raise self.broken_off(b"".join(parts[:1])[:60], size) from e
             body = b"".join(parts)
         finally:
             parts.clear()  # an error's traceback must not hold what was read
@@ -75,6 +83,17 @@ class BoundedBody(httpx2.SyncByteStream):
         if replies.too_deep(body):
             raise error(f"the reply's JSON is nested over {replies.MAX_DEPTH} levels deep")
         yield body
+
+    def broken_off(self, start: bytes, size: int):
+        """What the server sent of a reply it broke off: its status, how much of the
+        length it announced, and how the reply began."""
+        length = self.headers.get("Content-Length")
+        of = f" of the {length} announced" if length else ""
+        began = replies.one_line(start.decode("utf-8", "replace"))
+        return self.transport.error(
+            f"the server broke off its reply (HTTP {self.status}) after {size:,} bytes{of}, "
+            f"beginning {began!r}"
+        )
 
     def close(self) -> None:
         self.stream.close()

@@ -52,10 +52,15 @@ The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised
 search asks for what it needs; a request over the limit is refused with the limit in
 its message, which is learnt (and logged as a warning) and the request asked again.
 
+The vocabulary's size: vLLM names it nowhere but in refusing an id past it, so the
+backend asks once, at start, with a stop token past any vocabulary (`stop_token_ids`,
+checked before anything runs): the refusal says "Vocabulary size: N" (the model's, the
+width of its log-probs). A server that does not say leaves it unknown, and ids below
+MAX_VOCAB are taken (so a look-up never grows past it).
+
 Replies are checked field by field where they are read (`backends.replies`): a token id
-must lie in the vocabulary (below MAX_VOCAB, since vLLM does not say its size, so a
-look-up never grows past it), a log-probability must be finite (-inf candidates are
-dropped), and a wrong shape is an error naming the server and the field.
+must lie in the vocabulary (`id_bound`), a log-probability must be finite (-inf
+candidates are dropped), and a wrong shape is an error naming the server and the field.
 
 Owns: the backend, request shapes, the replies of the requests that are not chains
 (prompt log-probs, samples), control tokens, the logprobs limit. Not: the search,
@@ -88,6 +93,7 @@ log = logging.getLogger(__name__)
 
 PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
+VOCABULARY = re.compile(r"[Vv]ocabulary size:? (\d{1,9})\b")
 POOL = 32  # connections kept: each depth of a search may hold a stream open a while
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
                 "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
@@ -102,13 +108,15 @@ class VLLMBackend(GreedyPathBackend):
         super().__init__()
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=POOL)
         self._model, self._context_length = self._served_model(model)
+        self.vocab_size = self._vocabulary()
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         separator = separator_token(self.tokenize, self.detokenize, self.url)
         self.special_token_ids = self._control_tokens()
         self._controls_lock = threading.Lock()  # searches and the look-ahead thread learn them
         self._texts = TokenTexts(
-            self.detokenize, separator, stats=self.stats, learn_controls=self._learn_controls
-        )
+            self.detokenize, separator, stats=self.stats, learn_controls=self._learn_controls,
+            id_bound=self.id_bound,
+        )  # fmt: skip
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -128,6 +136,11 @@ class VLLMBackend(GreedyPathBackend):
     @property
     def context_length(self) -> int | None:
         return self._context_length
+
+    @property
+    def id_bound(self) -> int:
+        """Every token id a reply names is below this: the vocabulary's size, if known."""
+        return self.vocab_size or MAX_VOCAB
 
     def tokenize(self, text: str) -> list[int]:
         """The server's ids for `text`, read as text: its /tokenize reads a control token's
@@ -151,7 +164,7 @@ class VLLMBackend(GreedyPathBackend):
         )
         tokens = replies.field(reply, "tokens", list, self.client.error, "/tokenize")
         return [
-            replies.token_id(t, self.client.error, f"/tokenize tokens[{i}]", MAX_VOCAB)
+            replies.token_id(t, self.client.error, f"/tokenize tokens[{i}]", self.id_bound)
             for i, t in enumerate(tokens)
         ]
 
@@ -209,7 +222,7 @@ class VLLMBackend(GreedyPathBackend):
                    self.client,
                    f"a prompt_logprobs entry {key!r} without an id and a log-prob")  # fmt: skip
             what = f"prompt_logprobs[{key!r}]"
-            token = replies.token_id(int(match.group(1)), self.client.error, what, MAX_VOCAB)
+            token = replies.token_id(int(match.group(1)), self.client.error, what, self.id_bound)
             found[token] = replies.logprob(value["logprob"], self.client.error, f"{what}.logprob")
         expect(token_id in found, self.client, "prompt_logprobs without the prompt's own token")
         finite = [(i, lp) for i, lp in found.items() if lp is not None]
@@ -233,6 +246,26 @@ class VLLMBackend(GreedyPathBackend):
         raise self.client.error(
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
         )
+
+    def _vocabulary(self) -> int | None:
+        """The model's vocabulary size, from the server's refusal of a stop token past any
+        vocabulary; None where it does not say (an older server takes the one-token
+        request; a stub refuses it otherwise), logged."""
+        body = {"model": self._model, "prompt": [0], "max_tokens": 1,
+                "stop_token_ids": [MAX_VOCAB]}  # fmt: skip
+        try:
+            self.client.post("/v1/completions", body)
+            why = "it took a stop token past any vocabulary"
+        except BackendError as e:
+            said = VOCABULARY.search(str(e))
+            if said is not None:
+                return replies.count(int(said.group(1)), self.client.error,
+                                     "the vocabulary size its refusal names",
+                                     optional=False, most=MAX_VOCAB)  # fmt: skip
+            why = str(e)
+        log.info("vLLM at %s does not say its vocabulary's size (%s); ids below %d are "
+                 "taken", self.url, why, MAX_VOCAB)  # fmt: skip
+        return None
 
     def _control_tokens(self) -> frozenset[int]:
         """Special tokens named by the server's tokenizer, when it says (an optional
@@ -289,7 +322,8 @@ class VLLMBackend(GreedyPathBackend):
             return self._chains(contexts, k, length, stops)
         self.stats.add(forward_calls=1)
         reply = StreamedReply(events, contexts, k, client=self.client, stats=self.stats,
-                              texts=self._texts, learn_controls=self._learn_controls)  # fmt: skip
+                              texts=self._texts, learn_controls=self._learn_controls,
+                              id_bound=self.id_bound)  # fmt: skip
         return reply.chains()
 
     def _ask(self, body: dict, k: int, *, stream: bool = False):
@@ -359,7 +393,7 @@ class VLLMBackend(GreedyPathBackend):
         finite (one the model ruled out, -inf, cannot have been drawn)."""
         logprobs = choice.get("logprobs")
         logprobs = logprobs if isinstance(logprobs, dict) else {}
-        tokens = [token_id(t, self.client) for t in logprobs.get("tokens") or []]
+        tokens = [token_id(t, self.client, self.id_bound) for t in logprobs.get("tokens") or []]
         values = logprobs.get("token_logprobs") or []
         expect(isinstance(values, list) and len(values) == len(tokens), self.client,
                "a choice without the drawn tokens' log-probs")  # fmt: skip

@@ -10,7 +10,7 @@ the connection is dropped and the server stops that request. A server that ignor
 `stream` answers one JSON body holding every choice whole; it is read the same way.
 
 Every field is checked where it is read (`backends.replies`): a token key must be
-"token_id:N" with N in the vocabulary (below MAX_VOCAB), a log-probability finite (-inf
+"token_id:N" with N in the vocabulary (the backend's `id_bound`), a log-probability finite (-inf
 candidates are dropped), and a wrong shape is an error naming the server and the field.
 A reply's usage is counted into the stats of the thread that reads it; one dropped
 before its usage came counts what was sent and received.
@@ -28,26 +28,27 @@ from collections.abc import Callable, Sequence
 from backends import replies
 from backends.base import BackendStats, Candidate, Positions
 from backends.http import EventStream, JsonClient, expect
-from backends.vllm_texts import MAX_VOCAB, TokenTexts
+from backends.vllm_texts import TokenTexts
 
 TOKEN_KEY = re.compile(r"^token_id:(-?\d+)$")
 
 
-def token_id(key: object, client: JsonClient) -> int:
-    """The id in a "token_id:N" key (the server's `return_tokens_as_token_ids`)."""
+def token_id(key: object, client: JsonClient, id_bound: int) -> int:
+    """The id in a "token_id:N" key (the server's `return_tokens_as_token_ids`), below
+    `id_bound` (the vocabulary's size)."""
     match = TOKEN_KEY.match(str(key))
     expect(match is not None, client, f"token {key!r} is not 'token_id:N'")
-    return replies.token_id(int(match.group(1)), client.error, f"token {key!r}", MAX_VOCAB)
+    return replies.token_id(int(match.group(1)), client.error, f"token {key!r}", id_bound)
 
 
-def ranked(position: object, k: int, client: JsonClient) -> list[Candidate]:
+def ranked(position: object, k: int, client: JsonClient, id_bound: int) -> list[Candidate]:
     """The top-k of one top_logprobs entry ({"token_id:N": logprob}), without text."""
     expect(isinstance(position, dict) and position, client, "an empty top_logprobs entry")
     out = []
     for key, value in position.items():
         logprob = replies.logprob(value, client.error, f"top_logprobs[{key!r}]")
         if logprob is not None:  # -inf: a token the model rules out
-            out.append(Candidate(token_id(key, client), "", logprob))
+            out.append(Candidate(token_id(key, client, id_bound), "", logprob))
     expect(bool(out), client, "no finite log-probability in a top_logprobs entry")
     out.sort(key=lambda c: (-c.logprob, c.token_id))  # ties: the lower id, as argmax
     return out[:k]  # the sampled token may come on top of the k asked for
@@ -77,7 +78,8 @@ class StreamedReply:
     """One completions request's reply as it arrives: each prompt's positions (top-k
     without text), checked as they come. Everything here runs on the thread that asked
     (a reader thread only receives the events), so usage is counted where it belongs.
-    A control token the server stopped on is passed to `learn_controls`."""
+    A control token the server stopped on is passed to `learn_controls`; every id must
+    be below `id_bound`."""
 
     def __init__(
         self,
@@ -89,8 +91,9 @@ class StreamedReply:
         stats: BackendStats,
         texts: TokenTexts,
         learn_controls: Callable[[set[int]], None],
+        id_bound: int,
     ):
-        self.events, self.contexts, self.k = events, contexts, k
+        self.events, self.contexts, self.k, self.id_bound = events, contexts, k, id_bound
         self.client, self.stats, self.texts = client, stats, texts
         self.learn_controls = learn_controls
         rows = len(contexts)
@@ -100,22 +103,29 @@ class StreamedReply:
         self.last: list[int | None] = [None] * rows  # the last token drawn
         self.open = rows  # chains not yet closed
         self.usage: object = None
+        self.events_read = 0
+        self.finished = False  # the reply's end has been read (and every prompt checked)
         self.error = client.error
 
     def chains(self) -> list[StreamedChain]:
         return [StreamedChain(self, row) for row in range(len(self.contexts))]
 
     def over(self, row: int) -> bool:
-        return self.ended[row] or self.diverged[row] or self.events.over
+        return self.ended[row] or self.diverged[row] or self.finished
 
     def pull(self) -> None:
         """Take the next event (waiting for it); at the reply's end, check every prompt
         was answered."""
         event = self.events.next()
         if event is None:
+            self.finished = True
+            expect(self.events_read > 0, self.client,
+                   "/v1/completions sent no event: an empty reply, or not server-sent "
+                   "events of JSON (is this a vLLM server?)")  # fmt: skip
             for row in range(len(self.contexts)):
                 self._check_answered(row)
             return
+        self.events_read += 1
         replies.of_type(event, dict, self.error, "a /v1/completions reply")
         if "usage" in event:
             self.usage = event["usage"]
@@ -137,12 +147,12 @@ class StreamedReply:
         expect(isinstance(positions, list) and (positions or self.events.streamed),
                self.client,
                "a choice without top_logprobs: does the server allow logprobs?")  # fmt: skip
-        tops = [ranked(position, self.k, self.client) for position in positions]
+        tops = [ranked(position, self.k, self.client, self.id_bound) for position in positions]
         tokens = replies.field(logprobs, "tokens", list, self.error, "a choice's logprobs")
         expect(len(tokens) == len(positions), self.client,
                f"{len(tokens)} logprobs.tokens for {len(positions)} top_logprobs")  # fmt: skip
         for top, token in zip(tops, tokens, strict=True):
-            drawn = token_id(token, self.client)
+            drawn = token_id(token, self.client, self.id_bound)
             self.last[row] = drawn
             if self.diverged[row]:
                 continue

@@ -58,9 +58,10 @@ def separator_token(
 
 class TokenTexts:
     """Texts of a server's tokens, looked up through `detokenize` (one /detokenize round
-    trip per call), joined by `separator` where there is one. Ids found to decode to
-    nothing are passed to `learn_controls`; round trips are added to `stats`. Starts
-    fetching every block ahead, on a thread of its own, as it is made."""
+    trip per call), joined by `separator` where there is one; ids below `id_bound` only
+    (the vocabulary's size where the server says it). Ids found to decode to nothing
+    are passed to `learn_controls`; round trips are added to `stats`. Starts fetching
+    every block ahead, on a thread of its own, as it is made."""
 
     def __init__(
         self,
@@ -69,8 +70,9 @@ class TokenTexts:
         *,
         stats: BackendStats,
         learn_controls: Callable[[set[int]], None],
+        id_bound: int = MAX_VOCAB,
     ):
-        self._detokenize, self._separator = detokenize, separator
+        self._detokenize, self._separator, self._id_bound = detokenize, separator, id_bound
         self._stats, self._learn_controls = stats, learn_controls
         self._pieces: dict[int, str] = {}  # each id decoded alone
         self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
@@ -133,7 +135,7 @@ class TokenTexts:
         that search's first request, until a block ends past the vocabulary (ids there
         have no text). A failure is left to a search's own look-up, which reports it."""
         try:
-            for start in range(0, MAX_VOCAB, VOCAB_BLOCK):
+            for start in range(0, self._id_bound, VOCAB_BLOCK):
                 self._look_up_pieces({start})
                 if not self._pieces.get(start + VOCAB_BLOCK - 1):
                     return
@@ -152,11 +154,11 @@ class TokenTexts:
         unseen = sorted(i for i in ids if i not in self._pieces)
         if not unseen:
             return
-        blocks = sorted({i // VOCAB_BLOCK for i in unseen})  # ids are < MAX_VOCAB: checked
+        blocks = sorted({i // VOCAB_BLOCK for i in unseen})  # ids are < id_bound: checked
         wanted = [
             i
             for block in blocks
-            for i in range(block * VOCAB_BLOCK, (block + 1) * VOCAB_BLOCK)
+            for i in range(block * VOCAB_BLOCK, min((block + 1) * VOCAB_BLOCK, self._id_bound))
             if i not in self._pieces and i != self._separator
         ]
         texts = self._decode_joined([(i,) for i in wanted]) if self._separator is not None else None

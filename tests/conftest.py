@@ -1,4 +1,5 @@
 """Shared fixtures: the real embedded model on the MLX backend, loaded once per session, a
+real vLLM and llama.cpp server (those a killed run left are reaped first), a
 headless browser for the page tests, and, for the page's AppTest tests, a data folder of the
 test's own (`data_dir`) and the page on the deterministic fake model (`fake`)."""
 
@@ -12,7 +13,13 @@ import streamlit as st
 import backends
 from backends.mlx import openblas  # noqa: F401  (before any test module imports mlx)
 from tests.fake_backend import StoryFake
+from tests.servers import reap_stale_servers
 from weave.config import load_settings
+
+
+def pytest_sessionstart(session):
+    """Servers left by a run killed from outside go before this run starts its own."""
+    reap_stale_servers()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@ behaved or failing in one chosen way, for tests/test_hostile.py.
 
 Flavours answer as llama-server (`/props`, `/v1/models`, `/tokenize`, `/detokenize`,
 `/completion`), vLLM (`/v1/models`, `/tokenize`, `/detokenize`, `/v1/completions`) and
-an OpenAI-compatible API (`/v1/chat/completions`). Every request gets the same next-token
+an OpenAI-compatible API (`/v1/chat/completions`); the vLLM flavour refuses a stop token
+past its VOCAB_SIZE tokens as vLLM does, naming its size. Every request gets the same next-token
 distribution (".", ",", " the", " a"), so a search ends after one token. A sampling
 request (`Backend.sample`) draws the second candidate at every position, so the modes
 that break that candidate break the drawn tokens. A mode changes one thing, as a broken
@@ -20,11 +21,20 @@ or malicious server would:
   huge_logprob  a candidate's log-probability is 10**400 (no float holds it)
   rounding      the top candidate's log-probability is 5e-5 (rounding: read as 0)
   huge_id       a candidate's token id is 10**12
+  past_vocab    a candidate's token id is VOCAB_SIZE, the first past the vocabulary
   negative_id   a candidate's token id is -5
   deep          the completion's reply is JSON nested 100,000 deep
   echo_key      HTTP 500 whose message echoes the request's headers (Authorization too)
   multiline     HTTP 500 whose text body is many lines (a server echoing the request)
   html_404      HTTP 404 with an HTML page
+  empty_stream  a completion's 200 event stream with no bytes at all
+  junk_stream   ... holding only binary junk
+  text_stream   ... holding "hello, not json" (no `data:` line)
+  utf8_stream   ... whose one `data:` line is not UTF-8
+  truncated     a completion's reply broken off halfway through its body (the connection
+                closed short of its Content-Length)
+  huge_index    an OpenAI reply's choice `index` is 10**9
+  minus_index   ... is -1
   + shapes of each flavour (SHAPES): valid JSON of the wrong shape.
 
 `sent` (a list given to `hostile_server`) gets the bytes each flood reply got out, so a
@@ -50,7 +60,8 @@ PIECES = {5: " the", 6: " a", 8: ".", 9: ",", SEPARATOR_ID: "\x1f"}
 TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any prompt
 COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
           "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
-          "html_404")  # fmt: skip
+          "html_404", "empty_stream", "junk_stream", "text_stream",
+          "utf8_stream", "past_vocab", "truncated")  # fmt: skip
 SHAPES = {
     "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
@@ -58,7 +69,7 @@ SHAPES = {
     "vllm": ("max_model_len_text", "index_text", "without_tokens", "index_out_of_range",
              "extra_choices", "tiny_context", "stream_error"),
     "openai": ("logprob_text", "without_logprobs", "logprob_bool", "bytes_not_bytes",
-               "extra_choices"),
+               "extra_choices", "huge_index", "minus_index"),
 }  # fmt: skip
 COMPLETIONS = ("/completion", "/v1/completions", "/v1/chat/completions")
 PLANTED = ("X-Upstream-Authorization", "Bearer sk-planted-by-the-hostile-server-0042")
@@ -78,7 +89,7 @@ def top(mode: str) -> list[tuple[int, float]]:
     """The candidates in `mode`: the second one broken where the mode says."""
     (a, la), (b, lb), *rest = TOP
     changed = {"nan": (b, math.nan), "inf": (b, math.inf), "huge_id": (10**12, lb),
-               "negative_id": (-5, lb), "positive": (b, 0.5),
+               "negative_id": (-5, lb), "past_vocab": (VOCAB_SIZE, lb), "positive": (b, 0.5),
                "huge_logprob": (b, 10**400)}.get(mode, (b, lb))  # fmt: skip
     options = [(a, 5e-5 if mode == "rounding" else la), changed, *rest]
     if mode == "neg_inf":
@@ -88,6 +99,10 @@ def top(mode: str) -> list[tuple[int, float]]:
 
 class Events(list):
     """A reply sent as a server-sent event stream (`data: {...}` lines), not one JSON."""
+
+
+class Refusal(dict):
+    """An HTTP 400 for a request checked before it runs: no mode breaks it."""
 
 
 # -- flavours: (path, request body) -> reply -------------------------------------------------
@@ -149,6 +164,11 @@ def vllm(mode: str, path: str, body: dict):
         return {"tokens": token_ids(body.get("prompt", ""))}
     if path == "/detokenize":
         return {"prompt": "".join(piece(i) for i in body.get("tokens", []))}
+    past = [i for i in body.get("stop_token_ids", []) if not 0 <= i < VOCAB_SIZE]
+    if path == "/v1/completions" and past:  # vLLM's words
+        return Refusal(error={"message": f"token_id(s) {past} in stop_token_ids contain "
+                              f"out-of-vocab token ids. Vocabulary size: {VOCAB_SIZE}",
+                              "type": "BadRequestError", "code": 400})  # fmt: skip
     if path == "/v1/completions" and "n" in body:  # sampling: n choices of one prompt
         drawn, logprob = top(mode)[1]
         length = body["max_tokens"]
@@ -204,8 +224,10 @@ def openai(mode: str, path: str, body: dict):
         content, n = [{**options[0], "top_logprobs": options}] * body.get("max_tokens", 1), 1
     n += mode == "extra_choices"
     logprobs = None if mode == "without_logprobs" else {"content": content}
+    index = {"huge_index": 10**9, "minus_index": -1}.get(mode)
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
-            "choices": [{"index": i, "message": {"role": "assistant", "content": "."},
+            "choices": [{"index": i if index is None else index,
+                         "message": {"role": "assistant", "content": "."},
                          "logprobs": logprobs, "finish_reason": "length"} for i in range(n)],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}  # fmt: skip
 
@@ -218,6 +240,12 @@ MULTILINE = "upstream failed\n  while handling POST\n  request echoed:\n" * 20
 HTML_404 = "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n" \
     "<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n</body>\n</html>\n"  # fmt: skip
 STREAM_ERROR = {"error": {"message": "the model failed:\n  at decode\n  at step 3\n"}}
+NO_EVENTS = {
+    "empty_stream": b"",
+    "junk_stream": b"\x00\x17\xfe junk \x01\r\n\x9c\n\n",
+    "text_stream": b"hello, not json\n\n",
+    "utf8_stream": b"data: \xff\xfe{\xc3(\n\n",
+}
 
 
 @contextmanager
@@ -235,6 +263,9 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             body = json.loads(raw or b"{}")
             path = self.path.split("?")[0]
             payload = answer(mode, path, body if isinstance(body, dict) else {})
+            if isinstance(payload, Refusal):
+                self._send(400, json.dumps(payload).encode(), "application/json")
+                return
             status = 200 if payload is not None else 404
             if mode == "echo_key" and path not in ("/props", "/v1/models", "/tokenize",
                                                    "/detokenize"):  # fmt: skip
@@ -252,14 +283,16 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             if path in COMPLETIONS and mode == "flood":
                 self._flood(kind)
             else:
-                self._send(status, data.encode(), kind)
+                self._send(status, data if isinstance(data, bytes) else data.encode(), kind)
 
-        def _broken(self, status: int, data: str, kind: str) -> tuple[int, str, str]:
+        def _broken(self, status: int, data: str, kind: str) -> tuple[int, str | bytes, str]:
             """A completion's reply as `mode` breaks it whole."""
             if mode == "multiline":
                 return 500, MULTILINE, "text/plain"
             if mode == "html_404":
                 return 404, HTML_404, "text/html"
+            if mode in NO_EVENTS:
+                return 200, NO_EVENTS[mode], "text/event-stream"
             if mode == "deep":
                 deep = "[" * DEEP + "]" * DEEP
                 return status, f"data: {deep}\n\n" if kind == "text/event-stream" else deep, kind
@@ -284,6 +317,10 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             head = _head(status, kind, len(data))
             if mode == "silent":
                 closing.wait()
+                return
+            if mode == "truncated" and self.path.split("?")[0] in COMPLETIONS:
+                self.wfile.write(head + data[: len(data) // 2])
+                self.close_connection = True
                 return
             dripped = head + data if mode == "drip" else data if mode == "drip_body" else b""
             try:

@@ -1,17 +1,32 @@
-"""Starting and stopping real servers for tests and benchmarks: free ports, health, PIDs."""
+"""Starting and stopping real servers for tests and benchmarks: free ports, health, PIDs.
+
+A server dies with the run that started it, even one killed from outside (a vLLM server
+holds 4 GB; the next run would die of memory): on Linux the kernel sends it SIGTERM
+when its parent goes (PR_SET_PDEATHSIG), and each server's process group is recorded
+under `REGISTRY` with the run that owns it, so that the next run's start kills the groups
+whose run is gone (`reap_stale_servers`): a server that ignored the SIGTERM, or one whose
+parent died before the kernel was told.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 import requests
+
+REGISTRY = Path(tempfile.gettempdir()) / f"lloom-test-servers-{os.getuid()}"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def required(path: Path | None, what: str, script: str) -> Path:
@@ -32,17 +47,81 @@ def free_port() -> int:
 
 @contextmanager
 def running(command: list[str], url: str, *, env: dict | None = None, log: Path, wait: float):
-    """Start `command` in its own process group, wait for `url`/health, stop it by PID after."""
+    """Start `command` in its own process group, wait for `url`/health, stop it by PID after.
+    The group dies with this process, however this process ends (see the module's note)."""
     with open(log, "wb") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_dying_with(os.getpid()),
         )  # fmt: skip
+    record = _record(process.pid)
     try:
         _wait_healthy(process, url, wait, log)
         yield url
     finally:
         _stop(process)
+        record.unlink(missing_ok=True)
+
+
+def reap_stale_servers() -> None:
+    """Kill the recorded server groups whose run has ended (killed before it stopped them)."""
+    for record in REGISTRY.glob("[0-9]*") if REGISTRY.is_dir() else ():
+        try:
+            parent, parent_started, started = (int(n) for n in record.read_text().split())
+            server = int(record.name)
+        except (OSError, ValueError):  # gone meanwhile, or not one `_record` wrote
+            record.unlink(missing_ok=True)
+            continue
+        if _started(parent) == parent_started:
+            continue  # its run is alive: its servers are its own
+        # The group outlives its leader; a leader's pid reused by another process is not ours.
+        if _started(server) in (started, None):
+            with suppress(ProcessLookupError):
+                os.killpg(server, signal.SIGKILL)
+        record.unlink(missing_ok=True)
+
+
+def _dying_with(parent: int) -> Callable[[], None] | None:
+    """What the child runs before exec: ask for SIGTERM once `parent` dies (Linux only;
+    the server's own shutdown then stops its workers)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+
+    def before_exec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # it died before the kernel was told
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return before_exec
+
+
+def _record(server: int) -> Path:
+    """Note that this process owns the server group `server` (for `reap_stale_servers`)."""
+    REGISTRY.mkdir(mode=0o700, exist_ok=True)
+    record, draft = REGISTRY / str(server), REGISTRY / f".{server}"  # whole, or not there
+    draft.write_text(f"{os.getpid()} {_started(os.getpid())} {_started(server) or 0}")
+    draft.replace(record)
+    return record
+
+
+def _started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot), None where it is gone; a pid
+    reused by another process starts at another time. Without /proc (macOS), 0 for any
+    live process."""
+    if not Path("/proc/self/stat").exists():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return 0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
 
 
 def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log: Path) -> None:

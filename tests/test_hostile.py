@@ -2,14 +2,16 @@
 
 Each flavour of tests/hostile_servers.py (llama.cpp, vLLM, OpenAI) fails in each way it
 can: a reply dripped a byte at a time (head and all, or its body only), never sent, or
-1.5 GB long; NaN, infinite, positive and too-big log-probabilities; token ids outside the
-vocabulary; JSON nested 100,000 deep; valid JSON of the wrong shape (indices out of
-range, more results than asked, absurd sizes); a 500 that echoes the request's
-credentials, one of many lines, an HTML 404, an error streamed with newlines. Every case
-must end within its deadline in one clear line of error that names the server and the
-field (or, for -inf candidates and a log-prob rounded above 0, a clean result of numbers
-<= 0), never a traceback or a key, in-process (the backend classes under `expand`, and
-their `sample` for ramify) and in `python -m weave expand` (exit 2, one `error:` line).
+1.5 GB long; NaN, infinite, positive and too-big log-probabilities; token ids outside
+the vocabulary (the first one past it too, which vLLM's backend learns the size of);
+JSON nested 100,000 deep; valid JSON of the wrong shape (indices out of range, more
+results than asked, absurd sizes); a 500 that echoes the request's credentials, one of
+many lines, an HTML 404, an error streamed with newlines, an event stream with no events
+(empty, junk, not JSON, not UTF-8). Every case must end within its deadline in one clear
+line of error that names the server and the field (or, for -inf candidates and a
+log-prob rounded above 0, a clean result of numbers <= 0), never a traceback or a key,
+in-process (the backend classes under `expand`, and their `sample` for ramify) and in
+`python -m weave expand` (exit 2, one `error:` line).
 A reply given up on stops being read and is freed; a timeout of any size is taken.
 """
 
@@ -64,6 +66,7 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "html_404": r"HTTP 404: <!DOCTYPE html> <html>|not found \(404\)",
     "huge_id": "token id 1000000000000, outside the vocabulary",
     "negative_id": "token id -5, outside the vocabulary",
+    "past_vocab": r"token id 100, outside the vocabulary \(0\.\.99\)",
     "echo_key": "HTTP 500",
     "tokenize_without_id": r"/tokenize tokens\[0\]\.id is None",
     "probabilities_not_objects": r"completion_probabilities\[0\] is 1, expected an object",
@@ -77,13 +80,21 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "bytes_not_bytes": r"bytes is \[300, 'a'\], expected a list of byte values",
     "index_out_of_range": r"index is 7, expected an index in 0\.\.0|index 7 names no prompt",
     "negative_index": r"index is -1, expected an index in 0\.\.0",
+    "huge_index": r"choices\[0\]\.index is 1000000000, expected an index in 0\.\.0",
+    "minus_index": r"choices\[0\]\.index is -1, expected an index in 0\.\.0",
+    "truncated": "broke off its reply|Connection broken: IncompleteRead",
     "extra_results": r"/completion gave 2 results, 1 asked|index is 1, expected an index in 0\.\.0",
     "extra_choices": r"[23] choices, [12] asked|names no prompt|expected 2 choices",
     "huge_slots": r"/props total_slots is 1000000000, expected 1\.\.1024",
     "tiny_context": r"/v1/models max_model_len is 1, expected a whole number of at least 128",
     "stream_error": "failed while streaming: the model failed: at decode at step 3",
+    # a 200 event stream without events: never "no suggestions" (vLLM's was, issue 31)
+    "empty_stream": "sent no event|not JSON: ''|expected 1 results",
+    "junk_stream": r"sent no event|not JSON: '\\x00\\x17. junk|expected 1 results",
+    "text_stream": "sent no event|not JSON: 'hello, not json'|expected 1 results",
+    "utf8_stream": "not JSON: '(data: )?\ufffd\ufffd",
 }
-ID_MODES = ("huge_id", "negative_id")  # OpenAI's API has no token ids
+ID_MODES = ("huge_id", "negative_id", "past_vocab")  # OpenAI's API has no token ids
 CASES = [
     (flavour, mode)
     for flavour in ("llamacpp", "vllm", "openai")

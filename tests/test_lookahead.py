@@ -310,23 +310,24 @@ def test_pending_writers_run_before_look_ahead_and_never_in_its_forward():
         worker.stop()
 
 
-def test_look_ahead_waits_for_the_writers_of_the_last_batch_to_ask_their_next_depth():
+def test_look_ahead_waits_for_a_writers_search_to_end_however_slow_between_depths():
     worker, run = MLXWorker(), Recorder()
-    batcher = Batcher(worker.submit, run, window=5.0)
+    batcher = Batcher(worker.submit, run, window=0.0)  # no window: the wait is by design
     ahead = []
     try:
 
         def writer():
-            for depth in range(3):
-                batcher.ask({(1, depth)}, 1).result(timeout=30)
-                if depth == 0:  # look-ahead asks while this writer is between depths
-                    ahead.append(on_thread(lambda: batcher.ask({(9,)}, 1, background=True)))
-                    time.sleep(0.1)
+            with batcher.searching():
+                for depth in range(3):
+                    batcher.ask({(1, depth)}, 1).result(timeout=30)
+                    if depth == 0:  # look-ahead asks while this writer is between depths
+                        ahead.append(on_thread(lambda: batcher.ask({(9,)}, 1, background=True)))
+                    time.sleep(0.3)  # the writer's own Python, slow on a loaded machine
 
         t = threading.Thread(target=writer)
         t.start()
         t.join(timeout=60)
-        ahead[0].result(timeout=30)  # once the writer is done, after the window
+        ahead[0].result(timeout=30)  # served once the writer's search has ended
         assert run.calls == [{(1, 0)}, {(1, 1)}, {(1, 2)}, {(9,)}]
     finally:
         worker.stop()

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,75 @@ def test_the_backend_says_what_it_runs(tiny, tiny_4bit):
         assert kept.note == kept.info.note  # the page shows it under the model's line
     finally:
         kept.close()
+
+
+def broken_folder(tiny: Path, tmp_path: Path, how: str) -> Path:
+    """A copy of `tiny` whose config.json is nested 100,000 deep, or has no heads."""
+    folder = tmp_path / how
+    shutil.copytree(tiny, folder)
+    good = json.loads((tiny / "config.json").read_text())
+    deep = "[" * 100_000 + "]" * 100_000
+    text = deep if how == "deep" else json.dumps({**good, "num_attention_heads": 0})
+    (folder / "config.json").write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("deep", "config.json is JSON nested over 32 levels deep"),
+        ("headless", "config.json: num_attention_heads is 0, not a size"),
+    ],
+)
+def test_a_hostile_config_json_is_one_line_in_process_and_exit_2_on_the_command_line(
+    tiny, tmp_path, how, says
+):
+    """A config.json nested 100,000 deep (RecursionError) or with num_attention_heads: 0
+    (ZeroDivisionError in mlx-lm) gave a traceback and exit 1 (issue 31)."""
+    folder = broken_folder(tiny, tmp_path, how)
+    with pytest.raises(BackendError) as caught:
+        MLXBackend(folder)
+    assert says in str(caught.value) and str(folder) in str(caught.value)
+    done = expand_with_model(str(folder))
+    assert done.returncode == 2 and not done.stdout, done.stderr
+    assert done.stderr.startswith("error: mlx") and says in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_model_hub_that_drops_the_connection_is_one_line_and_exit_2(tmp_path):
+    """The hub (HF_ENDPOINT, a real loopback server here) closes every connection without
+    an answer: a RemoteProtocolError traceback before (issue 31); now one line naming it."""
+
+    class Dropping(BaseHTTPRequestHandler):
+        def _drop(self):
+            self.close_connection = True  # read the request, answer nothing
+
+        do_GET = do_HEAD = do_POST = _drop
+
+        def log_message(self, *args):
+            pass
+
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), Dropping)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{hub.server_address[1]}"
+    try:
+        env = {"HF_ENDPOINT": url, "HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(tmp_path)}
+        done = expand_with_model("lloom-tests/far-away", env)
+    finally:
+        hub.shutdown()
+        hub.server_close()
+    assert done.returncode == 2 and not done.stdout, done.stderr
+    assert done.stderr.startswith(f"error: mlx: the model hub at {url} failed while fetching")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def expand_with_model(model: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m weave expand` on the MLX backend with LLOOM_MODEL=`model`."""
+    return subprocess.run(
+        [sys.executable, "-m", "weave", "expand", "--story", "Once", "--backend", "mlx"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LLOOM_MODEL": model, **(env or {})},
+    )

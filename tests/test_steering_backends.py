@@ -43,9 +43,10 @@ def check_text(text: str, story: str) -> None:
 
 
 def prompts(bodies: list[dict]) -> list[list[int]]:
-    """Every token-id prompt in completion requests (a body holds one, or a list)."""
+    """Every token-id prompt in completion requests asking log-probs (a body holds one, or
+    a list): a search's, not the vLLM backend's question for its vocabulary at start."""
     out = []
-    for body in bodies:
+    for body in (b for b in bodies if "logprobs" in b or "n_probs" in b):
         prompt = body["prompt"]
         out += prompt if prompt and isinstance(prompt[0], list) else [prompt]
     return out

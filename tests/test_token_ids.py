@@ -197,9 +197,12 @@ def test_every_remote_entry_point_refuses_an_id_that_is_not_one_before_a_request
             backend.close()
 
 
-def test_the_llamacpp_backend_refuses_an_id_past_the_vocabulary_its_server_names():
-    with hostile_server("llamacpp") as url:
-        backend = backend_for("llamacpp", url)
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm"])
+def test_a_server_backend_refuses_an_id_past_the_vocabulary_its_server_names(flavour):
+    """llama.cpp names its vocabulary's size in /v1/models; vLLM only in refusing an id
+    past it, which its backend asks at start."""
+    with hostile_server(flavour) as url:
+        backend = backend_for(flavour, url)
         try:
             assert backend.vocab_size == HOSTILE_VOCAB
             with pytest.raises(BackendError, match=r"token id 100 is not one of the model's"):
@@ -235,13 +238,15 @@ def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path
 
 
 @pytest.mark.slow
-def test_the_vllm_backend_and_its_server_refuse_ids_outside_the_vocabulary(vllm_url):
-    """vLLM does not say its vocabulary's size: what is not an id is refused here, an id
-    past the vocabulary by the server, each as one error naming the server."""
+def test_the_vllm_backend_learns_its_servers_vocabulary_and_refuses_ids_outside_it(vllm_url):
+    """vLLM names its vocabulary's size only in refusing an id past it: the backend
+    learns it at start, and refuses what is not an id, or an id past it, before a
+    request, each as one error naming the server."""
     from backends.vllm import VLLMBackend
 
     backend = VLLMBackend(vllm_url)
     try:
+        assert backend.vocab_size == 49_152  # SmolLM2's
         story = backend.tokenize("Once upon a time,")
         with pytest.raises(BackendError, match=r"token id -1 is not one of the model's") as e:
             backend.top_logprobs([[*story, -1]], 3)
@@ -250,7 +255,7 @@ def test_the_vllm_backend_and_its_server_refuse_ids_outside_the_vocabulary(vllm_
             lambda ids: backend.top_logprobs([story, ids], 3),
             lambda ids: backend.sample(ids, n=1, temperature=1.0, min_p=0.0, max_tokens=2),
         ):
-            with pytest.raises(BackendError, match=r"49152 is out of vocabulary") as e:
+            with pytest.raises(BackendError, match=r"49152 is not one of .* \(0 to 49,151\)") as e:
                 call([*story, 49_152])
             assert str(e.value).startswith(f"vllm at {vllm_url}") and "\n" not in str(e.value)
         assert len(backend.top_logprobs([story], 3)[0]) == 3

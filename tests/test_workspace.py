@@ -11,6 +11,8 @@ node of the store once its moves are saved.
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from contextlib import contextmanager
 
 from weave.desk.session import Piece, Workspace
@@ -118,3 +120,41 @@ def test_a_tab_does_not_leave_a_story_whose_moves_are_not_saved(tmp_path):
     assert not one.started
     stored = two.store.load(two.story_id)
     assert stored.text(stored.cursor) == "Once upon a time, there was"
+
+
+def test_two_overlapping_runs_of_one_tab_save_both_moves_in_order(tmp_path):
+    """Streamlit may start a rerun while the last run is still inside a slow save (issue 31):
+    the second run's move waits for the first's save, and both are saved, in order."""
+    ws = Workspace(LoomStore(tmp_path, busy_ms=20_000))
+    assert ws.start("Once upon a time,")
+    failures: list[BaseException] = []
+
+    def run(text: str) -> threading.Thread:
+        def script() -> None:
+            try:
+                take(ws, text)
+            except BaseException as e:  # the page's traceback: kept for the assert
+                failures.append(e)
+
+        thread = threading.Thread(target=script)
+        thread.start()
+        return thread
+
+    with locked(ws.store):
+        first = run(" there")
+        while not ws.pending:  # the first run's move is shown; its save waits on the file
+            time.sleep(0.01)
+        second = run(" was")
+        time.sleep(0.5)  # the second run is as far as it gets while the file is held
+    first.join(30)
+    second.join(30)
+    assert not failures and not first.is_alive() and not second.is_alive()
+    consistent(ws)
+    assert ws.text == "Once upon a time, there was" and ws.save_error is None
+    stored = ws.store.load(ws.story_id)
+    assert sorted(n.text for n in stored.nodes.values()) == [
+        "",
+        " there",
+        " was",
+        "Once upon a time,",
+    ]  # each move saved once

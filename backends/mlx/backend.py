@@ -30,7 +30,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,6 +227,13 @@ class MLXBackend(Backend):
                 yield
             finally:
                 self._callers.background = False
+
+    def searching(self):
+        """Within this block, this thread's search is a writer's (unless it is look-ahead's,
+        in `background`): no look-ahead depth runs until it ends (`backends.mlx_batching`)."""
+        if getattr(self._callers, "background", False):
+            return nullcontext()
+        return self._batcher.searching()
 
     @property
     def cache_bytes(self) -> int:

@@ -14,9 +14,9 @@ is taken) fails with `Cancelled` instead of running.
 Writers come first. A request may be background work (look-ahead, `weave.desk.lookahead`):
 a batch holds writers' requests only, or background ones only, never both, so no
 writer's forward carries look-ahead rows; background requests run only when no writer's
-is pending, and not before the writers of the last batch have had `window` seconds to
-ask their next depth. So a search that starts while look-ahead runs waits for one
-forward at most, and one in progress none.
+is pending and no writer's search is going on (`searching`: from a search's start to its
+end, between its depths too, however long its own Python takes there). So a search that
+starts while look-ahead runs waits for one forward at most, and one in progress none.
 
 Owns the queue and the waiting; the forwards are the backend's.
 """
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from backends.base import Cancelled, Usage
@@ -81,6 +82,7 @@ class Batcher:
         self._arrived = threading.Condition()
         self._last_batch: set[int] = set()
         self._last_background = False
+        self._searching: set[int] = set()  # threads whose writer's search is going on
 
     def ask(
         self,
@@ -99,6 +101,26 @@ class Batcher:
             self._arrived.notify_all()
         self._submit(self._serve)
         return request.future
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """Within this block, this thread runs a writer's search: background requests wait
+        until it ends (and are served then), whatever its pace between depths."""
+        me = threading.get_ident()
+        with self._arrived:
+            entered = me not in self._searching
+            self._searching.add(me)
+            self._arrived.notify_all()  # a background batch waiting its window goes back
+        try:
+            yield
+        finally:
+            if entered:
+                with self._arrived:
+                    self._searching.discard(me)
+                    self._last_batch.discard(me)  # it has left: nobody waits for it
+                    waiting = not self._searching and bool(self._pending)
+                if waiting:  # look-ahead held back by this search: its turn now
+                    self._submit(self._serve)
 
     def _serve(self) -> None:
         batch = []
@@ -123,13 +145,15 @@ class Batcher:
     def _take(self) -> list[Request]:
         """Every pending writer's request, else every pending background one, after
         waiting (at most `window`) for the sessions of the last batch that have not asked
-        again: a writer's batch waits only for writers, a background one for anyone."""
+        again: a writer's batch waits only for writers, a background one for anyone.
+        Background requests stay pending while a writer's search goes on (`searching`
+        serves them when it ends)."""
         with self._arrived:
-            if not self._pending:
-                return []
             deadline = time.monotonic() + self.window
             while True:
                 writers = [r for r in self._pending if not r.background]
+                if not writers and (self._searching or not self._pending):
+                    return []
                 batch = writers or list(self._pending)
                 waited = set() if writers and self._last_background else self._last_batch
                 missing = waited - {r.requester for r in self._pending}

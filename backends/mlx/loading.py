@@ -4,8 +4,10 @@ line why not.
 A model is named as mlx-lm names it: a folder, or a Hugging Face hub id
 (`mlx-community/Qwen2.5-1.5B-Instruct-4bit`) looked up in the local cache first
 (`HF_HUB_CACHE`/`HF_HOME`); offline (`HF_HUB_OFFLINE=1`) an id that is not there is an
-error naming it. The folder's `config.json` is checked before mlx-lm reads it (an object,
-a `model_type`, numbers where sizes go), and only the families whose forwards the
+error naming it, and so is a hub that fails mid-download (a dropped connection). The
+folder's `config.json` is checked before mlx-lm reads it (an object no deeper than
+`replies.MAX_DEPTH`, a `model_type`, numbers where sizes go, sizes above 0), and only the
+families whose forwards the
 backend runs exactly (`FAMILIES`, each guarded by tests/test_mlx_families.py) are
 loaded: any other is refused by name rather than run wrong.
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from mlx_lm.models.cache import KVCache
 from mlx_lm.utils import DEFAULT_ALLOW_PATTERNS, load
 
+from backends import replies
 from backends.base import BackendError
 
 # mlx-lm's model modules whose forwards the backend runs exactly (its batched caches,
@@ -81,6 +84,7 @@ def model_folder(name: str) -> Path:
         return path
     if path.is_absolute() or name.startswith(".") or name.count("/") != 1:
         raise fail(f"no model folder at {name} (LLOOM_MODEL / [mlx] model)")
+    import httpx2  # huggingface_hub's HTTP client
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HFValidationError
 
@@ -97,13 +101,22 @@ def model_folder(name: str) -> Path:
         detail = "" if offline else f" ({str(e).splitlines()[0]})"
         message = f"model {name} is not {where}{detail}; set LLOOM_MODEL to a folder"
         raise fail(message) from e
+    except httpx2.HTTPError as e:  # the hub dropped the connection, or answered junk
+        hub = constants.ENDPOINT
+        message = (
+            f"the model hub at {hub} failed while fetching {name} ({str(e) or type(e).__name__})"
+        )
+        raise fail(message + "; try again, or set LLOOM_MODEL to a folder") from e
 
 
 def read_config(folder: Path) -> dict:
     """config.json, checked enough that mlx-lm's reading it cannot end in a traceback."""
     path = folder / "config.json"
     try:
-        config = json.loads(path.read_text())
+        data = path.read_bytes()
+        if replies.too_deep(data):  # the parser recurses: a deep file ends it in a traceback
+            raise fail(f"{path} is JSON nested over {replies.MAX_DEPTH} levels deep, or unbalanced")
+        config = json.loads(data)
     except (OSError, ValueError) as e:
         raise fail(f"cannot read {path}: {e}") from e
     if not isinstance(config, dict):
@@ -115,6 +128,8 @@ def read_config(folder: Path) -> dict:
         kinds = int if key in WHOLE else (int, float)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
             raise fail(f"{path}: {key} is {value!r}, not a number")
+        if key in WHOLE and value is not None and value < 1:  # a size: mlx-lm divides by some
+            raise fail(f"{path}: {key} is {value!r}, not a size (a whole number above 0)")
     if not isinstance(config["model_type"], str):
         raise fail(f"{path}: model_type is {config['model_type']!r}, not a name")
     return config
@@ -126,7 +141,7 @@ def load_checked(name: str) -> Loaded:
     config = read_config(folder)
     try:
         model, tokenizer = load(str(folder))
-    except (TypeError, KeyError) as e:  # the model's arguments, from config.json
+    except (TypeError, KeyError, ArithmeticError) as e:  # its arguments, from config.json
         message = f"its config.json does not describe a model mlx-lm can build ({e})"
         raise fail(message, folder) from e
     except (ValueError, OSError, RuntimeError) as e:  # mlx: RuntimeError

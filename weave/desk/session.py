@@ -10,6 +10,9 @@ pending. A tab does not leave a story while moves of it are unsaved. Lone sugges
 accepted by themselves in a row are one `LoneChain`: one undo takes them all back; with
 how many were taken it is the tab's one `Lone` value. The story's steering
 (`weave.story.steering`) is kept in its settings record and goes with `spot`.
+Streamlit may start a tab's next script run while the last one is still inside a slow
+save, so the moves and the reads that replace the loom hold the tab's lock: one run's
+move waits for the other's save, and the pending moves are saved once each, in order.
 What a node offers is `weave.desk.offers`'; the list of stories is `weave.loom.library`'s.
 """
 
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import partial, wraps
+from threading import RLock
 
 from weave.desk.lookahead import LookAhead
 from weave.desk.offers import Offers
@@ -32,6 +36,18 @@ from weave.story.steering import Steering, steering_in, with_steering
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
 
 Move = Callable[[Loom], Loom]
+
+
+def one_run_at_a_time(method):
+    """Hold the tab's lock through `method`: two overlapping script runs of one tab
+    neither save a pending move twice nor take one from under the other."""
+
+    @wraps(method)
+    def held(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return held
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,7 @@ class Workspace:
     `library` of other stories. A failure to save is kept in `save_error`, never raised."""
 
     def __init__(self, store: LoomStore) -> None:
+        self._lock = RLock()  # see `one_run_at_a_time`
         self.library = Library(store)
         self._save = self.library.save
         self.story_id: str | None = None
@@ -112,6 +129,7 @@ class Workspace:
         """The story shown: the current path's text."""
         return self.loom.text()
 
+    @one_run_at_a_time
     def refresh(self) -> None:
         """Read the loom as stored now (other tabs' nodes too), keeping this tab's cursor."""
         if self.story_id is None:
@@ -129,6 +147,7 @@ class Workspace:
         self._take_settings(settings)
 
     # -- opening and closing ------------------------------------------------------------
+    @one_run_at_a_time
     def start(self, text: str) -> bool:
         """A new story holding `text`; False (`save_error` says why) where it cannot be made."""
         if not self._may_leave():
@@ -141,6 +160,7 @@ class Workspace:
         self.title = self.library.title(self.story_id)
         return True
 
+    @one_run_at_a_time
     def open(self, story_id: str, node_id: str | None = None) -> bool:
         """Reopen a story at `node_id` (else where it was left); False where it is not here."""
         if not self._may_leave():
@@ -161,6 +181,7 @@ class Workspace:
         self.lone = self.lone.held()  # reopening changes nothing by itself
         return True
 
+    @one_run_at_a_time
     def close(self) -> None:
         """Back to the start page; the story stays saved (this tab stays while its moves
         cannot be saved: `save_error`)."""
@@ -263,6 +284,7 @@ class Workspace:
         self._move(move)
         self.lone = self.lone.held()  # going back is deliberate: no lone accept undoes it
 
+    @one_run_at_a_time
     def _move(self, move: Move, made: str | None = None) -> None:
         """Show `move` (which adds the node `made`, if any) at once, then save it (and any
         before it). A move naming a node this story lacks (a stale click) does nothing."""
@@ -279,7 +301,8 @@ class Workspace:
 
     def _flush(self) -> None:
         """Save the pending moves in order; those that fail stay, and are shown. A move the
-        stored loom cannot take (it names a node the store lacks) is dropped, and said."""
+        stored loom cannot take (it names a node the store lacks) is dropped, and said.
+        Called only with the tab's lock held (from `_move`, `refresh` and the leaving)."""
         while self.pending:
             pending = self.pending[0]
             try:

@@ -138,7 +138,8 @@ def expand(
     context = list(context_ids)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
     search = _Search(backend, context, params, progress, started, usage_before)
-    root = search.run()
+    with backend.searching():  # a backend may hold its background work back till the end
+        root = search.run()
     usage = backend.stats.snapshot() - usage_before
     return SearchResult(
         suggestions=suggestions_from(search.finished, params.score)[: params.max_suggestions],
