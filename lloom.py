@@ -35,7 +35,7 @@ from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
 from weave.library import open_store
-from weave.loom_store import LoomStore, StoryInfo
+from weave.loom_store import LoomStore, StoreError, StoryInfo
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
 from weave.present import code, md
 from weave.ramify import RamifyParams, RamifyResult
@@ -124,9 +124,9 @@ def main() -> None:
         page_title="LLooM", page_icon="🧶", layout="wide", initial_sidebar_state="collapsed"
     )
     settings = settings_or_stop()
-    writer = writer_or_stop(settings)  # before any story or the model
+    verdict = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
-    ws = workspace(store.as_writer(writer))
+    ws = workspace(store.as_writer(verdict.writer), verdict.login)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
     open_from_url(ws)
@@ -258,14 +258,14 @@ def page() -> PageState:
     return st.session_state.page
 
 
-def writer_or_stop(settings: Settings) -> str:
-    """The writer this page is for (`weave.access`); else a login button or the reason."""
+def writer_or_stop(settings: Settings) -> access.Access:
+    """Whom this page is for (`weave.access`); else a login button or the reason."""
     login = login_configured()
     proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
         address=st.get_option("server.address") or "", proxied=proxied, login=login,
         open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
-        email=st.user.get("email") if login else None,
+        claims=st.user if login else None,
     )  # fmt: skip
     if verdict.ask_login:
         st.title("🧶 LLooM")
@@ -276,12 +276,13 @@ def writer_or_stop(settings: Settings) -> str:
         st.error(verdict.refusal, icon="🔒")
     if login and st.user.is_logged_in:
         with st.sidebar:
-            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name') or '')}**")
+            who = verdict.login.email if verdict.login else st.user.get("name")
+            st.caption(f"Logged in as **{md(str(who or ''))}**")
             if st.button("Log out", key="logout"):
                 st.logout()
     if verdict.writer is None:
         st.stop()
-    return verdict.writer
+    return verdict
 
 
 def login_configured() -> bool:
@@ -289,9 +290,16 @@ def login_configured() -> bool:
     return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
-def workspace(store: LoomStore) -> session.Workspace:
-    """This browser session's workspace, made once (anew when another writer logs in)."""
+def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
+    """This browser session's workspace, made once (anew when another writer logs in, who
+    first takes over the stories kept for their address: `LoomStore.sign_in`)."""
     if "page" not in st.session_state or page().ws.store.writer != store.writer:
+        if login is not None:
+            try:
+                store.sign_in(login.email)
+            except StoreError as e:
+                st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
+                         f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
         st.session_state.page = PageState(session.Workspace(store))
     return page().ws
 
