@@ -276,8 +276,8 @@ def writer_or_stop(settings: Settings) -> access.Access:
         st.error(verdict.refusal, icon="🔒")
     if login and st.user.is_logged_in:
         with st.sidebar:
-            who = verdict.login.email if verdict.login else st.user.get("name")
-            st.caption(f"Logged in as **{md(str(who or ''))}**")
+            if verdict.login:
+                st.caption(f"Logged in as **{md(verdict.login.email)}**")
             if st.button("Log out", key="logout"):
                 st.logout()
     if verdict.writer is None:
