@@ -26,6 +26,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
 import lloom_graphs
+import lloom_hosts
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
@@ -1131,3 +1132,5 @@ def download(column, label: str, data, file_name: str, mime: str) -> None:
 
 if __name__ == "__main__":
     main()
+else:  # `streamlit run lloom.py` serves this app: each request's Host is checked first
+    app = st.App(__file__, middleware=lloom_hosts.middleware())
