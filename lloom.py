@@ -1,6 +1,8 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
-`streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
+`streamlit run lloom.py`, which serves `app` below: an `st.App` whose middleware
+(`lloom_hosts`) refuses a request naming a foreign Host first. The page lays out widgets
+and calls the engine: the story is a
 loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a cursor over it
 (`weave.session.Workspace`); the search is `weave.search.expand`; what the page says about
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
