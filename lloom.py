@@ -1,10 +1,12 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
-`streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
-loom (`weave.loom.loom`, kept by `weave.loom.store`), and each browser tab is a cursor over
-it (`weave.desk.session.Workspace`); the search is `weave.search.beams.expand`; what the page
-says about suggestions is `weave.view.present`'s, its keys are `weave.keys`'. The story page
-is a desk: the story (its end in view), the moves and the suggestions on the left, the tools (the
+`streamlit run lloom.py`, which serves `app` below: an `st.App` whose middleware
+(`lloom_hosts`) refuses a request naming a foreign Host first. The page lays out widgets
+and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`),
+and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
+`weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
+its keys are `weave.keys`'. The story page is a desk: the story (its end in view), the
+moves and the suggestions on the left, the tools (the
 steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
 right. The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
@@ -26,6 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
 import lloom_graphs
+import lloom_hosts
 import lloom_steering
 from backends import Backend, BackendError, choose_backend
 from backends.base import Cancelled
@@ -38,7 +41,7 @@ from weave.desk import session
 from weave.desk.alternatives import Alternatives, branch_text
 from weave.desk.spot import Draw, Offer, Piece
 from weave.loom.library import open_store
-from weave.loom.store import LoomStore, StoryInfo
+from weave.loom.store import LoomStore, StoreError, StoryInfo
 from weave.search.beams import SearchParams, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult
 from weave.search.tree import Suggestion
@@ -127,9 +130,9 @@ def main() -> None:
         page_title="LLooM", page_icon="🧶", layout="wide", initial_sidebar_state="collapsed"
     )
     settings = settings_or_stop()
-    writer = writer_or_stop(settings)  # before any story or the model
+    verdict = writer_or_stop(settings)  # before any story or the model
     store, problem = shared_store()
-    ws = workspace(store.as_writer(writer))
+    ws = workspace(store.as_writer(verdict.writer), verdict.login)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
     open_from_url(ws)
@@ -261,14 +264,14 @@ def page() -> PageState:
     return st.session_state.page
 
 
-def writer_or_stop(settings: Settings) -> str:
-    """The writer this page is for (`weave.access`); else a login button or the reason."""
+def writer_or_stop(settings: Settings) -> access.Access:
+    """Whom this page is for (`weave.access`); else a login button or the reason."""
     login = login_configured()
     proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
         address=st.get_option("server.address") or "", proxied=proxied, login=login,
         open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
-        email=st.user.get("email") if login else None,
+        claims=st.user if login else None,
     )  # fmt: skip
     if verdict.ask_login:
         st.title("🧶 LLooM")
@@ -279,12 +282,13 @@ def writer_or_stop(settings: Settings) -> str:
         st.error(verdict.refusal, icon="🔒")
     if login and st.user.is_logged_in:
         with st.sidebar:
-            st.caption(f"Logged in as **{md(verdict.writer or st.user.get('name') or '')}**")
+            if verdict.login:
+                st.caption(f"Logged in as **{md(verdict.login.email)}**")
             if st.button("Log out", key="logout"):
                 st.logout()
     if verdict.writer is None:
         st.stop()
-    return verdict.writer
+    return verdict
 
 
 def login_configured() -> bool:
@@ -292,9 +296,16 @@ def login_configured() -> bool:
     return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
-def workspace(store: LoomStore) -> session.Workspace:
-    """This browser session's workspace, made once (anew when another writer logs in)."""
+def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
+    """This browser session's workspace, made once (anew when another writer logs in, who
+    first takes over the stories kept for their address: `LoomStore.sign_in`)."""
     if "page" not in st.session_state or page().ws.store.writer != store.writer:
+        if login is not None:
+            try:
+                store.sign_in(login.email)
+            except StoreError as e:
+                st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
+                         f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
         st.session_state.page = PageState(session.Workspace(store))
     return page().ws
 
@@ -1105,3 +1116,5 @@ def download(column, label: str, data, file_name: str, mime: str) -> None:
 
 if __name__ == "__main__":
     main()
+else:  # `streamlit run lloom.py` serves this app: each request's Host is checked first
+    app = st.App(__file__, middleware=lloom_hosts.middleware())

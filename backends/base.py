@@ -221,7 +221,8 @@ class Backend(ABC):
 
     @property
     def url(self) -> str | None:
-        """The server address for remote backends (never a key); None for local ones."""
+        """The server address for remote backends, as the page shows it and logs name it:
+        never a key, a password in it `redacted`; None for local ones."""
         return None
 
     @property

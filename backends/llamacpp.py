@@ -50,6 +50,7 @@ from backends.base import (
     Positions,
     TokenAlternatives,
     Usage,
+    redacted,
     token_texts,
 )
 from backends.http import JsonClient, expect
@@ -87,7 +88,7 @@ class LlamaCppBackend(GreedyPathBackend):
 
     @property
     def url(self) -> str:
-        return self.client.base_url
+        return redacted(self.client.base_url)
 
     @property
     def context_length(self) -> int | None:

@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from backends import openai_replies as shapes
 from backends import replies
@@ -100,20 +100,21 @@ class OpenAIBackend(Backend):
         self._openai = openai
         self._base_url = (base_url or DEFAULT_URL).rstrip("/")
         self._model = model
+        self._key = api_key
         if not api_key.strip():
             raise BackendError("no API key: set OPENAI_API_KEY", backend=self.name, url=self.url)
         try:
             timeout = bounded(timeout)
         except ValueError as e:
             raise BackendError(f"{e} (OPENAI_TIMEOUT)", backend=self.name, url=self.url) from None
-        self._key = api_key
         transport = BoundedTransport(timeout=timeout, error=self._plain_error)
+        address, login = _login_apart(self._base_url)
         self._client = openai.OpenAI(
             api_key=api_key,
-            base_url=self._base_url,
+            base_url=address,
             timeout=timeout,
             max_retries=0,
-            http_client=httpx2.Client(transport=transport, timeout=timeout),
+            http_client=httpx2.Client(transport=transport, timeout=timeout, auth=login),
         )
         self._timeout = timeout
         self.endpoint = _endpoint(model, endpoint)
@@ -127,7 +128,7 @@ class OpenAIBackend(Backend):
 
     @property
     def url(self) -> str:
-        return self._base_url
+        return redacted(self._base_url, (self._key,))
 
     @property
     def note(self) -> str | None:
@@ -347,6 +348,17 @@ class OpenAIBackend(Backend):
         options, _ = shapes.drawn(choice, self.endpoint == "chat", self._plain_error)
         ids = tuple(self._intern(piece) for piece, _ in options)
         return Continuation(ids, self.detokenize(list(ids)), float(sum(lp for _, lp in options)))
+
+
+def _login_apart(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` less its `user:password@`, and that login, sent as HTTP basic auth as the
+    URL would have had it sent: the client's HTTP library logs each request's URL."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    login, _, host = parts.netloc.rpartition("@")
+    user, _, password = login.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
 
 
 def _endpoint(model: str, endpoint: str) -> str:

@@ -84,6 +84,7 @@ from backends.base import (
     GreedyPathBackend,
     Positions,
     TokenAlternatives,
+    redacted,
 )
 from backends.http import JsonClient, expect
 from backends.vllm_chains import StreamedReply, count_usage, ordered_choices, token_id
@@ -125,7 +126,7 @@ class VLLMBackend(GreedyPathBackend):
 
     @property
     def url(self) -> str:
-        return self.client.base_url
+        return redacted(self.client.base_url)
 
     @property
     def text_lookups(self) -> int:

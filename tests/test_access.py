@@ -11,11 +11,18 @@ import sys
 
 import pytest
 
-from weave.access import decide, is_loopback, writer_for
+from weave.access import NO_EMAIL, NO_SUBJECT, Login, decide, is_loopback, login_from, writer_for
 from weave.loom.loom import Loom
 from weave.loom.store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
+from weave.loom.store_file import SCHEMA_VERSION
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
+ISSUER = "https://id.example.org"
+
+
+def claims(sub: str, email: object = ALICE, verified: object = True) -> dict:
+    """An ID token's claims as `st.user` holds them."""
+    return {"iss": ISSUER, "sub": sub, "email": email, "email_verified": verified}
 
 
 @pytest.mark.parametrize(
@@ -30,36 +37,57 @@ def test_only_loopback_addresses_are_this_machine_only(address, local):
 
 def test_on_loopback_without_login_the_page_is_the_local_writers():
     verdict = decide(address="127.0.0.1", login=False, open_page=False, logged_in=False,
-                     email=None)  # fmt: skip
+                     claims=None)  # fmt: skip
     assert verdict.writer == LOCAL_WRITER and not verdict.ask_login and verdict.refusal is None
 
 
 @pytest.mark.parametrize("address", ["", "0.0.0.0", "192.168.1.20"])
 def test_beyond_loopback_without_login_the_page_is_nobodys_and_says_how_to_share(address):
-    verdict = decide(address=address, login=False, open_page=False, logged_in=False, email=None)
+    verdict = decide(address=address, login=False, open_page=False, logged_in=False, claims=None)
     assert verdict.writer is None and not verdict.ask_login
     assert "[auth]" in verdict.refusal and "[sharing] open = true" in verdict.refusal
-    opened = decide(address=address, login=False, open_page=True, logged_in=False, email=None)
+    opened = decide(address=address, login=False, open_page=True, logged_in=False, claims=None)
     assert opened.writer == LOCAL_WRITER
 
 
 def test_through_a_reverse_proxy_loopback_is_no_longer_this_machine_only():
     verdict = decide(address="127.0.0.1", proxied=True, login=False, open_page=False,
-                     logged_in=False, email=None)  # fmt: skip
+                     logged_in=False, claims=None)  # fmt: skip
     assert verdict.writer is None and "through a proxy" in verdict.refusal
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "0.0.0.0"])
-def test_with_login_configured_only_a_logged_in_address_is_a_writer(address):
-    asked = decide(address=address, login=True, open_page=True, logged_in=False, email=None)
+def test_with_login_configured_a_writer_is_the_provider_and_subject(address):
+    asked = decide(address=address, login=True, open_page=True, logged_in=False, claims=None)
     assert asked.writer is None and asked.ask_login
     verdict = decide(address=address, login=True, open_page=False, logged_in=True,
-                     email=" Alice@Example.org ")  # fmt: skip
-    assert verdict.writer == ALICE
-    for email in (None, "", "local", "@"):
+                     claims=claims("u-123", " Alice@Example.org "))  # fmt: skip
+    assert verdict.login == Login(ISSUER, "u-123", ALICE)
+    assert verdict.writer == f"{ISSUER} u-123" != ALICE
+    for email in (None, "", "local", "@", "a b@c.org", 7):
         refused = decide(address=address, login=True, open_page=False, logged_in=True,
-                         email=email)  # fmt: skip
-        assert refused.writer is None and "e-mail" in refused.refusal
+                         claims=claims("u-123", email))  # fmt: skip
+        assert refused.writer is None and refused.refusal == NO_EMAIL
+
+
+@pytest.mark.parametrize("verified", [False, None, "false", 1, "yes"])
+def test_an_address_the_provider_did_not_verify_names_nobody(verified):
+    """Issue 31: `email: alice@..., email_verified: false` was Alice."""
+    refused = decide(address="127.0.0.1", login=True, open_page=False, logged_in=True,
+                     claims=claims("mallory", ALICE, verified))  # fmt: skip
+    assert refused.writer is None and refused.login is None
+    assert "has not verified the e-mail address `alice@example.org`" in refused.refusal
+    unsaid = claims("mallory")
+    del unsaid["email_verified"]
+    assert isinstance(login_from(unsaid), str)
+    assert isinstance(login_from(claims("alice", ALICE, "True")), Login)  # some send text
+
+
+def test_a_login_without_issuer_or_subject_names_nobody():
+    for missing in ("iss", "sub"):
+        given = claims("u-123")
+        given[missing] = ""
+        assert login_from(given) == NO_SUBJECT
 
 
 def test_an_address_is_never_the_local_writer():
@@ -107,6 +135,7 @@ def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_
     story_id, _ = store.create("Written before login existed.")
     with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner column
         db.execute("ALTER TABLE stories DROP COLUMN owner")
+        db.execute("DROP TABLE writers")
         db.execute("PRAGMA user_version = 3")
     db.close()
     reopened = LoomStore(tmp_path)
@@ -114,8 +143,54 @@ def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_
     assert isinstance(reopened.load(story_id), Loom)
     assert reopened.as_writer(ALICE).stories() == []
     with sqlite3.connect(store.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     db.close()
+
+
+def schema_4(store: LoomStore) -> None:
+    """Make `store`'s file as schema 4 wrote it: owners named by address, no writers."""
+    with sqlite3.connect(store.path) as db:
+        db.execute("DROP TABLE writers")
+        db.execute("PRAGMA user_version = 4")
+    db.close()
+
+
+def test_a_schema_4_address_keeps_its_stories_until_its_verified_writer_logs_in(tmp_path):
+    """Issue 31: stories were keyed by e-mail address; now by issuer and subject. A file
+    of then keeps every story, each handed to the login of its address when it comes."""
+    store = LoomStore(tmp_path)
+    garden, _ = store.as_writer(ALICE).create("Alice's garden.")
+    shed, _ = store.as_writer(ALICE).create("Alice's shed.")
+    harbour, _ = store.as_writer(BOB).create("Bob's harbour.")
+    draft, _ = store.create("A draft before login.")
+    schema_4(store)
+    reopened = LoomStore(tmp_path)
+    alice = Login(ISSUER, "u-alice", ALICE)
+    mine = reopened.as_writer(alice.writer)
+    assert mine.stories() == []  # not before the login
+    assert mine.sign_in(alice.email) == 2
+    assert {s.id for s in mine.stories()} == {garden, shed}
+    assert mine.load(garden).text() == "Alice's garden."
+    assert reopened.as_writer(ALICE).stories() == []  # the address alone no longer opens them
+    assert mine.sign_in(alice.email) == 0  # once
+    assert [s.id for s in reopened.as_writer(BOB).stories()] == [harbour]  # Bob's wait for him
+    assert [s.id for s in reopened.stories()] == [draft]
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
+def test_a_story_given_to_an_address_goes_to_the_writer_who_logged_in_with_it(tmp_path):
+    store = LoomStore(tmp_path)
+    alice = Login(ISSUER, "u-alice", ALICE)
+    before, _ = store.create("Given before Alice's first login.")
+    store.give(before, ALICE)
+    mine = store.as_writer(alice.writer)
+    mine.sign_in(ALICE)
+    after, _ = store.create("Given after it.")
+    store.give(after, ALICE)
+    assert {s.id for s in mine.stories()} == {before, after}
+    assert store.as_writer(ALICE).stories() == []
 
 
 def test_loom_give_hands_a_pre_login_story_to_a_login(tmp_path):

@@ -326,3 +326,24 @@ def test_a_closed_port_on_the_command_line(flavour):
 def test_credentials_are_redacted_from_every_backend_error(text, kept):
     error = BackendError(text, backend="vllm", url="http://127.0.0.1:8000")
     assert str(error) == f"vllm at http://127.0.0.1:8000: {kept}"
+
+
+PASSWORD = "hunterPASSWORD2"
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+def test_a_password_in_a_server_url_is_never_shown_or_logged(flavour, caplog):
+    """Issue 31: the page printed `Server: http://probeuser:hunterPASSWORD2@...`. The
+    backend's `url` is what the page shows and the logs name: the password redacted."""
+    caplog.set_level(logging.DEBUG)
+    with hostile_server(flavour) as url:
+        with_password = url.replace("://", f"://probeuser:{PASSWORD}@")
+        backend = backend_for(flavour, with_password)
+        try:
+            assert_clean(expand(backend, backend.tokenize(STORY), PARAMS))
+            shown = backend.url
+        finally:
+            backend.close()
+    assert shown.startswith(url.replace("://", "://probeuser:[redacted]@"))
+    logged = caplog.text + " ".join(str(r.args) for r in caplog.records)
+    assert PASSWORD not in shown + logged

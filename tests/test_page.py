@@ -1158,6 +1158,23 @@ def test_sample_on_a_server_answering_badly_is_one_clear_message(
         assert workspace(at).offers.draw(workspace(at).cursor) is None
 
 
+@pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])
+def test_a_password_in_the_server_url_is_not_on_the_page(data_dir, monkeypatch, flavour):
+    """Issue 31: Details printed the server URL with its password to every writer."""
+    with hostile_server(flavour) as url:
+        with_password = url.replace("://", "://probeuser:hunterPASSWORD2@")
+        env = {"LLOOM_BACKEND": flavour, "LLAMA_API_URL": with_password,
+               "VLLM_API_URL": with_password, "OPENAI_BASE_URL": f"{with_password}/v1",
+               "OPENAI_API_KEY": "sk-test-0123456", "OPENAI_MODEL": "hostile"}  # fmt: skip
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        at = started()
+    shown = [e.value for kind in (at.caption, at.markdown, at.error, at.info, at.warning)
+             for e in kind]  # fmt: skip
+    assert any("probeuser:[redacted]@" in text for text in shown)  # Details' "Server:"
+    assert not any("hunterPASSWORD2" in text for text in shown)
+
+
 def test_a_story_with_a_parent_cycle_opened_by_url_is_one_message(fake, data_dir):
     """Issue 27: a database another program wrote with a parent cycle raised on open."""
     at = started()

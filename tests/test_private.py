@@ -17,7 +17,9 @@ import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import threading
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -204,12 +206,27 @@ def group_page(data: Path, provider: str, watchman: Watchman):
         yield f"http://127.0.0.1:{port}"
 
 
-def log_in(page, who: str) -> str:
+def provider_user(provider: str, sub: str, email: str, *, verified: bool = True) -> str:
+    """Make `sub` a user of the provider whose ID token says `email` (verified or not);
+    the writer the store knows them as (issuer and subject)."""
+    claims = json.dumps({"email": email, "email_verified": verified}).encode()
+    request = urllib.request.Request(f"{provider}/users/{sub}", data=claims, method="PUT",
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert reply.status == 204
+    return f"{provider} {sub}"
+
+
+def authorize(page, sub: str) -> None:
     settled(page)
     page.get_by_role("button", name="Log in").click()
-    page.locator("input[name='sub']").fill(who)
+    page.locator("input[name='sub']").fill(sub)
     page.get_by_role("button", name="Authorize").click()
-    page.get_by_text(f"Logged in as {who}").wait_for()
+
+
+def log_in(page, sub: str, email: str | None = None) -> str:
+    authorize(page, sub)
+    page.get_by_text(f"Logged in as {email or sub}").wait_for()
     return settled(page)
 
 
@@ -218,8 +235,9 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
 ):
     local = LoomStore(tmp_path)
     local.create("A draft made before the login, on this machine.")
-    alice_id, _ = local.as_writer(ALICE).create("Alice's garden of forking paths.")
-    bob_id, _ = local.as_writer(BOB).create("Bob's harbour at low tide.")
+    alice_key, bob_key = (provider_user(provider, who, who) for who in (ALICE, BOB))
+    alice_id, _ = local.as_writer(alice_key).create("Alice's garden of forking paths.")
+    bob_id, _ = local.as_writer(bob_key).create("Bob's harbour at low tide.")
     with group_page(tmp_path, provider, watchman) as url:
         stranger = settled(new_page(browser, f"{url}/?story={alice_id}"))
         assert "Log in" in stranger and "garden" not in stranger and "harbour" not in stranger
@@ -250,7 +268,7 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
             ]  # fmt: skip
         )
         bob.get_by_text("A tale Bob brings along").first.wait_for()
-        assert [s.title for s in local.as_writer(BOB).stories()].count(
+        assert [s.title for s in local.as_writer(bob_key).stories()].count(
             "A tale Bob brings along."
         ) == 1
         assert "A tale Bob brings along" not in settled_reload(alice)
@@ -280,3 +298,32 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
 def settled_reload(page) -> str:
     page.reload()
     return settled(page)
+
+
+def test_an_unverified_address_names_nobody_and_a_verified_one_takes_its_stories_over(
+    tmp_path, browser, provider, watchman
+):
+    """Issue 31: Mallory, whose provider let her claim alice's address unverified, was
+    "Logged in as alice@example.org" with Alice's stories. Now she is told why not; Alice
+    (another subject, the address verified) gets the stories a schema 4 file kept under it."""
+    local = LoomStore(tmp_path)
+    garden, _ = local.as_writer(ALICE).create("Alice's garden of forking paths.")
+    with sqlite3.connect(local.path) as db:  # as schema 4 kept it: by address
+        db.execute("DROP TABLE writers")
+        db.execute("PRAGMA user_version = 4")
+    db.close()
+    provider_user(provider, "mallory", ALICE, verified=False)
+    alice = provider_user(provider, "alice-0042", ALICE)
+    with group_page(tmp_path, provider, watchman) as url:
+        mallory = new_page(browser, url)
+        authorize(mallory, "mallory")
+        mallory.get_by_text("has not verified the e-mail address").wait_for()
+        text = settled(mallory)
+        assert "Your provider has not verified the e-mail address alice@example.org" in text
+        assert "garden" not in text and "Logged in as" not in text and "Start" not in text
+        mallory.goto(f"{url}/?story={garden}")
+        assert "garden" not in settled(mallory)
+
+        text = log_in(new_page(browser, url), "alice-0042", ALICE)
+        assert "Alice's garden of forking paths." in text
+    assert [s.id for s in LoomStore(tmp_path).as_writer(alice).stories()] == [garden]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
+from weave.hosts import checked
 from weave.search.beams import SearchParams
 from weave.search.ramify import RamifyParams
 
@@ -94,6 +95,18 @@ class LookAheadSettings:
 @dataclass(frozen=True)
 class SharingSettings:
     open: bool = False  # true: served beyond loopback without a login, on purpose
+    allowed_hosts: tuple[str, ...] = ()  # Host names served besides loopback's (weave.hosts)
+
+    def __post_init__(self) -> None:
+        names = tuple(checked(name) for name in self.allowed_hosts)
+        for given, name in zip(self.allowed_hosts, names, strict=True):
+            if name is None:
+                raise ValueError(
+                    f"allowed_hosts: {shown(given)} is not a host name or an IP address "
+                    "(write it as the browser's address bar shows it, less the scheme, "
+                    "port and path: lloom.example.org)"
+                )
+        object.__setattr__(self, "allowed_hosts", names)
 
 
 @dataclass(frozen=True)
@@ -273,7 +286,11 @@ def apply_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
 
 
 def _section(cls, table: Mapping[str, Any], name: str, where: str):
-    return cls(**_values(cls, _table(table, name, where), f"{where} [{name}]"))
+    values = _values(cls, _table(table, name, where), f"{where} [{name}]")
+    try:
+        return cls(**values)
+    except ValueError as e:  # a value the class itself checks (host names)
+        raise ConfigError(f"{where} [{name}] {e}") from None
 
 
 def _values(cls, values: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -319,7 +336,10 @@ def _typed(value: Any, kind: type, where: str) -> Any:
         raise ConfigError(f"{where}: a NUL character cannot be in a name or path")
     if isinstance(value, kinds) and (kind is bool or not isinstance(value, bool)):
         return float(value) if kind is float else value
-    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}
+    if kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false",
+             tuple: "a list of text"}  # fmt: skip
     raise ConfigError(f"{where}: expected {names.get(kind, kind.__name__)}, got {shown(value)}")
 
 

@@ -7,8 +7,8 @@
                                without --json an outline, indented where the story branches
     loom export STORY_ID       the whole loom as JSON on stdout
     loom import FILE           a new story from such a file; its id (or one error naming it)
-    loom give STORY_ID EMAIL   hand a story to the writer who logs in as EMAIL (the page's
-                               login); it leaves this machine's list
+    loom give STORY_ID EMAIL   hand a story to the writer whose provider verified EMAIL
+                               (the page's login); it leaves this machine's list
 
 The command line is the machine's local writer (`LOCAL_WRITER`): it sees the stories made
 without a login. The data folder is the configured one (`LLOOM_DATA_DIR` overrides it).

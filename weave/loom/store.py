@@ -8,8 +8,9 @@ added; so two writers on one story only add nodes, and a killed process loses no
 Every failure is a `StoreError` saying what to check. A store is one writer's view
 (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
 `StoryNotFound` to it. The errors are `weave.loom.store_errors`', the file
-`weave.loom.store_file`'s, the rows and the owner filter `weave.loom.store_rows`', the JSON
-`weave.loom.formats`'; none imports the page, the session layer or the backends.
+`weave.loom.store_file`'s, the rows and the owner filter `weave.loom.store_rows`', the
+logins `weave.loom.store_writers`', the JSON `weave.loom.formats`'; none imports the page,
+the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from weave.loom import store_rows as rows
+from weave.loom import store_writers as writers
 from weave.loom.formats import SavedStory, loom_document, read_document
 from weave.loom.loom import Loom, new_id
 from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
@@ -106,11 +108,24 @@ class LoomStore:
         """Mark a story deleted (kept, and restorable, until purged)."""
         self._set(story_id, "deleted = coalesce(deleted, ?)", time.time())
 
-    def give(self, story_id: str, writer: str) -> None:
-        """Hand one of this writer's stories to `writer`: it leaves this writer's list."""
-        if not isinstance(writer, str) or not writer.strip():
+    def give(self, story_id: str, email: str) -> None:
+        """Hand one of this writer's stories to the writer `email` names (an address as
+        `weave.access.writer_for` gives it): the last to log in with that verified address,
+        or, until one has, the address, theirs at login (`weave.loom.store_writers`). It leaves
+        this writer's list."""
+        if not isinstance(email, str) or not email.strip():
             raise InvalidInput("a story can only be given to a writer named by a login")
-        self._set(story_id, "owner = ?", writer)
+        with self._file.write() as db:
+            rows.story_row(db, story_id)
+            owner = writers.owner_for(db, email)
+            db.execute("UPDATE stories SET owner = ? WHERE id = ?", (owner, story_id))
+
+    def sign_in(self, email: str) -> int:
+        """This store's writer (a login's `weave.access.Login.writer`) logged in with the
+        address `email`, which their provider verified: the stories kept for that address
+        become theirs. Returns how many did."""
+        with self._file.write() as db:
+            return writers.sign_in(db, self.writer, email, time.time())
 
     def restore(self, story_id: str) -> None:
         self._set(story_id, "deleted = ?", None)

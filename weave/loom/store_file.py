@@ -2,7 +2,8 @@
 
 The tables: `stories` (a row a story: title, times, settings, root, cursor, and the owner,
 the writer who may see it), `nodes` (only ever added: triggers refuse to change one, or to
-delete one of a story not deleted), and the small records beside them. Opening reads the
+delete one of a story not deleted), the small records beside them, and `writers` (each
+login's verified address). Older files are migrated here (`_migrate`). Opening reads the
 header with plain file I/O first: a foreign or damaged file is left untouched, a newer or
 older one refused; a new one gets the schema. Every connection is made here (WAL,
 `synchronous=FULL`, foreign keys, a busy timeout, one per operation) for one writer, whom
@@ -26,11 +27,16 @@ from weave.loom.store_errors import (
 )
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 4  # 4: stories have an owner (a schema 3 file gains the column)
+SCHEMA_VERSION = 5  # 4: stories have an owner; 5: the writers who logged in (added to 3, 4)
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
 OWNER = f"owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'"  # the writer who may see a story
+WRITERS = """CREATE TABLE writers (
+        writer TEXT PRIMARY KEY,  -- a login's issuer and subject (weave.access.Login)
+        email TEXT NOT NULL,      -- the address the provider verified, as last seen
+        seen REAL NOT NULL        -- their last login
+    )"""
 
 SCHEMA = (
     f"""CREATE TABLE stories (
@@ -76,6 +82,7 @@ SCHEMA = (
         PRIMARY KEY (story_id, node),
         FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
     )""",
+    WRITERS,
     """CREATE TRIGGER nodes_stay BEFORE UPDATE ON nodes
     BEGIN SELECT RAISE(ABORT, 'nodes are never changed'); END""",
     """CREATE TRIGGER nodes_go_with_purge BEFORE DELETE ON nodes
@@ -156,12 +163,8 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version == 3:  # before owners: its stories become the local writer's
-                db.execute("BEGIN IMMEDIATE")
-                if db.execute("PRAGMA user_version").fetchone()[0] == 3:  # not done by another
-                    db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("COMMIT")
+            if version in (3, 4):
+                self._migrate(db)
             elif version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
                 raise NotLoomDatabase(
                     f"the database at {self.path} has schema {version}, from a development "
@@ -171,6 +174,21 @@ class StoreFile:
             db.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not later
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("ROLLBACK")
+
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        """Schema 3 (before owners): its stories become the local writer's. Schema 4 (owners
+        named by e-mail address): the writers table; a story an address owns stays so until
+        the writer the provider verified that address for logs in and takes it over
+        (`weave.loom.store_writers.sign_in`), so none is lost or goes to the wrong login."""
+        db.execute("BEGIN IMMEDIATE")
+        version = db.execute("PRAGMA user_version").fetchone()[0]  # another may have done it
+        if version == 3:
+            db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
+        if version in (3, 4):
+            db.execute(WRITERS)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
 
     def _create_when_new(self) -> None:
         """Write the schema into a new or empty file (another process may be first). The
