@@ -1,0 +1,73 @@
+"""weave.worth's three figures on cases worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from weave.worth import MAX_SAMPLES, Worth, expected_cover, worth
+
+
+def test_no_suggestions_are_worth_nothing():
+    assert worth([]) == Worth(0.0, 0.0, 0)
+
+
+def test_one_suggestion_is_one_choice_and_one_sample():
+    # The rest (0.5) lies on continuations as likely as it: one draw covers 0.5 on average.
+    assert worth([0.5]) == Worth(0.5, 1.0, 1)
+
+
+def test_two_suggestions_by_hand():
+    # M = 0.4, the rest 0.6 in pieces of 0.1. Cover after N draws:
+    # N=3: 0.3(1-0.7^3) + 0.1(1-0.9^3) + 0.6(1-0.9^3) = 0.1971 + 0.0271 + 0.1626 = 0.3868
+    # N=4: 0.3(1-0.7^4) + 0.1(1-0.9^4) + 0.6(1-0.9^4) = 0.22797 + 0.03439 + 0.20634 = 0.4687
+    assert expected_cover([0.3, 0.1], 3) == pytest.approx(0.3868)
+    assert expected_cover([0.3, 0.1], 4) == pytest.approx(0.4687)
+    w = worth([0.3, 0.1])
+    assert w.mass_covered == pytest.approx(0.4)
+    # shares 0.75 and 0.25: exp(-(0.75 ln 0.75 + 0.25 ln 0.25)) = 1.7548
+    assert w.effective_choices == pytest.approx(1.7548, abs=1e-4)
+    assert w.sampling_equivalent_n == 4
+
+
+def test_equal_suggestions_are_as_many_choices():
+    assert worth([0.1] * 5).effective_choices == pytest.approx(5.0)
+    assert worth([0.1] * 5).mass_covered == pytest.approx(0.5)
+
+
+def test_a_certain_suggestion_needs_one_sample():
+    assert worth([1.0]) == Worth(1.0, 1.0, 1)
+
+
+def test_zero_probabilities_count_for_nothing():
+    assert worth([0.3, 0.1, 0.0]) == worth([0.3, 0.1])
+
+
+def test_rarer_suggestions_need_more_samples():
+    common = worth([0.2, 0.1]).sampling_equivalent_n
+    rare = worth([0.2, 0.1, 0.001, 0.001]).sampling_equivalent_n
+    assert rare > common
+
+
+def test_whole_mass_in_equal_parts_is_a_finite_count():
+    # M = 1: the cover 1 - 0.75^N reaches 1 within rounding at N = 97 (0.75^97 < 1e-12).
+    assert worth([0.25] * 4).sampling_equivalent_n == 97
+    assert 0.75**96 > 1e-12 > 0.75**97
+
+
+def test_the_count_is_capped():
+    # Everything covered, the last part one in a million: about 14 million draws.
+    assert worth([1 - 1e-6, 1e-6]).sampling_equivalent_n == MAX_SAMPLES
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -0.1, 1.5])
+def test_a_probability_out_of_range_is_refused(bad):
+    with pytest.raises(ValueError, match="probability"):
+        worth([0.2, bad])
+
+
+def test_to_dict_is_plain_json():
+    assert worth([0.3, 0.1]).to_dict() == {
+        "mass_covered": 0.4, "effective_choices": 1.755, "sampling_equivalent_n": 4
+    }  # fmt: skip
