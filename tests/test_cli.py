@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from weave.bounds import bound_of
 from weave.loom_store import LoomStore
@@ -47,6 +50,22 @@ def test_expand_json_on_the_embedded_model():
     assert stats["model_tokens"] >= stats["prefill_tokens"] + len(suggestions)
     first_words = {child["text"] for child in out["tree"]["children"]}
     assert " the" in first_words
+    # What the suggestions are worth: their mass is the tree's finished leaves' (exact).
+    leaves = list(finished_leaves(out["tree"], 0.0))
+    exact = math.fsum(math.exp(lp) for lp in leaves)  # the tree's log-probs have 6 decimals
+    assert stats["mass_covered"] == pytest.approx(exact, rel=1e-4)
+    assert 0 < stats["mass_covered"] <= 1
+    assert 1 <= stats["effective_choices"] <= len(suggestions)
+    assert stats["sampling_equivalent_n"] >= 1
+
+
+def finished_leaves(node: dict, logprob: float):
+    """The joint log-probability of each finished beam under `node` (the JSON tree)."""
+    logprob += node["logprob"]
+    if node.get("finished"):
+        yield logprob
+    for child in node.get("children", []):
+        yield from finished_leaves(child, logprob)
 
 
 def test_expand_every_option_from_a_file(tmp_path):

@@ -195,7 +195,8 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
             "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
-    assert status_line(at).endswith("tokens/s")
+    assert "tokens/s · " in status_line(at)
+    assert status_line(at).endswith(present.worth_text(offer(at).result.suggestions))
     assert "<svg" in story_tree(at)  # drawn when its tab is shown
     assert branch(at) == "branch 1 of 1"
     assert at.button(key="undo").disabled is False  # back to the empty start
@@ -1096,7 +1097,7 @@ def test_a_search_answered_from_the_cache_says_so(data_dir):
     at = started()  # the real embedded model: its fragment tree keeps every answer
     at.button(key="again").click().run()  # the same search: nothing to compute
     assert not at.exception
-    assert status_line(at).endswith("from cache, 0.0 s")  # not "0 tokens/s"
+    assert "from cache, 0.0 s · " in status_line(at)  # not "0 tokens/s"
     assert offer(at).result.stats.forward_calls == 0
     sidebar = " ".join(c.value for c in at.sidebar.caption)
     assert "No forward calls: every answer came from the cache" in sidebar

@@ -25,12 +25,14 @@ from weave.present import (
     editable_text,
     few_suggestions_hint,
     search_status,
+    share_text,
     shown_text,
     story_tokens_html,
     suggestion_html,
     token_spans,
     typed_text,
     visible,
+    worth_text,
 )
 from weave.search import SearchParams, expand
 from weave.tree import Suggestion
@@ -148,16 +150,37 @@ def test_bar_shares_survive_tiny_probabilities():
     assert shares[0] == pytest.approx(1 / (1 + 1e-9))
 
 
+@pytest.mark.parametrize(
+    "share, text",
+    [(1.0, "100%"), (0.6931, "69%"), (0.0996, "10%"), (0.0321, "3.2%"), (0.00412, "0.41%"),
+     (4.1e-5, "0.0041%"), (1.2e-6, "0.00012%"), (9e-7, "<0.0001%"), (0.0, "0%")],
+)  # fmt: skip
+def test_a_share_reads_as_something_however_small(share, text):
+    assert share_text(share) == text
+
+
+def test_the_worth_in_words():
+    # 0.3 and 0.1: 40% in 1.75 choices, as much as 4 samples find (tests/test_worth.py)
+    said = worth_text([suggestion(["a"], [0.3]), suggestion(["b"], [0.1])])
+    assert (
+        said == "40% of the model's probability in 1.8 effective choices, "
+        "as much as 4 samples would find"
+    )
+
+
 @pytest.mark.slow
 def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
     story = fresh_mlx_backend.tokenize("Once upon a time, there was a")
     params = SearchParams(max_suggestions=10)
     first = expand(fresh_mlx_backend, story, params)
     again = expand(fresh_mlx_backend, story, params)
-    assert re.fullmatch(r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s", search_status(first))
+    worth = (r" · [\d.]+% of the model's probability in [\d.]+ effective choices, "
+             r"as much as [\d,]+ samples would find")  # fmt: skip
+    made = r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s"
+    assert re.fullmatch(made + worth, search_status(first))
     assert cache_note(first.stats) is None
     assert again.stats.forward_calls == 0
-    assert search_status(again) == "10 suggestions from cache, 0.0 s"
+    assert re.fullmatch("10 suggestions from cache, 0.0 s" + worth, search_status(again))
     assert "No forward calls" in cache_note(again.stats)
 
 

@@ -36,6 +36,7 @@ from weave.search import ProgressCallback, SearchParams, SearchResult, SearchSta
 from weave.steering import Steering
 from weave.token_ids import TokenIds
 from weave.tree import Suggestion, TreeNode
+from weave.worth import worth
 
 KEPT_RESULTS = 16  # searches (and draws) remembered per tab
 KEPT_CONTEXTS = 8  # contexts remembered per tab (the page shows the current one each run)
@@ -363,12 +364,14 @@ def branch_text(
 def search_to_dict(
     result: SearchResult, params: SearchParams | None = None, steering: Steering | None = None
 ) -> dict:
-    """A search as JSON: parameters and steering (when given), stats, the ranked
-    suggestions and the whole tree."""
+    """A search as JSON: parameters and steering (when given), stats (what it cost, and
+    what its suggestions are worth: `weave.worth`), the ranked suggestions and the whole
+    tree."""
     data = {} if params is None else {"params": asdict(params)}
     data |= {} if steering is None else {"steering": steering.to_dict()}
+    value = worth([s.probability for s in result.suggestions])
     return data | {
-        "stats": result.stats.to_dict(),
+        "stats": result.stats.to_dict() | value.to_dict(),
         "suggestions": [asdict(s) for s in result.suggestions],
         "tree": result.tree.to_dict(),
         "context_tokens": len(result.context_ids),

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from backends.base import TokenAlternatives
 from weave.search import Progress, SearchParams, SearchResult, SearchStats
 from weave.tree import Score, Suggestion, without_prefix_space
+from weave.worth import worth
 
 VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
 SPACE = "␣"  # a space where a space alone would not be seen
@@ -25,6 +26,7 @@ EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it ca
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
+SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 MARKDOWN = set("\\`*_[]<>$~|")  # characters markdown reads as markup
 LINE_START = set("#-+=")  # ... and at the start of a line
@@ -209,6 +211,19 @@ def bar_shares(suggestions: Sequence[Suggestion], score: Score) -> list[float]:
     return [w / total if total > 0 else 1 / len(weights) for w in weights]
 
 
+def share_text(share: float) -> str:
+    """A share (0 to 1) as a percentage with two significant figures ("34%", "3.2%",
+    "0.041%"), so that a small one still reads as something; below SMALLEST_SHARE,
+    "<0.0001%"."""
+    if share <= 0:
+        return "0%"
+    if share < SMALLEST_SHARE:
+        return f"<{SMALLEST_SHARE:.4%}"
+    percent = float(f"{share * 100:.2g}")  # rounded first: 9.96 reads "10", not "10.0"
+    decimals = max(0, 1 - math.floor(math.log10(percent)))
+    return f"{percent:.{decimals}f}%"
+
+
 def bar_caption(score: Score) -> str:
     """What the bars measure, in words."""
     if score == "lloom":
@@ -222,11 +237,21 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if ahead:
-        return f"{found} from look-ahead, {s.seconds:.1f} s while you read"
-    if from_cache(s):
-        return f"{found} from cache, {s.seconds:.1f} s"
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    return f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+        line = f"{found} from look-ahead, {s.seconds:.1f} s while you read"
+    elif from_cache(s):
+        line = f"{found} from cache, {s.seconds:.1f} s"
+    else:
+        rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+        line = f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+    return f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+
+
+def worth_text(suggestions: Sequence[Suggestion]) -> str:
+    """What the suggestions are worth (`weave.worth`), in words."""
+    w = worth([s.probability for s in suggestions])
+    return (f"{share_text(w.mass_covered)} of the model's probability in "
+            f"{w.effective_choices:.1f} effective choices, as much as "
+            f"{w.sampling_equivalent_n:,} samples would find")  # fmt: skip
 
 
 def first_status(story: str) -> str:

@@ -50,7 +50,7 @@ class Worth:
 
     def to_dict(self) -> dict:
         return {
-            "mass_covered": round(self.mass_covered, 6),
+            "mass_covered": self.mass_covered,  # unrounded: it may be a small fraction
             "effective_choices": round(self.effective_choices, 3),
             "sampling_equivalent_n": self.sampling_equivalent_n,
         }
