@@ -160,11 +160,11 @@ def test_a_share_reads_as_something_however_small(share, text):
 
 
 def test_the_worth_in_words():
-    # 0.3 and 0.1: 40% in 1.75 choices, as much as 4 samples find (tests/test_worth.py)
+    # 0.3 and 0.1: 40% in 1.75 choices, as much as 2 samples find (tests/test_worth.py)
     said = worth_text([suggestion(["a"], [0.3]), suggestion(["b"], [0.1])])
     assert (
         said == "40% of the model's probability in 1.8 effective choices, "
-        "as much as 4 samples would find"
+        "as much as 2 samples would find"
     )
 
 

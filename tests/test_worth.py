@@ -14,21 +14,21 @@ def test_no_suggestions_are_worth_nothing():
 
 
 def test_one_suggestion_is_one_choice_and_one_sample():
-    # The rest (0.5) lies on continuations as likely as it: one draw covers 0.5 on average.
+    # The rest (0.5) is one more continuation as likely: one draw covers 0.5 on average.
     assert worth([0.5]) == Worth(0.5, 1.0, 1)
 
 
 def test_two_suggestions_by_hand():
-    # M = 0.4, the rest 0.6 in pieces of 0.1. Cover after N draws:
-    # N=3: 0.3(1-0.7^3) + 0.1(1-0.9^3) + 0.6(1-0.9^3) = 0.1971 + 0.0271 + 0.1626 = 0.3868
-    # N=4: 0.3(1-0.7^4) + 0.1(1-0.9^4) + 0.6(1-0.9^4) = 0.22797 + 0.03439 + 0.20634 = 0.4687
-    assert expected_cover([0.3, 0.1], 3) == pytest.approx(0.3868)
-    assert expected_cover([0.3, 0.1], 4) == pytest.approx(0.4687)
+    # M = 0.4: the whole is 2.5 copies of (0.3, 0.1). Cover after N draws:
+    # N=1: 2.5 (0.3 * 0.3 + 0.1 * 0.1) = 0.25 < 0.4
+    # N=2: 2.5 (0.3 (1 - 0.7^2) + 0.1 (1 - 0.9^2)) = 2.5 (0.153 + 0.019) = 0.43 >= 0.4
+    assert expected_cover([0.3, 0.1], 1) == pytest.approx(0.25)
+    assert expected_cover([0.3, 0.1], 2) == pytest.approx(0.43)
     w = worth([0.3, 0.1])
     assert w.mass_covered == pytest.approx(0.4)
     # shares 0.75 and 0.25: exp(-(0.75 ln 0.75 + 0.25 ln 0.25)) = 1.7548
     assert w.effective_choices == pytest.approx(1.7548, abs=1e-4)
-    assert w.sampling_equivalent_n == 4
+    assert w.sampling_equivalent_n == 2
 
 
 def test_equal_suggestions_are_as_many_choices():
@@ -45,9 +45,10 @@ def test_zero_probabilities_count_for_nothing():
 
 
 def test_rarer_suggestions_need_more_samples():
-    common = worth([0.2, 0.1]).sampling_equivalent_n
-    rare = worth([0.2, 0.1, 0.001, 0.001]).sampling_equivalent_n
-    assert rare > common
+    # M = 0.3: N=2 covers (0.2 * 0.36 + 0.1 * 0.19) / 0.3 = 0.3033 >= 0.3
+    assert worth([0.2, 0.1]).sampling_equivalent_n == 2
+    # M = 0.302: N=2 covers (0.072 + 0.019 + 2 * 0.001 * 0.001999) / 0.302 = 0.30134 < 0.302
+    assert worth([0.2, 0.1, 0.001, 0.001]).sampling_equivalent_n == 3
 
 
 def test_whole_mass_in_equal_parts_is_a_finite_count():
@@ -69,5 +70,5 @@ def test_a_probability_out_of_range_is_refused(bad):
 
 def test_to_dict_is_plain_json():
     assert worth([0.3, 0.1]).to_dict() == {
-        "mass_covered": 0.4, "effective_choices": 1.755, "sampling_equivalent_n": 4
+        "mass_covered": 0.4, "effective_choices": 1.755, "sampling_equivalent_n": 2
     }  # fmt: skip

@@ -15,18 +15,19 @@ sum.)
 - `sampling_equivalent_n`: the smallest N for which N independent samples from the model
   (at temperature 1, untruncated, each read up to where the tree's rules would end it)
   cover, in expectation, at least `mass_covered` with the distinct continuations they
-  show. A sample shows suggestion i with probability p_i; what it shows elsewhere is
-  unknown to the tree, so we assume the rest of the mass, 1 - mass_covered, lies on
-  continuations each exactly as likely as the least likely suggestion. Under that
-  assumption the expected mass N samples cover is
+  show. A sample shows suggestion i with probability p_i; what it shows elsewhere the
+  tree cannot know, so we assume the model's other continuations are spread as the
+  suggestions are: the whole distribution is 1/M copies of the suggestions
+  (M = `mass_covered`; each copy other texts, each as likely as its original). Then
+  the mass N samples cover is, in expectation,
 
-      sum_i p_i (1 - (1 - p_i)^N)  +  (1 - M) (1 - (1 - p_min)^N),
+      (1 / M) * sum_i p_i (1 - (1 - p_i)^N),
 
-  which rises with N towards 1. Were the other continuations likelier (the tree can
-  miss a likely one below its cutoff), sampling would need fewer; were they rarer (the
-  long tail of prose), more: the figure is a fair middle, not a bound. Where the
-  suggestions cover everything the cover only tends to their mass, and N is where it
-  comes within a float's rounding of it; N is capped at `MAX_SAMPLES`.
+  which rises with N towards 1. The tree takes the likeliest continuations, so the
+  others are mostly rarer than this assumes and sampling needs more draws than N: read
+  N as "at least about" (bench/bench_worth.py measures it against real sampling). Where
+  the suggestions cover everything the cover only tends to their mass, and N is where
+  it comes within a float's rounding of it; N is capped at `MAX_SAMPLES`.
 
 This module is pure: it reads probabilities and knows nothing of trees, backends or pages.
 """
@@ -84,10 +85,10 @@ def expected_cover(probabilities: Sequence[float], n: int) -> float:
     ps = [p for p in probabilities if p > 0.0]
     if not ps or n <= 0:
         return 0.0
-    rest = max(1.0 - math.fsum(ps), 0.0)
+    mass = min(math.fsum(ps), 1.0)
+    # 1 - (1 - p)^n, exact for small p: the chance that n draws show a given one
     seen = math.fsum(p * -math.expm1(n * math.log1p(-p)) if p < 1.0 else p for p in ps)
-    p_min = min(ps)
-    return seen + rest * (-math.expm1(n * math.log1p(-p_min)) if p_min < 1.0 else 1.0)
+    return seen / mass
 
 
 def sampling_equivalent_n(probabilities: Sequence[float]) -> int:
