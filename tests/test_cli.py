@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -87,6 +88,12 @@ def test_readable_output_ranks_and_summarises():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[0].lstrip().startswith("1.")
+    rows = [line for line in lines if re.match(r" *\d+\. ", line)]
+    for row in rows:  # each row's share and probability read as something, never "0.00%"
+        share, _p, probability = row.split()[1:4]
+        assert share.endswith("%") and float(share.strip("<%")) > 0
+        assert probability.endswith("%") and float(probability.strip("<%")) > 0
+    assert "ranked by words; " in lines[-2] and "effective choices" in lines[-2]
     assert "suggestions in" in lines[-1] and "prefill tokens" in lines[-1]
 
 
@@ -148,7 +155,7 @@ def test_the_help_states_the_bounds_the_search_checks():
     shown = " ".join(done.stdout.split())
     for name in ("cutoff", "multiplier", "split_limit", "max_depth", "max_suggestions"):
         assert f"({bound_of(SearchParams, name)})" in shown, name
-    assert "(1..100)" in shown and "{joint,lloom}" in shown
+    assert "(1..100)" in shown and "{words,joint,lloom}" in shown
 
 
 def test_settings_out_of_range_are_one_line_naming_where_they_came_from(tmp_path):

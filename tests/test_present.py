@@ -138,10 +138,23 @@ def test_bars_show_the_share_of_the_score_the_list_is_ranked_by():
     assert by_probability != sorted(by_probability, reverse=True)  # ... probability shares
     assert shares[0] == pytest.approx(ranked[0].score / sum(s.score for s in ranked))
     joint = expand(FakeBackend(seed=5), [VOCAB.index("x")], SearchParams(
-        cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30)).suggestions  # fmt: skip
+        cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30, score="joint"
+    )).suggestions  # fmt: skip
     total = sum(s.probability for s in joint)
     assert bar_shares(joint, "joint") == pytest.approx([s.probability / total for s in joint])
     assert "LLooM's score" in bar_caption("lloom") and "probability" in bar_caption("joint")
+
+
+def test_bars_under_words_are_the_scores_softmax_and_none_reads_as_zero():
+    params = SearchParams(cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30)
+    ranked = expand(FakeBackend(seed=5), [VOCAB.index("x")], params).suggestions
+    assert params.score == "words" and len(ranked) >= 20
+    shares = bar_shares(ranked, "words")
+    weights = [math.exp(s.score) for s in ranked]
+    assert shares == pytest.approx([w / sum(weights) for w in weights])
+    assert shares == sorted(shares, reverse=True)
+    assert all(share_text(share) not in ("0%", "0.0%") for share in shares)
+    assert "per word" in bar_caption("words")
 
 
 def test_bar_shares_survive_tiny_probabilities():

@@ -23,7 +23,9 @@ from weave.loom_formats import without_surrogates
 from weave.loom_store import StoreError
 from weave.model_context import fitted_context, sent_ids
 from weave.offers import search_to_dict
+from weave.present import bar_shares, share_text, worth_text
 from weave.search import SearchParams, SearchResult, expand
+from weave.tree import Score
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
         return EXIT_ERROR
-    print(out if args.json else to_text(result))
+    print(out if args.json else to_text(result, params.score))
     return 0
 
 
@@ -145,10 +147,16 @@ def _given(args: argparse.Namespace) -> dict:
     return given
 
 
-def to_text(result: SearchResult) -> str:
+def to_text(result: SearchResult, score: Score) -> str:
+    """The suggestions, one a line: rank, share of the ranking (the page's bar figure),
+    probability, text; then what the search cost and what its suggestions are worth."""
+    shares = bar_shares(result.suggestions, score)
     lines = [
-        f"{i:3d}. {s.probability:7.2%}  {s.text!r}" for i, s in enumerate(result.suggestions, 1)
+        f"{i:3d}. {share_text(share):>8}  p {share_text(s.probability):>8}  {s.text!r}"
+        for i, (s, share) in enumerate(zip(result.suggestions, shares, strict=True), 1)
     ]
+    if result.suggestions:
+        lines.append(f"ranked by {score}; {worth_text(result.suggestions)}")
     st = result.stats
     lines.append(
         f"{len(result.suggestions)} suggestions in {st.seconds:.2f} s "

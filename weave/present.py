@@ -198,8 +198,10 @@ def _attribute(text: str) -> str:
 # -- numbers ------------------------------------------------------------------------------
 def bar_shares(suggestions: Sequence[Suggestion], score: Score) -> list[float]:
     """Each suggestion's share of the ranking score the list is sorted by: of the pooled
-    joint probabilities (score "joint") or of LLooM's sums of token probabilities
-    ("lloom"). The shares add up to 1 and fall in rank order."""
+    joint probabilities (score "joint"), of LLooM's sums of token probabilities
+    ("lloom"), or of the scores' softmax ("words": exp of the log-probability per word,
+    a geometric mean, so no row's share is vanishingly small). The shares add up to 1
+    and fall in rank order."""
     if not suggestions:
         return []
     if score == "lloom":
@@ -224,10 +226,18 @@ def share_text(share: float) -> str:
     return f"{percent:.{decimals}f}%"
 
 
+def share_html(share: float) -> str:
+    """`share_text` inside HTML."""
+    return share_text(share).replace("<", "&lt;")
+
+
 def bar_caption(score: Score) -> str:
     """What the bars measure, in words."""
     if score == "lloom":
         return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
+    if score == "words":
+        return ("Bars: each suggestion's share of the ranking (its probability per word, "
+                "an unfinished clause marked down).")  # fmt: skip
     return "Bars: each suggestion's share of all the suggestions' probability (the unlisted too)."
 
 
