@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAX_SAMPLES = 1_000_000
+ROUNDING = 1e-9  # how far over 1 a sum of probabilities may come by rounding
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,13 @@ class Worth:
 
 def worth(probabilities: Sequence[float]) -> Worth:
     """The figures for suggestions of these probabilities (disjoint events, so their sum
-    is at most 1; a float sum a hair over 1 is read as 1).
+    is at most 1; a float a hair over 1, a pooled sum's rounding, is read as 1).
 
     Raises ValueError for a probability that is not a finite number in [0, 1]."""
     for p in probabilities:
-        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0 + ROUNDING):
             raise ValueError(f"a suggestion's probability is {p!r}, not one in [0, 1]")
-    ps = [p for p in probabilities if p > 0.0]
+    ps = [min(p, 1.0) for p in probabilities if p > 0.0]
     mass = min(math.fsum(ps), 1.0)
     return Worth(mass, effective_choices(ps), sampling_equivalent_n(ps))
 
