@@ -12,7 +12,9 @@ with the model's default search settings:
             is the sum over its distinct samples of their probability under the model
             (read back with `Backend.alternatives`).
 Printed per passage, side by side: suggestions and distinct samples, the mass each
-covers, and the worth's `sampling_equivalent_n` beside the samples the tokens bought.
+covers, the worth's `sampling_equivalent_n` beside the samples the tokens bought, and
+the mass the first N samples drawn covered (N, the equivalent: under the tree's when N
+is the lower estimate its docstring says it is).
 
     .venv/bin/python bench/bench_worth.py
 """
@@ -47,6 +49,7 @@ class Side:
     mass: float
     tokens: int
     drawn: int = 0  # samples drawn (sampling only)
+    first: float | None = None  # sampling: the mass of the first N drawn (N equivalent)
 
 
 def tree_side(backend: Backend, ids: list[int], params: SearchParams) -> tuple[Side, int]:
@@ -67,23 +70,29 @@ def cut(backend: Backend, tokens: tuple[int, ...], params: SearchParams) -> tupl
     return tokens
 
 
-def sampling_side(backend: Backend, ids: list[int], params: SearchParams, budget: int) -> Side:
-    """Samples drawn until their tokens (each up to its cut) reach `budget`."""
+def sampling_side(
+    backend: Backend, ids: list[int], params: SearchParams, budget: int, equivalent: int
+) -> Side:
+    """Samples drawn until their tokens (each up to its cut) reach `budget`, and at least
+    `equivalent` of them (whose distinct mass is `first`)."""
     draw = RamifyParams(n=MAX_SAMPLES, temperature=1.0, min_p=0.0, max_tokens=params.max_depth)
     kept: list[tuple[int, ...]] = []
     spent, seed = 0, 0
-    while spent < budget:
+    drawn: list[tuple[int, ...]] = []
+    while spent < budget or len(drawn) < equivalent:
         samples = ramify(backend, ids, replace(draw, seed=seed)).samples
         seed += 1
         for sample in samples:
-            if spent >= budget:
-                break
             tokens = cut(backend, sample.token_ids, params)
-            kept.append(tokens)
-            spent += max(len(tokens), 1)
+            drawn.append(tokens)
+            if spent < budget:
+                kept.append(tokens)
+                spent += max(len(tokens), 1)
     distinct = {tokens for tokens in kept if tokens}
     mass = math.fsum(math.exp(logprob(backend, ids, tokens)) for tokens in distinct)
-    return Side(len(distinct), mass, spent, drawn=len(kept))
+    first = {tokens for tokens in drawn[:equivalent] if tokens}
+    first_mass = math.fsum(math.exp(logprob(backend, ids, tokens)) for tokens in first)
+    return Side(len(distinct), mass, spent, drawn=len(kept), first=first_mass)
 
 
 def logprob(backend: Backend, ids: list[int], tokens: tuple[int, ...]) -> float:
@@ -98,18 +107,19 @@ def main() -> None:
     params = settings.search_for(backend.model_name)
     print(f"{backend.model_name}; {params}")
     print(f"{'passage':<16} {'tokens':>6} | {'tree: shown':>11} {'mass':>7} {'N equiv':>7} |"
-          f" {'sampling: drawn':>15} {'distinct':>8} {'mass':>7} | {'mass ratio':>10}")  # fmt: skip
+          f" {'sampling: drawn':>15} {'distinct':>8} {'mass':>7} | {'mass ratio':>10} |"
+          f" {'first N: mass':>13}")  # fmt: skip
     ratios, masses = [], []
     for genre, text in PASSAGES:
         ids = backend.tokenize(text)
         tree, equivalent = tree_side(backend, ids, params)
-        sampled = sampling_side(backend, ids, params, tree.tokens)
+        sampled = sampling_side(backend, ids, params, tree.tokens, equivalent)
         ratio = tree.mass / sampled.mass if sampled.mass > 0 else math.inf
         ratios.append(ratio)
         masses.append((tree.mass, sampled.mass, tree.shown, sampled.shown))
         print(f"{genre:<16} {tree.tokens:>6} | {tree.shown:>11} {tree.mass:>7.2%} "
               f"{equivalent:>7} | {sampled.drawn:>15} {sampled.shown:>8} {sampled.mass:>7.2%} "
-              f"| {ratio:>9.1f}x")  # fmt: skip
+              f"| {ratio:>9.1f}x | {sampled.first:>13.2%}")  # fmt: skip
     tree_mass, sample_mass, shown, distinct = (
         statistics.fmean(col) for col in zip(*masses, strict=True)
     )

@@ -173,11 +173,11 @@ def test_a_share_reads_as_something_however_small(share, text):
 
 
 def test_the_worth_in_words():
-    # 0.3 and 0.1: 40% in 1.75 choices, as much as 2 samples find (tests/test_worth.py)
+    # 0.3 and 0.1: 40% in 1.75 choices, 2 draws (tests/test_worth.py)
     said = worth_text([suggestion(["a"], [0.3]), suggestion(["b"], [0.1])])
     assert (
-        said == "40% of the model's probability in 1.8 effective choices, "
-        "as much as 2 samples would find"
+        said == "40% of the model's probability in 1.8 effective choices "
+        "(sampling: at least about 2 draws for as much)"
     )
 
 
@@ -187,8 +187,8 @@ def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
     params = SearchParams(max_suggestions=10)
     first = expand(fresh_mlx_backend, story, params)
     again = expand(fresh_mlx_backend, story, params)
-    worth = (r" · [\d.]+% of the model's probability in [\d.]+ effective choices, "
-             r"as much as [\d,]+ samples would find")  # fmt: skip
+    worth = (r" · [\d.]+% of the model's probability in [\d.]+ effective choices "
+             r"\(sampling: at least about [\d,]+ draws for as much\)")  # fmt: skip
     made = r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s"
     assert re.fullmatch(made + worth, search_status(first))
     assert cache_note(first.stats) is None

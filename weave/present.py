@@ -260,8 +260,8 @@ def worth_text(suggestions: Sequence[Suggestion]) -> str:
     """What the suggestions are worth (`weave.worth`), in words."""
     w = worth([s.probability for s in suggestions])
     return (f"{share_text(w.mass_covered)} of the model's probability in "
-            f"{w.effective_choices:.1f} effective choices, as much as "
-            f"{w.sampling_equivalent_n:,} samples would find")  # fmt: skip
+            f"{w.effective_choices:.1f} effective choices (sampling: at least about "
+            f"{w.sampling_equivalent_n:,} draws for as much)")  # fmt: skip
 
 
 def first_status(story: str) -> str:
