@@ -1,11 +1,16 @@
-"""weave.worth's three figures on cases worked out by hand."""
+"""weave.worth's three figures on cases worked out by hand, and kept with a saved search
+made on the real embedded model."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
+from weave.loom_store import LoomStore
+from weave.search import SearchParams
+from weave.session import Workspace
 from weave.worth import MAX_SAMPLES, Worth, expected_cover, worth
 
 
@@ -72,3 +77,17 @@ def test_to_dict_is_plain_json():
     assert worth([0.3, 0.1]).to_dict() == {
         "mass_covered": 0.4, "effective_choices": 1.755, "sampling_equivalent_n": 2
     }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_saved_search_keeps_what_it_is_worth(tmp_path, mlx_backend):
+    ws = Workspace(LoomStore(tmp_path))
+    assert ws.start("The old dragon opened its eyes and")
+    params = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
+    offer = ws.offers.suggest(mlx_backend, ws.spot, params)
+    saved = ws.store.suggestions(ws.story_id, ws.cursor)
+    json.dumps(saved, allow_nan=False)  # strict JSON
+    expected = worth([s.probability for s in offer.result.suggestions])
+    assert {k: saved["stats"][k] for k in expected.to_dict()} == expected.to_dict()
+    assert 0 < expected.mass_covered < 1 and expected.sampling_equivalent_n >= 1
+    assert 1 < expected.effective_choices <= len(offer.result.suggestions)
