@@ -119,7 +119,7 @@ def main() -> None:
         masses.append((tree.mass, sampled.mass, tree.shown, sampled.shown))
         print(f"{genre:<16} {tree.tokens:>6} | {tree.shown:>11} {tree.mass:>7.2%} "
               f"{equivalent:>7} | {sampled.drawn:>15} {sampled.shown:>8} {sampled.mass:>7.2%} "
-              f"| {ratio:>9.1f}x | {sampled.first:>13.2%}")  # fmt: skip
+              f"| {ratio:>9.3g}x | {sampled.first:>13.2%}")  # fmt: skip
     tree_mass, sample_mass, shown, distinct = (
         statistics.fmean(col) for col in zip(*masses, strict=True)
     )
