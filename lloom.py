@@ -566,7 +566,8 @@ def display_ui() -> tuple[bool, bool]:
     st.markdown("**Ranking and display**")
     st.radio(
         "Scoring", SCORES, key="cfg_score", horizontal=True,
-        help="joint: sum of log-probabilities; lloom: v0.3's sum of probabilities",
+        help="words: log-probability per word, whole clauses first; joint: sum of "
+             "log-probabilities (short texts first); lloom: v0.3's sum of probabilities",
     )  # fmt: skip
     prefix_space = st.checkbox(
         "Prefix space", key="cfg_prefix_space",
@@ -907,7 +908,8 @@ def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[flo
             part, filled = share
             ready = ' ready" title="Its next suggestions are ready' if ahead else ""
             st.markdown(f'{html}<span class="share{ready}" style="--filled: {filled:.0%}">'
-                        f"{part:.1%}</span>", unsafe_allow_html=True, width="stretch")  # fmt: skip
+                        f"{present.share_html(part)}</span>", unsafe_allow_html=True,
+                        width="stretch")  # fmt: skip
         take_buttons(row, line, line, rank)
 
 

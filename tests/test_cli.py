@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from weave.bounds import bound_of
 from weave.loom.store import LoomStore
@@ -47,6 +51,22 @@ def test_expand_json_on_the_embedded_model():
     assert stats["model_tokens"] >= stats["prefill_tokens"] + len(suggestions)
     first_words = {child["text"] for child in out["tree"]["children"]}
     assert " the" in first_words
+    # What the suggestions are worth: their mass is the tree's finished leaves' (exact).
+    leaves = list(finished_leaves(out["tree"], 0.0))
+    exact = math.fsum(math.exp(lp) for lp in leaves)  # the tree's log-probs have 6 decimals
+    assert stats["mass_covered"] == pytest.approx(exact, rel=1e-4)
+    assert 0 < stats["mass_covered"] <= 1
+    assert 1 <= stats["effective_choices"] <= len(suggestions)
+    assert stats["sampling_equivalent_n"] >= 1
+
+
+def finished_leaves(node: dict, logprob: float):
+    """The joint log-probability of each finished beam under `node` (the JSON tree)."""
+    logprob += node["logprob"]
+    if node.get("finished"):
+        yield logprob
+    for child in node.get("children", []):
+        yield from finished_leaves(child, logprob)
 
 
 def test_expand_every_option_from_a_file(tmp_path):
@@ -68,6 +88,12 @@ def test_readable_output_ranks_and_summarises():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[0].lstrip().startswith("1.")
+    rows = [line for line in lines if re.match(r" *\d+\. ", line)]
+    for row in rows:  # each row's share and probability read as something, never "0.00%"
+        share, _p, probability = row.split()[1:4]
+        assert share.endswith("%") and float(share.strip("<%")) > 0
+        assert probability.endswith("%") and float(probability.strip("<%")) > 0
+    assert "ranked by words; " in lines[-2] and "effective choices" in lines[-2]
     assert "suggestions in" in lines[-1] and "prefill tokens" in lines[-1]
 
 
@@ -129,7 +155,7 @@ def test_the_help_states_the_bounds_the_search_checks():
     shown = " ".join(done.stdout.split())
     for name in ("cutoff", "multiplier", "split_limit", "max_depth", "max_suggestions"):
         assert f"({bound_of(SearchParams, name)})" in shown, name
-    assert "(1..100)" in shown and "{joint,lloom}" in shown
+    assert "(1..100)" in shown and "{words,joint,lloom}" in shown
 
 
 def test_settings_out_of_range_are_one_line_naming_where_they_came_from(tmp_path):

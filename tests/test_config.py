@@ -243,7 +243,7 @@ def test_every_number_and_choice_carries_its_bounds(cls):
         ("[search]\ncutoff = nan\n", "[search] cutoff", "must be in 0..1, not nan"),
         ("[search]\nmultiplier = inf\n", "[search] multiplier", "must be in 0..2, not inf"),
         ("[search]\nmax_suggestions = 101\n", "[search] max_suggestions", "in 1..100, not 101"),
-        ("[search]\nscore = 'max'\n", "[search] score", "one of 'joint', 'lloom', not 'max'"),
+        ("[search]\nscore = 'max'\n", "[search] score", "'words', 'joint', 'lloom', not 'max'"),
         ('[models."m"]\nmultiplier = -inf\n', "[models.'m'] multiplier", "not -inf"),
         ("[sample]\nmin_p = nan\n", "[sample] min_p", "must be in 0..1, not nan"),
         ("[sample]\nseed = -1\n", "[sample] seed", "in 0..2147483647, not -1"),

@@ -196,7 +196,8 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
             "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
-    assert status_line(at).endswith("tokens/s")
+    assert "tokens/s · " in status_line(at)
+    assert status_line(at).endswith(present.worth_text(offer(at).result.suggestions))
     assert "<svg" in story_tree(at)  # drawn when its tab is shown
     assert branch(at) == "branch 1 of 1"
     assert at.button(key="undo").disabled is False  # back to the empty start
@@ -993,7 +994,7 @@ def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_d
 # -- a page a writer enjoys (issue 14) --------------------------------------------------------
 def bars(at: AppTest) -> list[str]:
     """Each row's share, the figure over its bar."""
-    return [re.search(r'class="share"[^>]*>([\d.]+%)<', row).group(1) for row in shaded(at)]
+    return [re.search(r'class="share"[^>]*>([^<]+%)<', row).group(1) for row in shaded(at)]
 
 
 def test_one_row_per_suggestion_editable_in_place(fake):
@@ -1018,7 +1019,7 @@ def test_the_first_rows_are_listed_until_the_writer_asks_for_all(fake):
     assert at.button(key="rows_more").label == f"▾ {len(ranked) - lloom.LISTED} more"
     at.button(key="rows_more").click().run()
     assert len(rows(at)) == len(bars(at)) == len(ranked)  # every one, in rank order
-    assert bars(at) == [f"{share:.1%}" for share in present.bar_shares(ranked, "joint")]
+    assert bars(at) == [present.share_html(s) for s in present.bar_shares(ranked, "words")]
     accept(at, len(ranked) - 1)  # the last one can be taken, and the next node lists all too
     assert workspace(at).loom.path()[2].text == ranked[-1].text
     assert len(rows(at)) == len(offer(at).result.suggestions)
@@ -1044,13 +1045,14 @@ def test_suggestions_alike_but_for_a_leading_space_are_one_row(data_dir, monkeyp
     assert sorted(suggestions(at)) == ["a.", "b."]
 
 
-@pytest.mark.parametrize("score", ["joint", "lloom"])
+@pytest.mark.parametrize("score", ["words", "joint", "lloom"])
 def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     at = started()
     at.radio(key="cfg_score").set_value(score).run()
     ranked = offer(at).result.suggestions
     shares = present.bar_shares(ranked, score)
-    assert bars(at) == [f"{share:.1%}" for share in shares][: lloom.LISTED]
+    assert bars(at) == [present.share_html(share) for share in shares][: lloom.LISTED]
+    assert not {"0%", "0.0%"} & set(bars(at))  # every listed row's figure reads as something
     assert shares == sorted(shares, reverse=True)  # the bars fall in rank order
     assert any(present.bar_caption(score) in c.value for c in at.caption)
 
@@ -1097,7 +1099,7 @@ def test_a_search_answered_from_the_cache_says_so(data_dir):
     at = started()  # the real embedded model: its fragment tree keeps every answer
     at.button(key="again").click().run()  # the same search: nothing to compute
     assert not at.exception
-    assert status_line(at).endswith("from cache, 0.0 s")  # not "0 tokens/s"
+    assert "from cache, 0.0 s · " in status_line(at)  # not "0 tokens/s"
     assert offer(at).result.stats.forward_calls == 0
     sidebar = " ".join(c.value for c in at.sidebar.caption)
     assert "No forward calls: every answer came from the cache" in sidebar

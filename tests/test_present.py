@@ -27,12 +27,14 @@ from weave.view.present import (
     editable_text,
     few_suggestions_hint,
     search_status,
+    share_text,
     shown_text,
     story_tokens_html,
     suggestion_html,
     token_spans,
     typed_text,
     visible,
+    worth_text,
 )
 
 
@@ -136,10 +138,23 @@ def test_bars_show_the_share_of_the_score_the_list_is_ranked_by():
     assert by_probability != sorted(by_probability, reverse=True)  # ... probability shares
     assert shares[0] == pytest.approx(ranked[0].score / sum(s.score for s in ranked))
     joint = expand(FakeBackend(seed=5), [VOCAB.index("x")], SearchParams(
-        cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30)).suggestions  # fmt: skip
+        cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30, score="joint"
+    )).suggestions  # fmt: skip
     total = sum(s.probability for s in joint)
     assert bar_shares(joint, "joint") == pytest.approx([s.probability / total for s in joint])
     assert "LLooM's score" in bar_caption("lloom") and "probability" in bar_caption("joint")
+
+
+def test_bars_under_words_are_the_scores_softmax_and_none_reads_as_zero():
+    params = SearchParams(cutoff=0.05, split_limit=0, max_depth=6, max_suggestions=30)
+    ranked = expand(FakeBackend(seed=5), [VOCAB.index("x")], params).suggestions
+    assert params.score == "words" and len(ranked) >= 20
+    shares = bar_shares(ranked, "words")
+    weights = [math.exp(s.score) for s in ranked]
+    assert shares == pytest.approx([w / sum(weights) for w in weights])
+    assert shares == sorted(shares, reverse=True)
+    assert all(share_text(share) not in ("0%", "0.0%") for share in shares)
+    assert "per word" in bar_caption("words")
 
 
 def test_bar_shares_survive_tiny_probabilities():
@@ -148,16 +163,37 @@ def test_bar_shares_survive_tiny_probabilities():
     assert shares[0] == pytest.approx(1 / (1 + 1e-9))
 
 
+@pytest.mark.parametrize(
+    "share, text",
+    [(1.0, "100%"), (0.6931, "69%"), (0.0996, "10%"), (0.0321, "3.2%"), (0.00412, "0.41%"),
+     (4.1e-5, "0.0041%"), (1.2e-6, "0.00012%"), (9e-7, "<0.0001%"), (0.0, "0%")],
+)  # fmt: skip
+def test_a_share_reads_as_something_however_small(share, text):
+    assert share_text(share) == text
+
+
+def test_the_worth_in_words():
+    # 0.3 and 0.1: 40% in 1.75 choices, 2 draws (tests/test_worth.py)
+    said = worth_text([suggestion(["a"], [0.3]), suggestion(["b"], [0.1])])
+    assert (
+        said == "40% of the model's probability in 1.8 effective choices "
+        "(sampling: at least about 2 draws for as much)"
+    )
+
+
 @pytest.mark.slow
 def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
     story = fresh_mlx_backend.tokenize("Once upon a time, there was a")
     params = SearchParams(max_suggestions=10)
     first = expand(fresh_mlx_backend, story, params)
     again = expand(fresh_mlx_backend, story, params)
-    assert re.fullmatch(r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s", search_status(first))
+    worth = (r" · [\d.]+% of the model's probability in [\d.]+ effective choices "
+             r"\(sampling: at least about [\d,]+ draws for as much\)")  # fmt: skip
+    made = r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s"
+    assert re.fullmatch(made + worth, search_status(first))
     assert cache_note(first.stats) is None
     assert again.stats.forward_calls == 0
-    assert search_status(again) == "10 suggestions from cache, 0.0 s"
+    assert re.fullmatch("10 suggestions from cache, 0.0 s" + worth, search_status(again))
     assert "No forward calls" in cache_note(again.stats)
 
 

@@ -193,7 +193,7 @@ def test_parameters_are_bounded():
     max_depth=st.integers(1, 7),
     max_suggestions=st.integers(1, 30),
     auto_stop=st.booleans(),
-    score=st.sampled_from(["joint", "lloom"]),
+    score=st.sampled_from(["words", "joint", "lloom"]),
     chains=st.booleans(),
 )
 def test_properties(seed, cutoff, multiplier, split_limit, max_depth, max_suggestions, auto_stop,

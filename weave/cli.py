@@ -23,8 +23,10 @@ from weave.loom.formats import without_surrogates
 from weave.loom.store import StoreError
 from weave.search.beams import SearchParams, SearchResult, expand
 from weave.search.codec import search_to_dict
+from weave.search.tree import Score
 from weave.story import steering_cli
 from weave.story.model_context import fitted_context, sent_ids
+from weave.view.present import bar_shares, share_text, worth_text
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
         return EXIT_ERROR
-    print(out if args.json else to_text(result))
+    print(out if args.json else to_text(result, params.score))
     return 0
 
 
@@ -146,10 +148,16 @@ def _given(args: argparse.Namespace) -> dict:
     return given
 
 
-def to_text(result: SearchResult) -> str:
+def to_text(result: SearchResult, score: Score) -> str:
+    """The suggestions, one a line: rank, share of the ranking (the page's bar figure),
+    probability, text; then what the search cost and what its suggestions are worth."""
+    shares = bar_shares(result.suggestions, score)
     lines = [
-        f"{i:3d}. {s.probability:7.2%}  {s.text!r}" for i, s in enumerate(result.suggestions, 1)
+        f"{i:3d}. {share_text(share):>8}  p {share_text(s.probability):>8}  {s.text!r}"
+        for i, (s, share) in enumerate(zip(result.suggestions, shares, strict=True), 1)
     ]
+    if result.suggestions:
+        lines.append(f"ranked by {score}; {worth_text(result.suggestions)}")
     st = result.stats
     lines.append(
         f"{len(result.suggestions)} suggestions in {st.seconds:.2f} s "

@@ -64,7 +64,7 @@ class Node:
     token_ids: tuple[int, ...] | None = None  # ids of `text` alone, when known
     model: str | None = None  # the model whose tokenizer made `token_ids`
     params: dict[str, Any] | None = None  # the search or sampling parameters that made it
-    score: float | None = None  # its score in that search (sum of log-probabilities)
+    score: float | None = None  # its score in that search, under its ranking (weave.scores)
     created: float = 0.0  # seconds since the epoch
 
     def __post_init__(self) -> None:

@@ -44,7 +44,7 @@ class SearchParams:
     max_depth: int = bounded(12, 1, 50)
     max_suggestions: int = bounded(25, 1, MAX_CANDIDATES)
     auto_stop: bool = True
-    score: Score = one_of("joint", *get_args(Score))
+    score: Score = one_of("words", *get_args(Score))
     use_chains: bool | None = None  # None or True: greedy chains where the backend offers them
 
     def __post_init__(self) -> None:

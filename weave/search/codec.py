@@ -16,18 +16,21 @@ from dataclasses import asdict, fields
 from weave.finite import non_finite
 from weave.search.beams import SearchParams, SearchResult, SearchStats
 from weave.search.tree import Suggestion, TreeNode
+from weave.search.worth import worth
 from weave.story.steering import Steering
 
 
 def search_to_dict(
     result: SearchResult, params: SearchParams | None = None, steering: Steering | None = None
 ) -> dict:
-    """A search as JSON: parameters and steering (when given), stats, the ranked
-    suggestions and the whole tree."""
+    """A search as JSON: parameters and steering (when given), stats (what it cost, and
+    what its suggestions are worth: `weave.search.worth`), the ranked suggestions and the
+    whole tree."""
     data = {} if params is None else {"params": asdict(params)}
     data |= {} if steering is None else {"steering": steering.to_dict()}
+    value = worth([s.probability for s in result.suggestions])
     return data | {
-        "stats": result.stats.to_dict(),
+        "stats": result.stats.to_dict() | value.to_dict(),
         "suggestions": [asdict(s) for s in result.suggestions],
         "tree": result.tree.to_dict(),
         "context_tokens": len(result.context_ids),

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
 
-Score = Literal["joint", "lloom"]
+from weave.search import scores
+from weave.search.scores import Score
 
 
 @dataclass(eq=False)
@@ -142,11 +142,8 @@ class Suggestion:
 
 
 def beam_score(node: TreeNode, score: Score) -> float:
-    """joint: the sum of log-probs; lloom: LLooM v0.3's sum of raw probabilities."""
-    path = node.path()
-    if score == "lloom":
-        return sum(n.probability for n in path)
-    return sum(n.logprob for n in path)
+    """The beam's score under `score` (`weave.scores`)."""
+    return scores.beam_score([n.logprob for n in node.path()], node.text(), score)
 
 
 def without_prefix_space(text: str) -> str:

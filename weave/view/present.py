@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from backends.base import TokenAlternatives
 from weave.search.beams import Progress, SearchParams, SearchResult, SearchStats
 from weave.search.tree import Score, Suggestion, without_prefix_space
+from weave.search.worth import worth
 
 VISIBLE = {"\n": "↵", "\r": "↵", "\t": "⇥"}
 SPACE = "␣"  # a space where a space alone would not be seen
@@ -25,6 +26,7 @@ EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it ca
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
+SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 MARKDOWN = set("\\`*_[]<>$~|")  # characters markdown reads as markup
 LINE_START = set("#-+=")  # ... and at the start of a line
@@ -196,8 +198,10 @@ def _attribute(text: str) -> str:
 # -- numbers ------------------------------------------------------------------------------
 def bar_shares(suggestions: Sequence[Suggestion], score: Score) -> list[float]:
     """Each suggestion's share of the ranking score the list is sorted by: of the pooled
-    joint probabilities (score "joint") or of LLooM's sums of token probabilities
-    ("lloom"). The shares add up to 1 and fall in rank order."""
+    joint probabilities (score "joint"), of LLooM's sums of token probabilities
+    ("lloom"), or of the scores' softmax ("words": exp of the log-probability per word,
+    a geometric mean, so no row's share is vanishingly small). The shares add up to 1
+    and fall in rank order."""
     if not suggestions:
         return []
     if score == "lloom":
@@ -209,10 +213,31 @@ def bar_shares(suggestions: Sequence[Suggestion], score: Score) -> list[float]:
     return [w / total if total > 0 else 1 / len(weights) for w in weights]
 
 
+def share_text(share: float) -> str:
+    """A share (0 to 1) as a percentage with two significant figures ("34%", "3.2%",
+    "0.041%"), so that a small one still reads as something; below SMALLEST_SHARE,
+    "<0.0001%"."""
+    if share <= 0:
+        return "0%"
+    if share < SMALLEST_SHARE:
+        return f"<{SMALLEST_SHARE:.4%}"
+    percent = float(f"{share * 100:.2g}")  # rounded first: 9.96 reads "10", not "10.0"
+    decimals = max(0, 1 - math.floor(math.log10(percent)))
+    return f"{percent:.{decimals}f}%"
+
+
+def share_html(share: float) -> str:
+    """`share_text` inside HTML."""
+    return share_text(share).replace("<", "&lt;")
+
+
 def bar_caption(score: Score) -> str:
     """What the bars measure, in words."""
     if score == "lloom":
         return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
+    if score == "words":
+        return ("Bars: each suggestion's share of the ranking (its probability per word, "
+                "an unfinished clause marked down).")  # fmt: skip
     return "Bars: each suggestion's share of all the suggestions' probability (the unlisted too)."
 
 
@@ -222,11 +247,21 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if ahead:
-        return f"{found} from look-ahead, {s.seconds:.1f} s while you read"
-    if from_cache(s):
-        return f"{found} from cache, {s.seconds:.1f} s"
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    return f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+        line = f"{found} from look-ahead, {s.seconds:.1f} s while you read"
+    elif from_cache(s):
+        line = f"{found} from cache, {s.seconds:.1f} s"
+    else:
+        rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+        line = f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
+    return f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+
+
+def worth_text(suggestions: Sequence[Suggestion]) -> str:
+    """What the suggestions are worth (`weave.worth`), in words."""
+    w = worth([s.probability for s in suggestions])
+    return (f"{share_text(w.mass_covered)} of the model's probability in "
+            f"{w.effective_choices:.1f} effective choices (sampling: at least about "
+            f"{w.sampling_equivalent_n:,} draws for as much)")  # fmt: skip
 
 
 def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> str | None:
