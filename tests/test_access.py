@@ -105,8 +105,9 @@ def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(tmp_path
 def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_path):
     store = LoomStore(tmp_path)
     story_id, _ = store.create("Written before login existed.")
-    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner column
+    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner, no provenance
         db.execute("ALTER TABLE stories DROP COLUMN owner")
+        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
         db.execute("PRAGMA user_version = 3")
     db.close()
     reopened = LoomStore(tmp_path)
@@ -114,7 +115,7 @@ def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_
     assert isinstance(reopened.load(story_id), Loom)
     assert reopened.as_writer(ALICE).stories() == []
     with sqlite3.connect(store.path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
     db.close()
 
 

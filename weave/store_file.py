@@ -26,7 +26,7 @@ from weave.store_errors import (
 )
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 4  # 4: stories have an owner (a schema 3 file gains the column)
+SCHEMA_VERSION = 5  # 4: stories have an owner; 5: nodes their provenance (older files gain them)
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
@@ -56,6 +56,7 @@ SCHEMA = (
         score REAL,
         created REAL NOT NULL,
         text TEXT NOT NULL,
+        provenance TEXT,          -- JSON object; NULL: made before provenance was kept
         PRIMARY KEY (story_id, id),
         UNIQUE (story_id, seq),
         FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
@@ -85,6 +86,26 @@ SCHEMA = (
     WHEN OLD.deleted IS NULL
     BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
 )
+
+
+# What a file of an older schema gains, step by step: schema 3's stories become the local
+# writer's; schema 4's nodes keep no provenance (NULL: "unknown provenance").
+MIGRATIONS = {
+    3: f"ALTER TABLE stories ADD COLUMN {OWNER}",
+    4: "ALTER TABLE nodes ADD COLUMN provenance TEXT",
+}
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring an older file to `SCHEMA_VERSION`, in one transaction (another process may be
+    doing it at the same time: the version is read again under the write lock)."""
+    db.execute("BEGIN IMMEDIATE")
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    while version in MIGRATIONS:
+        db.execute(MIGRATIONS[version])
+        version += 1
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.execute("COMMIT")
 
 
 @dataclass(frozen=True)
@@ -156,12 +177,8 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version == 3:  # before owners: its stories become the local writer's
-                db.execute("BEGIN IMMEDIATE")
-                if db.execute("PRAGMA user_version").fetchone()[0] == 3:  # not done by another
-                    db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("COMMIT")
+            if version in MIGRATIONS:
+                _migrate(db)
             elif version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
                 raise NotLoomDatabase(
                     f"the database at {self.path} has schema {version}, from a development "
