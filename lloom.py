@@ -804,7 +804,7 @@ def token_label(row, i: int) -> str:
 
 def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
-        ws.edit(branch_text(ws.text, shown.rows, row, choice))
+        ws.edit(branch_text(ws.text, shown.rows, row, choice), how="alternative")
         close_alternatives()
     except ValueError as e:  # the tokens do not spell this story's end
         page().alternatives = shown.failed(str(e))

@@ -31,6 +31,7 @@ from weave.lookahead import LookAhead, always
 from weave.loom import Loom
 from weave.model_context import fitted_context, sent_ids, story_alternatives
 from weave.present import accepted_text
+from weave.provenance import Provenance, probability
 from weave.ramify import RamifyParams, RamifyResult, Sample, ramify
 from weave.search import ProgressCallback, SearchParams, SearchResult, SearchStats, expand
 from weave.steering import Steering
@@ -53,6 +54,7 @@ class Piece:
     params: dict[str, Any]
     score: float
     kind: str = "accepted"
+    provenance: Provenance | None = None  # who made it, as offered (taking it may change `how`)
 
     def text_as(self, shown: str | None, prefix_space: bool) -> str:
         """The text taken when the box showed `shown` (None: unchanged)."""
@@ -79,8 +81,11 @@ class Offer:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, suggestion: Suggestion) -> Piece:
+        rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s is suggestion), None)
+        made = _made("suggestion", self.result.stats, suggestion.score, rank=rank)
         return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+                     self.result.stats.model, asdict(self.params), suggestion.score,
+                     provenance=made)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,16 @@ class Draw:
 
     def piece(self, sample: Sample) -> Piece:
         """A sample to take: its text is the detokenization of exactly its ids."""
+        made = _made("sampled", self.result.stats, sample.logprob, seed=self.params.seed)
         return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+                     asdict(self.params), sample.logprob, kind="sampled",
+                     provenance=made)  # fmt: skip
+
+
+def _made(how: str, stats: SearchStats, score: float, **more: Any) -> Provenance:
+    """The provenance of a piece a search or a draw (which cost `stats`) offered."""
+    return Provenance(how, probability=probability(score), backend=stats.backend,
+                      model=stats.model, latency_ms=stats.seconds * 1000, **more)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,16 @@ def describe(provenance: Provenance | None) -> str:
     return UNKNOWN if provenance is None else provenance.describe()
 
 
+def taken(offered: Provenance | None, move: str, *, changed: bool) -> Provenance | None:
+    """The provenance of a piece `offered` once taken by `move` ("accept" or "keep"):
+    "edited suggestion" when the writer changed its text, "kept" when kept as a branch."""
+    if offered is None:
+        return None
+    if changed:
+        return replace(offered, how="edited suggestion")
+    return replace(offered, how="kept") if move == "keep" and offered.how != "sampled" else offered
+
+
 def probability(score: float | None) -> float | None:
     """A suggestion's probability from its score (a sum of log-probabilities)."""
     return None if score is None or not math.isfinite(score) else min(1.0, math.exp(score))

@@ -24,6 +24,7 @@ from weave.loom import Loom, NoSuchNode, new_id
 from weave.loom_formats import without_surrogates
 from weave.loom_store import LoomStore, StoreError, StoryNotFound
 from weave.offers import Offer, Offers, Piece, Spot, unshowable_import
+from weave.provenance import Provenance, taken
 from weave.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
@@ -166,12 +167,14 @@ class Workspace:
         return self._stand_ins.get(node_id, node_id)
 
     # -- moves ----------------------------------------------------------------------------
-    def edit(self, text: str) -> None:
-        """The writer's own edit: a branch from the longest common prefix (nothing lost)."""
+    def edit(self, text: str, *, how: str = "typed") -> None:
+        """The writer's own edit: a branch from the longest common prefix (nothing lost).
+        `how`: "alternative" when the writer branched at a token the model offered."""
         text = without_surrogates(text)
         if text != self.text:
-            node_id, cursor = new_id(), self.cursor
-            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
+            node_id, cursor, made = new_id(), self.cursor, Provenance(how)
+            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id,
+                                                                   provenance=made), node_id)
             self.auto_accepted = 0
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
@@ -203,7 +206,9 @@ class Workspace:
         node = {"id": made, "kind": piece.kind, "params": piece.params, "score": piece.score}
         node |= ids if exact else {}
         at = piece.node_id
-        return lambda loom, how: getattr(loom.at(self._id(at)), how)(text, **node), made
+        return lambda loom, how: getattr(loom.at(self._id(at)), how)(
+            text, **node, provenance=taken(piece.provenance, how, changed=text != piece.text)
+        ), made
 
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(self._id(node_id)))
