@@ -54,7 +54,7 @@ class SavedStory:
 def loom_document(story_id: str, story: SavedStory) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
-    nodes = [_node_dict(n) for n in loom.nodes.values()]
+    nodes = [node_dict(n) for n in loom.nodes.values()]
     doc = {"format": LOOM_FORMAT, "version": LOOM_VERSION, "id": story_id, "title": story.title,
            "created": story.created, "updated": story.updated, "settings": story.settings,
            "root": loom.root, "cursor": loom.cursor, "checkouts": dict(loom.checkouts),
@@ -63,7 +63,8 @@ def loom_document(story_id: str, story: SavedStory) -> str:
     return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
 
 
-def _node_dict(node: Node) -> dict:
+def node_dict(node: Node) -> dict:
+    """A node as a "lloom-loom" file holds it (`read_node` reads it back)."""
     item = {name: getattr(node, name) for name in _NODE_FIELDS}
     return item | {"provenance": None if node.provenance is None else node.provenance.to_dict()}
 
@@ -121,7 +122,7 @@ def _read_loom(doc: dict) -> SavedStory:
         )
     nodes: dict[str, Node] = {}
     for item in _list(doc["nodes"]):
-        node = _node(item)
+        node = read_node(item)
         if node.id in nodes:
             raise ValueError(f"node {node.id!r} appears twice")
         first = not nodes
@@ -145,7 +146,8 @@ def _read_loom(doc: dict) -> SavedStory:
     return SavedStory(loom, title, _time(doc["created"]), settings, dict(suggestions))
 
 
-def _node(item: Any) -> Node:
+def read_node(item: Any) -> Node:
+    """A node from its "lloom-loom" form; a ValueError says what is wrong with it."""
     if not isinstance(item, dict) or not set(_NODE_FIELDS) <= set(item) <= {
         *_NODE_FIELDS, *_OPTIONAL_FIELDS
     }:
