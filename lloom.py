@@ -34,6 +34,7 @@ from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
+from weave.formats import openloom
 from weave.library import open_store
 from weave.loom_store import LoomStore, StoryInfo
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
@@ -1049,10 +1050,16 @@ def import_ui(ws: session.Workspace) -> None:
     problem = page().import_error
     with st.popover("📥 Import a story", width="stretch"):
         key = f"import_{page().imports}"
-        st.file_uploader("Import a story (.json)", type=["json"], key=key,
+        st.file_uploader(IMPORT_LABEL, type=["json", "openloom"], key=key,
                          on_change=import_file, args=(ws, key))  # fmt: skip
     if problem:
         st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
+
+
+IMPORT_LABEL = (
+    "Import a story (.json: LLooM, Open Loom, socketteer loom, Loomsidian, "
+    "ExoLoom, MiniLoom, basemode-loom, mikupad)"
+)
 
 
 def import_file(ws: session.Workspace, key: str) -> None:
@@ -1100,6 +1107,8 @@ def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
+        download(two, "Open Loom .json", ws.export_openloom, "story.openloom",
+                 openloom.MEDIA_TYPE)  # fmt: skip
     if offer is None:
         return
     tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731

@@ -149,7 +149,8 @@ def _read_loom(doc: dict) -> SavedStory:
 def read_node(item: Any) -> Node:
     """A node from its "lloom-loom" form; a ValueError says what is wrong with it."""
     if not isinstance(item, dict) or not set(_NODE_FIELDS) <= set(item) <= {
-        *_NODE_FIELDS, *_OPTIONAL_FIELDS
+        *_NODE_FIELDS,
+        *_OPTIONAL_FIELDS,
     }:
         raise ValueError(f"a node must be an object with {', '.join(_NODE_FIELDS)}")
     if not all(isinstance(item[k], str) for k in ("id", "text", "kind")):

@@ -8,7 +8,8 @@ added; so two writers on one story only add nodes, and a killed process loses no
 Every failure is a `StoreError` saying what to check. A store is one writer's view
 (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
 `StoryNotFound` to it. The errors are `weave.store_errors`', the file `weave.store_file`'s,
-the rows and the owner filter `weave.store_rows`', the JSON `weave.loom_formats`'; none
+the rows and the owner filter `weave.store_rows`', the JSON `weave.loom_formats`' and
+`weave.formats`' (other loom tools' files, Open Loom v2); none
 imports the page, the session layer or the backends.
 """
 
@@ -24,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from weave import store_rows as rows
+from weave.formats import openloom
+from weave.formats.detect import read_loom_file
+from weave.formats.foreign import Imported
 from weave.loom import Loom, new_id
-from weave.loom_formats import SavedStory, loom_document, read_document
+from weave.loom_formats import SavedStory, loom_document
 from weave.steering import steering_in
 from weave.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
 from weave.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
@@ -162,17 +166,29 @@ class LoomStore:
         with self._file.read() as db:
             return loom_document(story_id, rows.read_story(db, story_id))
 
+    def export_openloom(self, story_id: str) -> str:
+        """The whole story as Open Loom v2 JSON; `import_json` of it gives it back."""
+        with self._file.read() as db:
+            return openloom.document(story_id, rows.read_story(db, story_id))
+
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
-        """A new story from a "lloom-loom" file; its id.
+        """A new story from a loom file (LLooM's, or another tool's: `weave.formats`); its id."""
+        return self.import_loom(data, name)[0]
+
+    def import_loom(
+        self, data: str | bytes, name: str = "the file", *, format: str | None = None
+    ) -> tuple[str, Imported]:
+        """A new story from a loom file in `format` (None: detected): its id, and what was
+        read (the format found, what was kept aside).
 
         Raises `BadImport` naming the file (`name`) and what is wrong with it.
         """
         try:
-            story = read_document(data)
-            steering_in(story.settings)  # memory, note, lorebook: an error names the field
+            imported = read_loom_file(data, format)
+            steering_in(imported.story.settings)  # memory, note, lorebook: an error names the field
         except ValueError as e:
             raise BadImport(f"{name} cannot be imported: {e}") from e
-        return self._insert(story)
+        return self._insert(imported.story), imported
 
     def _insert(self, story: SavedStory) -> str:
         story_id = new_id()

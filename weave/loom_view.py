@@ -1,8 +1,9 @@
 """The loom as the page shows it: the story tree to draw and the nodes to pick from.
 
 Turns a `weave.loom.Loom` into what `weave.story_graph` draws (the current path
-highlighted, bookmarks marked, each node linking to its own URL) and labels nodes for a
-picker. It reads the loom only; the drawing itself is `weave.story_graph`'s.
+highlighted, bookmarks marked, each node linking to its own URL and saying in its tooltip
+how it was made) and labels nodes for a picker. It reads the loom only; the drawing itself
+is `weave.story_graph`'s.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import graphviz
 
 from weave.loom import Loom
+from weave.provenance import describe
 from weave.story_graph import StoryNode, opening, render_story_tree
 
 
@@ -18,7 +20,12 @@ def story_nodes(loom: Loom) -> list[StoryNode]:
     on_path = {node.id for node in loom.path()}
     return [
         StoryNode(
-            n.id, n.parent, n.text, on_path=n.id in on_path, bookmarked=n.id in loom.bookmarks
+            n.id,
+            n.parent,
+            n.text,
+            on_path=n.id in on_path,
+            bookmarked=n.id in loom.bookmarks,
+            made=describe(n.provenance) if n.parent is not None else "",
         )
         for n in loom.nodes.values()
     ]
@@ -34,7 +41,10 @@ def story_tree(loom: Loom, story_id: str) -> graphviz.Digraph:
 
 
 def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, opening words and a 🔖 when bookmarked."""
+    """A node as a picker lists it: its depth, opening words, a 🔖 when bookmarked, and
+    how it was made (a picker's options have no tooltip)."""
+    node = loom.node(node_id)
     depth = len(loom.path(node_id)) - 1
     mark = " 🔖" if node_id in loom.bookmarks else ""
-    return f"{'·' * depth} {opening(loom.node(node_id))}{mark}"
+    made = f" — {describe(node.provenance)}" if node.parent is not None else ""
+    return f"{'·' * depth} {opening(node)}{mark}{made}"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from weave.formats.foreign import kept_aside
 from weave.library import Library
 from weave.lookahead import LookAhead
 from weave.loom import Loom, NoSuchNode, new_id
@@ -173,8 +174,10 @@ class Workspace:
         text = without_surrogates(text)
         if text != self.text:
             node_id, cursor, made = new_id(), self.cursor, Provenance(how)
-            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id,
-                                                                   provenance=made), node_id)
+            self._move(
+                lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id, provenance=made),
+                node_id,
+            )
             self.auto_accepted = 0
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
@@ -298,21 +301,27 @@ class Workspace:
         self.title = self.library.rename(self.story_id, title)
 
     def import_file(self, data: bytes | str) -> str | None:
-        """Open an exported loom as a new story: None when it worked, else what is wrong."""
-        story_id, problem = self.library.import_json(data)
+        """Open a loom file (LLooM's or another tool's) as a new story: None when it worked
+        (`notice` then says another tool's format and what was kept aside), else what is
+        wrong."""
+        story_id, said = self.library.import_json(data)
         if story_id is None:
-            return problem
+            return said
         self.open(story_id)
-        self.notice = unshowable_import(data)
+        self.notice = said or unshowable_import(data)  # said: another tool's file
         return None
 
     def export(self) -> str:
         """The whole story, every branch, as the loom JSON (`import_file` reads it back)."""
         return self.store.export_json(self.story_id)
 
+    def export_openloom(self) -> str:
+        """The whole story as Open Loom v2 (`import_file` reads it back)."""
+        return self.store.export_openloom(self.story_id)
+
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed (its steering stays)."""
-        settings = with_steering(settings, self.steering)
+        settings = with_steering(settings, self.steering) | kept_aside(self.settings)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))

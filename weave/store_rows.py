@@ -3,9 +3,9 @@
 Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows another
 program wrote are read so the story stays readable with the text they wrote: a BLOB text
 decoded (bad bytes as U+FFFD), a number stored as text parsed, and a node's score, time,
-ids, model, params or provenance that still cannot be read dropped (records of how it was made; ids are
-made again from the text). What would change the story's shape is a `DamagedStory` naming
-the story and node: a parent missing or after its child (a cycle), an unknown kind, no
+ids, model, params or provenance that still cannot be read dropped (records of how it was
+made; ids are made again from the text). What would change the story's shape is a
+`DamagedStory` naming the story and node: a parent missing or after its child (a cycle), an unknown kind, no
 cursor or root, a saved setting or search that is not JSON.
 
 The owner filter is here alone: `story_row` (the gate of every read or change of a story)

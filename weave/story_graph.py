@@ -44,6 +44,7 @@ class StoryNode:
     text: str
     on_path: bool = False  # on the path from the root to the cursor
     bookmarked: bool = False
+    made: str = ""  # how it was made (`weave.provenance.describe`), for its tooltip
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,9 @@ def _draw_run(graph, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
     steps = f" ({len(run.nodes)} steps)" if len(run.nodes) > 1 else ""
     attrs = {
         "label": wrapped_label(mark + opening, fit.line, fit.lines),
-        "tooltip": label(_shorten_tooltip(text) + steps),
+        "tooltip": label(
+            _shorten_tooltip(text) + steps + (f"\n— {target.made}" if target.made else "")
+        ),
         "id": label(target.id),
     }
     if target.on_path:

@@ -41,9 +41,9 @@ def read(doc: dict) -> ForeignTree:
     contexts = [n for n in items if n.get("kind") == "context"]
     nodes = [_node(n) for n in items if n.get("kind") != "context"]
     rest = others(doc, {"nodes", "version"}) | ({"contexts": contexts} if contexts else {})
+    left_out = [f"{len(contexts)} context node(s)"] if contexts else []
     return ForeignTree(NAME, nodes, current=_checked_out(nodes, items),
-                       extensions={NAMESPACE: rest} if rest else {},
-                       left_out=[f"{len(contexts)} context node(s)"] if contexts else [])  # fmt: skip
+                       extensions={NAMESPACE: rest} if rest else {}, left_out=left_out)  # fmt: skip
 
 
 def _checked_out(nodes: list[ForeignNode], items: list[dict]) -> str | None:

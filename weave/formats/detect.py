@@ -45,7 +45,12 @@ KNOWN = "LLooM, " + ", ".join(m.NAME for m in FORMATS.values())
 
 def read_loom_file(data: str | bytes, format: str | None = None) -> Imported:
     """The story a loom file holds, in `format` (one of `CHOICES`; None: detected)."""
-    doc = bounded_json(data, max_depth=FOREIGN_DEPTH)
+    try:
+        doc = bounded_json(data, max_depth=FOREIGN_DEPTH)
+    except ValueError:
+        if _names_lloom(data):
+            read_document(data)  # LLooM's own file: its own limits, and their message
+        raise
     if (where := non_finite(doc)) is not None:
         raise ValueError(f"it holds a number too large for a float (at {where})")
     if format == LLOOM or (format is None and _is_lloom(doc)):
@@ -53,12 +58,18 @@ def read_loom_file(data: str | bytes, format: str | None = None) -> Imported:
     module = FORMATS.get(format) if format else next(
         (m for m in FORMATS.values() if m.detect(doc)), None)  # fmt: skip
     if module is None:
-        raise ValueError(f"no loom format LLooM reads matches it ({KNOWN})" if format is None
-                         else f"there is no format {format!r}; one of {', '.join(CHOICES)}")  # fmt: skip
+        unknown = f"there is no format {format!r}; one of {', '.join(CHOICES)}"
+        foreign = f"it is not a LLooM file, nor another loom tool's it reads ({KNOWN})"
+        raise ValueError(unknown if format else foreign)
     try:
         return build(module.read(doc))
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         raise ValueError(f"a {module.NAME} file with a missing or wrong value ({e!r})") from e
+
+
+def _names_lloom(data: str | bytes) -> bool:
+    head = data[:256]
+    return (LOOM_FORMAT if isinstance(head, str) else LOOM_FORMAT.encode()) in head
 
 
 def _is_lloom(doc: Any) -> bool:

@@ -181,7 +181,8 @@ def _generated(node: ForeignNode) -> dict:
     left out: the `generation` itself is kept as it was)."""
     gen = node.generation or {}
     found = {"backend": gen.get("provider"), "model": gen.get("model"),
-             "latency_ms": gen.get("latencyMs"), "requested": epoch(gen.get("requestedAt"))}  # fmt: skip
+             "latency_ms": gen.get("latencyMs"),
+             "requested": epoch(gen.get("requestedAt"))}  # fmt: skip
     ok = {"backend": str, "model": str, "latency_ms": (int, float), "requested": float}
     return {k: v for k, v in found.items() if isinstance(v, ok[k]) and _fits(v)}
 
@@ -206,6 +207,12 @@ def _record(tree: ForeignTree, nodes: list[ForeignNode], synthetic: str | None) 
               "kept": tree.kept, "synthetic_root": synthetic}  # fmt: skip
     record = {k: v for k, v in record.items() if v}
     return {} if set(record) <= {"format"} else record
+
+
+def kept_aside(settings: dict) -> dict:
+    """The part of a story's settings that holds what an import kept aside ({} if none):
+    the page's search settings replace the others, never this."""
+    return {IMPORTED_KEY: settings[IMPORTED_KEY]} if IMPORTED_KEY in settings else {}
 
 
 def epoch(value: Any, *, swift: bool = False) -> float | None:

@@ -43,8 +43,14 @@ def read(doc: dict) -> ForeignTree:
         title, note = next(iter(notes.items()))
         other_notes = {path: n for path, n in notes.items() if path != title}
         left_out += [f"{len(other_notes)} other note(s)"] if other_notes else []
-        left_out += ["the plugin's settings (not kept: they hold API keys)"] if "settings" in doc else []
-        doc = {**object_of(note, f"note {title!r}"), "otherNotes": other_notes} if other_notes else note
+        left_out += (
+            ["the plugin's settings (not kept: they hold API keys)"] if "settings" in doc else []
+        )
+        doc = (
+            {**object_of(note, f"note {title!r}"), "otherNotes": other_notes}
+            if other_notes
+            else note
+        )
     items = object_of(doc["nodes"], "its nodes")
     nodes = []
     for key, item in items.items():
@@ -54,7 +60,8 @@ def read(doc: dict) -> ForeignTree:
         nodes.append(ForeignNode(
             key, None if parent is None else node_id(parent, f"node {key!r}'s parentId"),
             text_of(item.get("text", ""), f"node {key!r}'s text"),
-            author="human" if parent is None else "mixed", bookmarked=item.get("bookmarked") is True,
+            author="human" if parent is None else "mixed",
+            bookmarked=item.get("bookmarked") is True,
             extensions={NAMESPACE: rest} if rest else {},
         ))  # fmt: skip
     rest = others(doc, {"nodes", "current"})

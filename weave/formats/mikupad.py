@@ -25,8 +25,8 @@ _KNOWN = {"name", "prompt", "memoryTokens", "authorNoteTokens", "authorNoteDepth
 
 
 def detect(doc: Any) -> bool:
-    return isinstance(doc, dict) and "prompt" in doc and any(
-        k in doc for k in ("memoryTokens", "authorNoteTokens", "worldInfo", "endpoint"))  # fmt: skip
+    marks = ("memoryTokens", "authorNoteTokens", "worldInfo", "endpoint")
+    return isinstance(doc, dict) and "prompt" in doc and any(k in doc for k in marks)
 
 
 def read(doc: dict) -> ForeignTree:

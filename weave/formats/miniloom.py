@@ -94,9 +94,9 @@ def apply_patches(patches: Any, text: str, key: str) -> str:
             raise ValueError(f"node {key!r}'s patch {i} has no start1")
         before = "".join(t for op, t in diffs if op <= 0)
         after = "".join(t for op, t in diffs if op >= 0)
-        if text[start:start + len(before)] != before:
+        if text[start : start + len(before)] != before:
             raise ValueError(f"node {key!r}'s patch {i} does not apply to its parent's text")
-        text = text[:start] + after + text[start + len(before):]
+        text = text[:start] + after + text[start + len(before) :]
     return text
 
 

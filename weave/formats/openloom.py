@@ -183,8 +183,8 @@ def _written(node: Node, loom: Loom, record: dict) -> dict:
     joined = "".join(b.get("text", "") for b in content or () if b.get("type") == "text")
     role = record.get("author") or (made and made.author) or ROLE_OF_KIND[node.kind]
     own |= {_KEPT_AUTHOR: True} if "author" in record else {}
-    written = {k: v for k, v in record.items()
-               if k not in ("author", "meta", "generation", "extensions", "content", "edge")}  # fmt: skip
+    mapped = ("author", "meta", "generation", "extensions", "content", "edge")
+    written = {k: v for k, v in record.items() if k not in mapped}
     written |= {
         "id": node.id,
         "content": content if content and joined == node.text else [

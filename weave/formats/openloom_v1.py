@@ -39,7 +39,7 @@ def read(doc: dict) -> ForeignTree:
     items = object_of(doc["nodes"], "its nodes")
     nodes = [_node(key, object_of(item, f"node {key!r}")) for key, item in items.items()]
     rank = {}
-    for key, item in items.items():
+    for item in items.values():
         for i, child in enumerate(item.get("childrenIds") or ()):
             rank.setdefault(child, i)
     nodes.sort(key=lambda n: rank.get(n.id, -1))

@@ -68,7 +68,9 @@ def _node(made_id: str, parent: str | None, item: dict, responses: dict) -> Fore
     meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
     tags = [t for t in item.get("tags") or () if isinstance(t, str)]
     generation = meta.get("generation") if isinstance(meta.get("generation"), dict) else {}
-    response = responses.get(generation.get("id")) if isinstance(generation.get("id"), str) else None
+    response = (
+        responses.get(generation.get("id")) if isinstance(generation.get("id"), str) else None
+    )
     model = response.get("model") if isinstance(response, dict) else None
     if model is None and isinstance(generation.get("model"), str):
         model = generation["model"]
