@@ -5,8 +5,8 @@ program wrote are read so the story stays readable with the text they wrote: a B
 decoded (bad bytes as U+FFFD), a number stored as text parsed, and a node's score, time,
 ids, model, params or provenance that still cannot be read dropped (records of how it was
 made; ids are made again from the text). What would change the story's shape is a
-`DamagedStory` naming the story and node: a parent missing or after its child (a cycle), an unknown kind, no
-cursor or root, a saved setting or search that is not JSON.
+`DamagedStory` naming the story and node: a parent missing or after its child (a cycle), an
+unknown kind, no cursor or root, a saved setting or search that is not JSON.
 
 The owner filter is here alone: `story_row` (the gate of every read or change of a story)
 and `story_infos` (the list) see only the stories of the connection's writer (SQL's
