@@ -76,8 +76,8 @@ def _node(item: dict) -> ForeignNode:
         {"parameters": parameters} if parameters else {})  # fmt: skip
     rest = others(item, _KNOWN)
     return ForeignNode(
-        key, None if parent is None else node_id(parent, f"node {key!r}'s parent_id"),
-        text_of(item.get("text", ""), f"node {key!r}'s text"),
+        key, None if parent is None else node_id(parent, f"node {key!r}: parent_id"),
+        text_of(item.get("text", ""), f"node {key!r}: text"),
         author="human" if parent is None or not isinstance(model, str) else "model",
         created=epoch(item.get("created_at")), bookmarked=metadata.get("bookmarked") is True,
         meta=meta, generation=generation or None, extensions={NAMESPACE: rest} if rest else {},

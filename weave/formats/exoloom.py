@@ -74,8 +74,8 @@ def _node(key: str, item: dict, labels: dict, pruned: set) -> ForeignNode:
     meta |= {"pruned": True} if key in pruned else {}
     rest = others(item, _KNOWN)
     return ForeignNode(
-        key, None if parent is None else node_id(parent, f"node {key!r}'s parentId"),
-        text_of(item.get("content", item.get("text", "")), f"node {key!r}'s content"),
+        key, None if parent is None else node_id(parent, f"node {key!r}: parentId"),
+        text_of(item.get("content", item.get("text", "")), f"node {key!r}: content"),
         author=author_of(item.get("author", item.get("role"))),
         created=epoch(item.get("createdAt", item.get("timestamp"))), bookmarked=key in labels,
         meta=meta, extensions={NAMESPACE: rest} if rest else {},

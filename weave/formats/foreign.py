@@ -83,7 +83,8 @@ class Imported:
 
 
 def build(tree: ForeignTree) -> Imported:
-    """The story `tree` holds. Raises ValueError naming a duplicate id, a missing parent
+    """The story `tree` holds, open at its current node (else at the end of its first
+    branch). Raises ValueError naming a duplicate id, a missing parent
     (an orphan) or a cycle."""
     if not tree.nodes:
         raise ValueError("it holds no nodes")
@@ -106,7 +107,7 @@ def build(tree: ForeignTree) -> Imported:
         root_id = synthetic = root_id or _fresh_id(by_id)
     nodes = [] if synthetic is None else [_synthetic_root(root_id, tree)]
     nodes += [_native(n, n.parent or synthetic, tree) for n in ordered]
-    current = tree.current if tree.current in by_id else root_id
+    current = tree.current if tree.current in by_id else _first_leaf(ordered, root_id)
     doc = {"format": "lloom-loom", "version": 1, "id": "", "title": tree.title,
            "created": _time_or_now(tree.created), "settings": {}, "root": root_id,
            "cursor": current, "checkouts": {}, "suggestions": {},
@@ -148,6 +149,17 @@ def _parents_first(nodes: list[ForeignNode], by_id: dict) -> list[ForeignNode]:
         raise ValueError(f"nodes {', '.join(map(repr, looped))} form a cycle: each is its own "
                          "ancestor")  # fmt: skip
     return ordered
+
+
+def _first_leaf(nodes: list[ForeignNode], root_id: str) -> str:
+    """Where a file that names no current node opens: down the first children to a leaf."""
+    first: dict[str | None, str] = {}
+    for node in nodes:
+        first.setdefault(node.parent, node.id)
+    at = first.get(None, root_id)
+    while at in first:
+        at = first[at]
+    return at
 
 
 def _synthetic_root(root_id: str, tree: ForeignTree) -> dict:

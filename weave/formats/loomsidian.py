@@ -58,8 +58,8 @@ def read(doc: dict) -> ForeignTree:
         parent = item.get("parentId")
         rest = others(item, _KNOWN)
         nodes.append(ForeignNode(
-            key, None if parent is None else node_id(parent, f"node {key!r}'s parentId"),
-            text_of(item.get("text", ""), f"node {key!r}'s text"),
+            key, None if parent is None else node_id(parent, f"node {key!r}: parentId"),
+            text_of(item.get("text", ""), f"node {key!r}: text"),
             author="human" if parent is None else "mixed",
             bookmarked=item.get("bookmarked") is True,
             extensions={NAMESPACE: rest} if rest else {},

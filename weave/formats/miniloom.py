@@ -41,7 +41,7 @@ def detect(doc: Any) -> bool:
 def read(doc: dict) -> ForeignTree:
     store = object_of(doc["loomTree"]["nodeStore"], "its nodeStore")
     items = {node_id(k, "a node's key"): object_of(v, f"node {k!r}") for k, v in store.items()}
-    parents = {k: None if v.get("parent") is None else node_id(v["parent"], f"node {k!r}'s parent")
+    parents = {k: None if v.get("parent") is None else node_id(v["parent"], f"node {k!r}: parent")
                for k, v in items.items()}  # fmt: skip
     for key, parent in parents.items():
         if parent is not None and parent not in items:
@@ -86,16 +86,16 @@ def apply_patches(patches: Any, text: str, key: str) -> str:
     """`text` with diff-match-patch `patches` applied exactly, in order (each patch's
     position counts in the text the patches before it made). Raises ValueError naming
     the node when a patch's text is not where it says."""
-    for i, patch in enumerate(list_of(patches, f"node {key!r}'s patch")):
-        patch = object_of(patch, f"node {key!r}'s patch {i}")
-        diffs = [_diff(d, key) for d in list_of(patch.get("diffs"), f"node {key!r}'s diffs")]
+    for i, patch in enumerate(list_of(patches, f"node {key!r}: patch")):
+        patch = object_of(patch, f"node {key!r}: patch {i}")
+        diffs = [_diff(d, key) for d in list_of(patch.get("diffs"), f"node {key!r}: diffs")]
         start = patch.get("start1")
         if type(start) is not int or start < 0:
-            raise ValueError(f"node {key!r}'s patch {i} has no start1")
+            raise ValueError(f"node {key!r}: patch {i} has no start1")
         before = "".join(t for op, t in diffs if op <= 0)
         after = "".join(t for op, t in diffs if op >= 0)
         if text[start : start + len(before)] != before:
-            raise ValueError(f"node {key!r}'s patch {i} does not apply to its parent's text")
+            raise ValueError(f"node {key!r}: patch {i} does not apply to its parent's text")
         text = text[:start] + after + text[start + len(before) :]
     return text
 

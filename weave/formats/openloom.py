@@ -109,12 +109,12 @@ def _edges(edges: list) -> tuple[dict[str, str], dict[str, dict], list]:
 
 def _node(key: str, item: Any, parents: dict, edge_of: dict) -> ForeignNode:
     item = object_of(item, f"node {key!r}")
-    blocks = list_of(item.get("content", []), f"node {key!r}'s content")
+    blocks = list_of(item.get("content", []), f"node {key!r}: content")
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
     if not all(isinstance(t, str) for t in texts):
         raise ValueError(f"node {key!r} has a text block whose text is not a string")
-    meta = dict(object_of(item.get("meta", {}), f"node {key!r}'s meta"))
-    extensions = dict(object_of(item.get("extensions", {}), f"node {key!r}'s extensions"))
+    meta = dict(object_of(item.get("meta", {}), f"node {key!r}: meta"))
+    extensions = dict(object_of(item.get("extensions", {}), f"node {key!r}: extensions"))
     lloom = extensions.pop(LLOOM, None)
     lloom = dict(lloom) if isinstance(lloom, dict) else None
     generation = item.get("generation")

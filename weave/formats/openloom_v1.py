@@ -58,8 +58,8 @@ def _node(key: str, item: dict) -> ForeignNode:
     label = item.get("bookmarkTitle")
     rest = others(item, _KNOWN)
     return ForeignNode(
-        key, None if parent is None else node_id(parent, f"node {key!r}'s parentId"),
-        text_of(text, f"node {key!r}'s text"), author=ROLES.get(item.get("author")),
+        key, None if parent is None else node_id(parent, f"node {key!r}: parentId"),
+        text_of(text, f"node {key!r}: text"), author=ROLES.get(item.get("author")),
         created=epoch(item.get("createdTime"), swift=True),
         bookmarked=item.get("isBookmarked") is True,
         meta={"bookmarkLabel": label} if isinstance(label, str) and label else {},

@@ -55,7 +55,7 @@ def read(doc: Any) -> ForeignTree:
             minted += 1
             made_id = f"socketteer-{minted}"
         nodes.append(_node(made_id, parent, item, responses))
-        children = list_of(item.get("children", []), f"node {made_id!r}'s children")
+        children = list_of(item.get("children", []), f"node {made_id!r}: children")
         stack += [(object_of(c, f"a child of {made_id!r}"), made_id) for c in reversed(children)]
     rest = others(top, {"root", "selected_node_id"})
     selected = top.get("selected_node_id")
@@ -76,7 +76,7 @@ def _node(made_id: str, parent: str | None, item: dict, responses: dict) -> Fore
         model = generation["model"]
     rest = others(item, _KNOWN)
     return ForeignNode(
-        made_id, parent, text_of(item.get("text", ""), f"node {made_id!r}'s text"),
+        made_id, parent, text_of(item.get("text", ""), f"node {made_id!r}: text"),
         author=SOURCES.get(meta.get("source")), created=epoch(meta.get("creation_timestamp")),
         bookmarked="bookmark" in tags, meta={"tags": tags} if tags else {},
         generation={"model": model} if isinstance(model, str) else None,
