@@ -81,7 +81,7 @@ class Offer:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, suggestion: Suggestion) -> Piece:
-        rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s is suggestion), None)
+        rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s == suggestion), None)
         made = _made("suggestion", self.result.stats, suggestion.score, rank=rank)
         return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
                      self.result.stats.model, asdict(self.params), suggestion.score,
