@@ -1107,7 +1107,7 @@ def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-        download(two, "Open Loom .json", ws.export_openloom, "story.openloom",
+        download(two, "Open Loom v2", ws.export_openloom, "story.openloom",
                  openloom.MEDIA_TYPE)  # fmt: skip
     if offer is None:
         return
