@@ -40,6 +40,7 @@ def test_each_way_of_making_a_node_is_recorded_with_its_search(tmp_path, mlx_bac
     typed = ws.cursor
     ws.edit(ws.text + " it", how="alternative")
     loom = ws.store.load(ws.story_id)
+    assert loom.node(start).provenance == Provenance("typed")  # the story's first text
     made = {n.text: n.provenance for n in loom.children(start)}
     kept = made[first.text]
     assert (kept.how, kept.rank, kept.backend, kept.model) == (

@@ -116,7 +116,8 @@ class Workspace:
         """A new story holding `text`; False (`save_error` says why) where it cannot be made."""
         if not self._may_leave():
             return False
-        made = self._save(lambda: self.store.create(without_surrogates(text)))
+        typed = Provenance("typed")
+        made = self._save(lambda: self.store.create(without_surrogates(text), provenance=typed))
         if made is None:
             return False
         self._clear()

@@ -51,10 +51,10 @@ def read_loom_file(data: str | bytes, format: str | None = None) -> Imported:
         if _names_lloom(data):
             read_document(data)  # LLooM's own file: its own limits, and their message
         raise
+    if format == LLOOM or (format is None and _is_lloom(doc)):
+        return Imported(read_document(data), "LLooM")  # it leaves out what is not finite
     if (where := non_finite(doc)) is not None:
         raise ValueError(f"it holds a number too large for a float (at {where})")
-    if format == LLOOM or (format is None and _is_lloom(doc)):
-        return Imported(read_document(data), "LLooM")
     module = FORMATS.get(format) if format else next(
         (m for m in FORMATS.values() if m.detect(doc)), None)  # fmt: skip
     if module is None:
