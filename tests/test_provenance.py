@@ -17,6 +17,7 @@ from weave.ramify import RamifyParams
 from weave.search import SearchParams
 from weave.session import Workspace
 from weave.store_file import FILE_NAME
+from weave.story_graph import StoryNode, render_story_tree
 
 PARAMS = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=8, auto_stop=False)
 
@@ -119,3 +120,10 @@ def test_the_cli_imports_any_format_and_exports_open_loom(tmp_path):
     wrong = loom_cli(tmp_path, "import", str(socketteer), "--format", "mikupad")
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1
     assert "a mikupad file with a missing or wrong value" in wrong.stderr
+
+
+def test_a_run_drawn_as_one_node_names_each_way_its_nodes_were_made():
+    nodes = [StoryNode("r", None, ""), StoryNode("a", "r", "Once", made="typed"),
+             StoryNode("b", "a", " upon", made="suggestion 1 (p=0.5)")]  # fmt: skip
+    source = render_story_tree(nodes, cursor="r").source
+    assert 'tooltip="Once upon (2 steps) — typed; suggestion 1 (p=0.5)"' in source
