@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from weave.formats.foreign import (
@@ -65,7 +66,7 @@ def read(doc: dict) -> ForeignTree:
     tree = object_of(trees[0], "its first tree")
     nodes = object_of(tree.get("nodes"), "the tree's nodes")
     parents, edge_of, other_edges = _edges(list_of(tree.get("edges", []), "the tree's edges"))
-    read_nodes = [_node(key, item, parents, edge_of) for key, item in nodes.items()]
+    read_nodes = [_node(key, item, parents, edge_of, nodes) for key, item in nodes.items()]
     place = {target: i for i, target in enumerate(edge_of)}
     read_nodes.sort(key=lambda n: place.get(n.id, -1))  # siblings in the edges' order
     extensions = dict(object_of(tree.get("extensions", {}), "the tree's extensions"))
@@ -107,7 +108,7 @@ def _edges(edges: list) -> tuple[dict[str, str], dict[str, dict], list]:
     return parents, edge_of, other
 
 
-def _node(key: str, item: Any, parents: dict, edge_of: dict) -> ForeignNode:
+def _node(key: str, item: Any, parents: dict, edge_of: dict, nodes: dict) -> ForeignNode:
     item = object_of(item, f"node {key!r}")
     blocks = list_of(item.get("content", []), f"node {key!r}: content")
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
@@ -128,7 +129,7 @@ def _node(key: str, item: Any, parents: dict, edge_of: dict) -> ForeignNode:
     if len(texts) != len(blocks):
         kept["content"] = blocks
     edge = edge_of.get(key)
-    if edge is not None and edge != _edge(parents[key], key):
+    if edge is not None and edge != _edge(parents[key], key, nodes):
         kept["edge"] = edge
     return ForeignNode(
         key, parents.get(key), "".join(texts), author=role,
@@ -159,8 +160,8 @@ def document(story_id: str, story: SavedStory, *, now: float | None = None) -> s
         "mode": "buffer", **kept.get("tree", {}), "id": story_id, "title": story.title or "",
         "rootNodeIds": roots, "currentNodeId": loom.cursor, "createdAt": iso(story.created),
         "nodes": {n.id: _written(n, loom, records.get(n.id, {})) for n in shown},
-        "edges": [_edge_of(n, records.get(n.id, {})) for n in shown if n.parent is not None
-                  and n.parent not in (loom.root if synthetic else None,)],
+        "edges": [_edge_of(n, records.get(n.id, {}), loom.nodes) for n in shown
+                  if n.parent is not None and not (synthetic and n.parent == loom.root)],
         "extensions": {**record.get("extensions", {}), LLOOM: lloom},
     }  # fmt: skip
     tree["edges"] += kept.get("tree", {}).get("edges", [])
@@ -199,18 +200,18 @@ def _written(node: Node, loom: Loom, record: dict) -> dict:
 def _generation(node: Node) -> dict:
     """Open Loom's `generation` from what LLooM knows of how a model made `node`."""
     made = node.provenance
-    found = {
-        "provider": made and made.backend, "model": made and made.model,
-        "parameters": node.params,
-        "requestedAt": made and made.requested is not None and iso(made.requested) or None,
-        "latencyMs": made and made.latency_ms,
-    }  # fmt: skip
+    found = {"parameters": node.params}
+    if made is not None:
+        asked = None if made.requested is None else iso(made.requested)
+        found |= {"provider": made.backend, "model": made.model, "latencyMs": made.latency_ms,
+                  "requestedAt": asked}  # fmt: skip
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _edge_of(node: Node, record: dict) -> dict:
+def _edge_of(node: Node, record: dict, nodes: Mapping) -> dict:
+    """The edge to `node` from its parent: the file's own, when LLooM kept it, else ours."""
     edge = record.get("edge")
-    ours = _edge(node.parent, node.id)
+    ours = _edge(node.parent, node.id, nodes)
     if isinstance(edge, dict):
         primary = next((s for s in edge.get("sources", ()) if isinstance(s, dict)
                         and s.get("role", "primary") == "primary"), {})  # fmt: skip
@@ -219,6 +220,10 @@ def _edge_of(node: Node, record: dict) -> dict:
     return ours
 
 
-def _edge(parent: str, child: str) -> dict:
-    return {"id": f"e-{child}", "type": "continuation",
+def _edge(parent: str, child: str, nodes: Mapping) -> dict:
+    """LLooM's edge from `parent` to `child`; its id is no node's (they share a scope)."""
+    edge_id = f"e-{child}"
+    while edge_id in nodes:
+        edge_id = f"e-{edge_id}"
+    return {"id": edge_id, "type": "continuation",
             "sources": [{"nodeId": parent, "role": "primary"}], "targetNodeId": child}  # fmt: skip
