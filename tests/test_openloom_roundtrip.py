@@ -21,7 +21,7 @@ from weave.loom_formats import MAX_SCORE, MAX_TIME, SavedStory, loom_document, r
 from weave.provenance import AUTHORS, HOWS, Provenance
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-IDS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=10)
+IDS = st.text("abcex-_", min_size=1, max_size=6)  # few letters: ids like "e-x" and "x"
 TIMES = st.floats(0, MAX_TIME, allow_nan=False)
 JSON_VALUES = st.recursive(
     st.none()
@@ -91,3 +91,12 @@ def test_every_open_loom_export_has_one_continuation_edge_per_node_but_the_root(
     assert sorted(e["targetNodeId"] for e in tree["edges"]) == sorted(
         n.id for n in story.loom.nodes.values() if n.parent is not None
     )
+    edge_ids = [e["id"] for e in tree["edges"]]  # one scope with the nodes' ids
+    assert len(set(edge_ids)) == len(edge_ids) and not set(edge_ids) & tree["nodes"].keys()
+
+
+def test_an_edge_id_never_takes_a_node_id():
+    loom = Loom.new("a").accept("b", id="x").accept("c", id="e-x")
+    tree = json.loads(openloom.document("s", SavedStory(loom), now=0))["trees"][0]
+    assert [e["id"] for e in tree["edges"]] == [f"e-{loom.path()[1].id}", "e-e-x", "e-e-e-x"]
+    assert read_loom_file(openloom.document("s", SavedStory(loom), now=0)).story.loom == loom

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from weave.formats.foreign import (
@@ -66,7 +65,9 @@ def read(doc: dict) -> ForeignTree:
     tree = object_of(trees[0], "its first tree")
     nodes = object_of(tree.get("nodes"), "the tree's nodes")
     parents, edge_of, other_edges = _edges(list_of(tree.get("edges", []), "the tree's edges"))
-    read_nodes = [_node(key, item, parents, edge_of, nodes) for key, item in nodes.items()]
+    ours = isinstance(object_of(tree.get("extensions", {}), "the tree's extensions").get(LLOOM),
+                      dict)  # fmt: skip
+    read_nodes = [_node(key, item, parents, edge_of, ours) for key, item in nodes.items()]
     place = {target: i for i, target in enumerate(edge_of)}
     read_nodes.sort(key=lambda n: place.get(n.id, -1))  # siblings in the edges' order
     extensions = dict(object_of(tree.get("extensions", {}), "the tree's extensions"))
@@ -108,7 +109,8 @@ def _edges(edges: list) -> tuple[dict[str, str], dict[str, dict], list]:
     return parents, edge_of, other
 
 
-def _node(key: str, item: Any, parents: dict, edge_of: dict, nodes: dict) -> ForeignNode:
+def _node(key: str, item: Any, parents: dict, edge_of: dict, ours: bool) -> ForeignNode:
+    """A node; `ours`: the tree is one LLooM wrote (its plain edges are LLooM's own)."""
     item = object_of(item, f"node {key!r}")
     blocks = list_of(item.get("content", []), f"node {key!r}: content")
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
@@ -129,7 +131,7 @@ def _node(key: str, item: Any, parents: dict, edge_of: dict, nodes: dict) -> For
     if len(texts) != len(blocks):
         kept["content"] = blocks
     edge = edge_of.get(key)
-    if edge is not None and edge != _edge(parents[key], key, nodes):
+    if edge is not None and not (ours and _plain(edge, parents[key], key)):
         kept["edge"] = edge
     return ForeignNode(
         key, parents.get(key), "".join(texts), author=role,
@@ -160,8 +162,8 @@ def document(story_id: str, story: SavedStory, *, now: float | None = None) -> s
         "mode": "buffer", **kept.get("tree", {}), "id": story_id, "title": story.title or "",
         "rootNodeIds": roots, "currentNodeId": loom.cursor, "createdAt": iso(story.created),
         "nodes": {n.id: _written(n, loom, records.get(n.id, {})) for n in shown},
-        "edges": [_edge_of(n, records.get(n.id, {}), loom.nodes) for n in shown
-                  if n.parent is not None and not (synthetic and n.parent == loom.root)],
+        "edges": _edges_of([n for n in shown if n.parent is not None and not (
+            synthetic and n.parent == loom.root)], records, loom),
         "extensions": {**record.get("extensions", {}), LLOOM: lloom},
     }  # fmt: skip
     tree["edges"] += kept.get("tree", {}).get("edges", [])
@@ -208,22 +210,39 @@ def _generation(node: Node) -> dict:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _edge_of(node: Node, record: dict, nodes: Mapping) -> dict:
-    """The edge to `node` from its parent: the file's own, when LLooM kept it, else ours."""
-    edge = record.get("edge")
-    ours = _edge(node.parent, node.id, nodes)
-    if isinstance(edge, dict):
-        primary = next((s for s in edge.get("sources", ()) if isinstance(s, dict)
-                        and s.get("role", "primary") == "primary"), {})  # fmt: skip
-        if primary.get("nodeId") == node.parent and edge.get("targetNodeId") == node.id:
-            return edge
-    return ours
+def _edges_of(nodes: list[Node], records: dict, loom: Loom) -> list[dict]:
+    """The edge to each of `nodes` from its parent: the file's own where LLooM kept it,
+    else LLooM's, whose id is no node's and no other edge's (they share one scope)."""
+    kept = {n.id: e for n in nodes if _kept_edge(e := records.get(n.id, {}).get("edge"), n)}
+    taken = set(loom.nodes) | {e.get("id") for e in kept.values()}
+    edges = []
+    for node in nodes:
+        if node.id in kept:
+            edges.append(kept[node.id])
+            continue
+        edge_id = f"e-{node.id}"
+        while edge_id in taken:
+            edge_id = f"e-{edge_id}"
+        taken.add(edge_id)
+        edges.append({"id": edge_id, "type": "continuation",
+                      "sources": [{"nodeId": node.parent, "role": "primary"}],
+                      "targetNodeId": node.id})  # fmt: skip
+    return edges
 
 
-def _edge(parent: str, child: str, nodes: Mapping) -> dict:
-    """LLooM's edge from `parent` to `child`; its id is no node's (they share a scope)."""
-    edge_id = f"e-{child}"
-    while edge_id in nodes:
-        edge_id = f"e-{edge_id}"
-    return {"id": edge_id, "type": "continuation",
-            "sources": [{"nodeId": parent, "role": "primary"}], "targetNodeId": child}  # fmt: skip
+def _kept_edge(edge: Any, node: Node) -> bool:
+    """Whether `edge`, kept from the file, still links `node` to its parent."""
+    if not isinstance(edge, dict) or edge.get("targetNodeId") != node.id:
+        return False
+    sources = edge.get("sources") if isinstance(edge.get("sources"), list) else []
+    primary = next((s for s in sources if isinstance(s, dict)
+                    and s.get("role", "primary") == "primary"), {})  # fmt: skip
+    return primary.get("nodeId") == node.parent
+
+
+def _plain(edge: dict, parent: str, child: str) -> bool:
+    """Whether `edge` is as LLooM writes one: nothing in it but the link and an id."""
+    return (set(edge) == {"id", "type", "sources", "targetNodeId"}
+            and edge["type"] == "continuation" and str(edge["id"]).startswith("e-")
+            and edge["sources"] == [{"nodeId": parent, "role": "primary"}]
+            and edge["targetNodeId"] == child)  # fmt: skip
