@@ -42,7 +42,7 @@ def read(doc: dict) -> ForeignTree:
     rank = {}
     for item in items.values():
         for i, child in enumerate(item.get("childrenIds") or () if isinstance(item, dict) else ()):
-            rank.setdefault(child, i)
+            rank.setdefault(str(child), i)
     nodes = [_node(k, object_of(v, f"node {k!r}"), labels, pruned) for k, v in items.items()]
     nodes.sort(key=lambda n: rank.get(n.id, -1))
     rest = others(doc, {"tree", "lens"}) | others(tree, {"nodes", "rootNodeId"})

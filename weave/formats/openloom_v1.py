@@ -41,7 +41,7 @@ def read(doc: dict) -> ForeignTree:
     rank = {}
     for item in items.values():
         for i, child in enumerate(item.get("childrenIds") or ()):
-            rank.setdefault(child, i)
+            rank.setdefault(str(child), i)
     nodes.sort(key=lambda n: rank.get(n.id, -1))
     title = doc.get("title")
     tree_rest = others(doc, {"id", "title", "rootNodeId", "currentNodeId", "nodes",
