@@ -12,9 +12,10 @@ import json
 
 import pytest
 
-from weave.formats.foreign import IMPORTED_KEY
+from weave.formats.foreign import IMPORTED_KEY, node_notes
 from weave.loom import Loom
 from weave.loom_store import BadImport, LoomStore
+from weave.loom_view import story_tree
 from weave.steering import steering_in
 
 
@@ -148,6 +149,8 @@ def test_an_exoloom_tree_keeps_children_order_bookmarks_and_pruned_nodes(tmp_pat
     assert kept["nodes"]["x1"]["meta"] == {"pruned": True}
     assert kept["nodes"]["x2"]["meta"] == {"bookmarkLabel": "east"}
     assert kept["extensions"]["exoloom"]["lens"] == {"zoom": 2}
+    tooltips = story_tree(loom, story_id, node_notes(store.settings(story_id))).source
+    assert "from ExoLoom · 🔖 east" in tooltips  # the label shows on hover
 
 
 def _patch(start: int, *diffs) -> dict:
@@ -187,6 +190,7 @@ def test_a_miniloom_file_materializes_its_patches_and_branches_a_rewrite(tmp_pat
         kept["3"]["meta"] == {"rating": 1, "note": "A time"} and kept["4"]["meta"]["rating"] == -1
     )
     assert kept["4"]["extensions"]["miniloom"]["parent"] == "2"
+    assert node_notes(store.settings(story_id))["3"] == "rated +1 · A time"
     assert loom.node("3").provenance.model == "llama" and loom.node("3").created == 1700000002.0
 
 

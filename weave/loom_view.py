@@ -8,16 +8,19 @@ is `weave.story_graph`'s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import graphviz
 
-from weave.loom import Loom
+from weave.loom import Loom, Node
 from weave.provenance import describe
 from weave.story_graph import StoryNode, opening, render_story_tree
 
 
-def story_nodes(loom: Loom) -> list[StoryNode]:
-    """Every node of the loom, in creation order, as the story tree draws it."""
-    on_path = {node.id for node in loom.path()}
+def story_nodes(loom: Loom, notes: Mapping[str, str] | None = None) -> list[StoryNode]:
+    """Every node of the loom, in creation order, as the story tree draws it; `notes`: what
+    an import kept of a node (its bookmark's label, tags, rating), said after how it was made."""
+    on_path, notes = {node.id for node in loom.path()}, notes or {}
     return [
         StoryNode(
             n.id,
@@ -25,16 +28,25 @@ def story_nodes(loom: Loom) -> list[StoryNode]:
             n.text,
             on_path=n.id in on_path,
             bookmarked=n.id in loom.bookmarks,
-            made=describe(n.provenance) if n.parent is not None else "",
+            made=_made(n, notes.get(n.id)),
         )
         for n in loom.nodes.values()
     ]
 
 
-def story_tree(loom: Loom, story_id: str) -> graphviz.Digraph:
+def _made(node: Node, note: str | None) -> str:
+    """How `node` was made, and what an import kept of it ("" for the root)."""
+    if node.parent is None:
+        return ""
+    return " · ".join(filter(None, (describe(node.provenance), note)))
+
+
+def story_tree(
+    loom: Loom, story_id: str, notes: Mapping[str, str] | None = None
+) -> graphviz.Digraph:
     """The story tree at the loom's cursor; a click on a node opens `?story=..&node=..`."""
     return render_story_tree(
-        story_nodes(loom),
+        story_nodes(loom, notes),
         cursor=loom.cursor,
         url=lambda node_id: f"?story={story_id}&node={node_id}",
     )

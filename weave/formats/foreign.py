@@ -227,6 +227,28 @@ def kept_aside(settings: dict) -> dict:
     return {IMPORTED_KEY: settings[IMPORTED_KEY]} if IMPORTED_KEY in settings else {}
 
 
+def node_notes(settings: dict) -> dict[str, str]:
+    """What an import kept of each node that a writer reads (its bookmark's label, tags,
+    rating, note), one line a node, by node id."""
+    kept = settings.get(IMPORTED_KEY)
+    nodes = kept.get("nodes") if isinstance(kept, dict) else None
+    notes = {}
+    for node_id, record in (nodes if isinstance(nodes, dict) else {}).items():
+        meta = record.get("meta") if isinstance(record, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        label, tags, rating, note = (meta.get(k) for k in ("bookmarkLabel", "tags", "rating",
+                                                            "note"))  # fmt: skip
+        said = [f"🔖 {label}" if isinstance(label, str) else "",
+                " ".join(f"#{t}" for t in tags if isinstance(t, str))
+                if isinstance(tags, list) else "",
+                f"rated {rating:+d}" if type(rating) is int else "",
+                note if isinstance(note, str) else ""]  # fmt: skip
+        if line := " · ".join(filter(None, said)):
+            notes[node_id] = line
+    return notes
+
+
 def epoch(value: Any, *, swift: bool = False) -> float | None:
     """A time as seconds since the epoch: an ISO-8601 string, or a number (seconds;
     milliseconds when it is too large for seconds; `swift`: seconds since 2001-01-01).
