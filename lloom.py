@@ -40,6 +40,7 @@ from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
 from weave.desk.alternatives import Alternatives, branch_text
 from weave.desk.spot import Draw, Offer, Piece
+from weave.interop import openloom
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError, StoryInfo
 from weave.search.beams import SearchParams, SearchStats
@@ -800,7 +801,7 @@ def token_label(row, i: int) -> str:
 
 def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
     try:
-        ws.edit(branch_text(ws.text, shown.rows, row, choice))
+        ws.edit(branch_text(ws.text, shown.rows, row, choice), how="alternative")
         close_alternatives()
     except ValueError as e:  # the tokens do not spell this story's end
         page().alternatives = shown.failed(str(e))
@@ -1042,10 +1043,16 @@ def import_ui(ws: session.Workspace) -> None:
     problem = page().import_error
     with st.popover("📥 Import a story", width="stretch"):
         key = f"import_{page().imports}"
-        st.file_uploader("Import a story (.json)", type=["json"], key=key,
+        st.file_uploader(IMPORT_LABEL, type=["json", "openloom"], key=key,
                          on_change=import_file, args=(ws, key))  # fmt: skip
     if problem:
         st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
+
+
+IMPORT_LABEL = (
+    "Import a story (.json: LLooM, Open Loom, socketteer loom, Loomsidian, "
+    "ExoLoom, MiniLoom, basemode-loom, mikupad)"
+)
 
 
 def import_file(ws: session.Workspace, key: str) -> None:
@@ -1095,6 +1102,8 @@ def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
         download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
+        download(two, "Open Loom v2", ws.export_openloom, "story.openloom",
+                 openloom.MEDIA_TYPE)  # fmt: skip
     if offer is None:
         return
     tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731

@@ -19,6 +19,7 @@ import streamlit as st
 
 from weave.desk import session
 from weave.desk.spot import Offer
+from weave.interop.foreign import node_notes
 from weave.loom.loom import Loom
 from weave.view.loom_view import node_label, story_tree
 from weave.view.render import render_tree
@@ -48,7 +49,7 @@ def loom_ui(ws: session.Workspace) -> None:
     """The story tree, the current path highlighted; a click on a node goes there."""
     loom = ws.loom
     show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
-                            loom))  # fmt: skip
+                            loom, node_notes(ws.settings)))  # fmt: skip
 
 
 def go_to_ui(ws: session.Workspace) -> None:
@@ -92,10 +93,12 @@ def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def story_source(story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom) -> str:
+def story_source(
+    story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom, _notes: dict
+) -> str:
     """The story tree as DOT, drawn once per tree, place and bookmarks (nodes are only ever
-    added, so their count names the tree)."""
-    return story_tree(_loom, story_id).source
+    added, so their count names the tree; `_notes`, what an import kept, never change)."""
+    return story_tree(_loom, story_id, _notes).source
 
 
 def show_graph(source: str) -> None:

@@ -133,9 +133,10 @@ def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(tmp_path
 def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_path):
     store = LoomStore(tmp_path)
     story_id, _ = store.create("Written before login existed.")
-    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner column
+    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner, no provenance
         db.execute("ALTER TABLE stories DROP COLUMN owner")
         db.execute("DROP TABLE writers")
+        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
         db.execute("PRAGMA user_version = 3")
     db.close()
     reopened = LoomStore(tmp_path)
@@ -148,9 +149,11 @@ def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_
 
 
 def schema_4(store: LoomStore) -> None:
-    """Make `store`'s file as schema 4 wrote it: owners named by address, no writers."""
+    """Make `store`'s file as schema 4 wrote it: owners named by address, no writers, no
+    provenance."""
     with sqlite3.connect(store.path) as db:
         db.execute("DROP TABLE writers")
+        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
         db.execute("PRAGMA user_version = 4")
     db.close()
 

@@ -196,9 +196,10 @@ def test_loom_list_and_show_print_what_scripts_rely_on(tmp_path):
     assert set(out) == {"id", "title", "cursor", "nodes", "bookmarks", "steering"}
     assert (out["id"], out["cursor"], out["bookmarks"]) == (sid, loom_now.cursor, [start.cursor])
     assert out["nodes"] == [
-        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}
+        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind,
+         "provenance": {"how": "unknown"}}  # made by the store alone: no one said how
         for n in loom_now.nodes.values()
-    ]
+    ]  # fmt: skip
     assert [n["text"] for n in out["nodes"]] == ["", "Once upon a time,", " a fox", " 🐉"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from weave.loom.loom import Loom
+from weave.loom.provenance import Provenance
 from weave.view.loom_view import node_label, story_nodes, story_tree
 
 
@@ -19,8 +20,10 @@ def test_the_path_and_bookmarks_are_marked_and_every_node_links_to_itself():
     assert f"?story=s1&amp;node={loom.cursor}" in source
 
 
-def test_a_node_label_shows_its_depth_opening_and_bookmark():
-    loom = Loom.new("Once upon a time,").accept(" a cat")
-    assert node_label(loom, loom.cursor) == "·· a cat"
-    assert node_label(loom.bookmark(loom.cursor), loom.cursor) == "·· a cat 🔖"
+def test_a_node_label_shows_its_depth_opening_bookmark_and_provenance():
+    loom = Loom.new("Once upon a time,").accept(" a cat", provenance=Provenance("typed"))
+    assert node_label(loom, loom.cursor) == "·· a cat — typed"
+    assert node_label(loom.bookmark(loom.cursor), loom.cursor) == "·· a cat 🔖 — typed"
     assert node_label(loom, loom.root).endswith("(start)")
+    older = loom.accept(" sat.")  # made before provenance was kept
+    assert node_label(older, older.cursor) == "··· sat. — unknown provenance"

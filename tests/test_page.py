@@ -192,8 +192,8 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
     assert len(graphs(at)) == 1  # the search's token tree; the story tree's tab is not drawn
     assert "<svg" in token_tree(at)
     labels = {b.label for b in at.get("download_button")}
-    assert {"DOT", "PNG", "Story .txt", "Story .md", "Loom .json", "Tree .json",
-            "Graph .svg"} <= labels  # fmt: skip
+    assert {"DOT", "PNG", "Story .txt", "Story .md", "Loom .json", "Open Loom v2",
+            "Tree .json", "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
     assert "tokens/s · " in status_line(at)

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search.scores import beam_score, ends_clause, words
 from weave.search.beams import SearchParams, expand
+from weave.search.scores import beam_score, ends_clause, words
 
 
 def test_words_is_the_log_probability_per_word():

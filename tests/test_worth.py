@@ -8,9 +8,9 @@ import math
 
 import pytest
 
+from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams
-from weave.desk.session import Workspace
 from weave.search.worth import MAX_SAMPLES, Worth, expected_cover, worth
 
 

@@ -26,9 +26,11 @@ from threading import RLock
 from weave.desk.lookahead import LookAhead
 from weave.desk.offers import Offers
 from weave.desk.spot import Piece, Spot
+from weave.interop.foreign import kept_aside
 from weave.loom.formats import without_surrogates
 from weave.loom.library import Library
 from weave.loom.loom import Loom, NoSuchNode, new_id
+from weave.loom.provenance import Provenance, taken
 from weave.loom.store import LoomStore, StoreError, StoryNotFound
 from weave.search.codec import unshowable_import
 from weave.story.steering import Steering, steering_in, with_steering
@@ -152,7 +154,8 @@ class Workspace:
         """A new story holding `text`; False (`save_error` says why) where it cannot be made."""
         if not self._may_leave():
             return False
-        made = self._save(lambda: self.store.create(without_surrogates(text)))
+        typed = Provenance("typed")
+        made = self._save(lambda: self.store.create(without_surrogates(text), provenance=typed))
         if made is None:
             return False
         self._clear()
@@ -206,12 +209,16 @@ class Workspace:
         return self._stand_ins.get(node_id, node_id)
 
     # -- moves ----------------------------------------------------------------------------
-    def edit(self, text: str) -> None:
-        """The writer's own edit: a branch from the longest common prefix (nothing lost)."""
+    def edit(self, text: str, *, how: str = "typed") -> None:
+        """The writer's own edit: a branch from the longest common prefix (nothing lost).
+        `how`: "alternative" when the writer branched at a token the model offered."""
         text = without_surrogates(text)
         if text != self.text:
-            node_id, cursor = new_id(), self.cursor
-            self._move(lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id), node_id)
+            node_id, cursor, made = new_id(), self.cursor, Provenance(how)
+            self._move(
+                lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id, provenance=made),
+                node_id,
+            )
             self.lone = self.lone.armed()
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
@@ -243,7 +250,9 @@ class Workspace:
         node = {"id": made, "kind": piece.kind, "params": piece.params, "score": piece.score}
         node |= ids if exact else {}
         at = piece.node_id
-        return lambda loom, how: getattr(loom.at(self._id(at)), how)(text, **node), made
+        return lambda loom, how: getattr(loom.at(self._id(at)), how)(
+            text, **node, provenance=taken(piece.provenance, how, changed=text != piece.text)
+        ), made
 
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(self._id(node_id)))
@@ -335,21 +344,27 @@ class Workspace:
         self.title = self.library.rename(self.story_id, title)
 
     def import_file(self, data: bytes | str) -> str | None:
-        """Open an exported loom as a new story: None when it worked, else what is wrong."""
-        story_id, problem = self.library.import_json(data)
+        """Open a loom file (LLooM's or another tool's) as a new story: None when it worked
+        (`notice` then says another tool's format and what was kept aside), else what is
+        wrong."""
+        story_id, said = self.library.import_json(data)
         if story_id is None:
-            return problem
+            return said
         self.open(story_id)
-        self.notice = unshowable_import(data)
+        self.notice = said or unshowable_import(data)  # said: another tool's file
         return None
 
     def export(self) -> str:
         """The whole story, every branch, as the loom JSON (`import_file` reads it back)."""
         return self.store.export_json(self.story_id)
 
+    def export_openloom(self) -> str:
+        """The whole story as Open Loom v2 (`import_file` reads it back)."""
+        return self.store.export_openloom(self.story_id)
+
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed (its steering stays)."""
-        settings = with_steering(settings, self.steering)
+        settings = with_steering(settings, self.steering) | kept_aside(self.settings)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))

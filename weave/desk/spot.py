@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from weave.loom.loom import Loom
+from weave.loom.provenance import Provenance, probability
 from weave.search.beams import SearchParams, SearchResult, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
@@ -34,6 +35,7 @@ class Piece:
     params: dict[str, Any]
     score: float
     kind: str = "accepted"
+    provenance: Provenance | None = None  # who made it, as offered (taking it may change `how`)
 
     def text_as(self, shown: str | None, prefix_space: bool) -> str:
         """The text taken when the box showed `shown` (None: unchanged)."""
@@ -60,8 +62,11 @@ class Offer:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, suggestion: Suggestion) -> Piece:
+        rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s == suggestion), None)
+        made = _made("suggestion", self.result.stats, suggestion.score, rank=rank)
         return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
+                     self.result.stats.model, asdict(self.params), suggestion.score,
+                     provenance=made)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,16 @@ class Draw:
 
     def piece(self, sample: Sample) -> Piece:
         """A sample to take: its text is the detokenization of exactly its ids."""
+        made = _made("sampled", self.result.stats, sample.logprob, seed=self.params.seed)
         return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
+                     asdict(self.params), sample.logprob, kind="sampled",
+                     provenance=made)  # fmt: skip
+
+
+def _made(how: str, stats: SearchStats, score: float, **more: Any) -> Provenance:
+    """The provenance of a piece a search or a draw (which cost `stats`) offered."""
+    return Provenance(how, probability=probability(score), backend=stats.backend,
+                      model=stats.model, latency_ms=stats.seconds * 1000, **more)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,18 @@
 
     loom list [--json]         [{"id", "title", "nodes", "updated"}...], last changed first
     loom show STORY_ID [--json]  {"id", "title", "cursor", "nodes": [{"id", "parent", "text",
-                               "kind"}...], "bookmarks": [...], "steering": {"memory", "note",
-                               "note_depth", "lore": [...]}}; a node's text is its own;
+                               "kind", "provenance"}...], "bookmarks": [...], "steering":
+                               {"memory", "note", "note_depth", "lore": [...]}}; a node's text
+                               is its own, its provenance `weave.loom.provenance`'s JSON
+                               ({"how": "unknown"} for a node made before it was kept);
                                without --json an outline, indented where the story branches
-    loom export STORY_ID       the whole loom as JSON on stdout
-    loom import FILE           a new story from such a file; its id (or one error naming it)
+    loom export STORY_ID [--format lloom|openloom]
+                               the whole loom as JSON on stdout (LLooM's, or Open Loom v2)
+    loom import FILE [--format F]
+                               a new story from a loom file (LLooM's or another tool's, see
+                               `weave.interop`; detected unless F names it): its id on stdout,
+                               the format found and what was kept aside on stderr (or one
+                               error naming the file)
     loom give STORY_ID EMAIL   hand a story to the writer whose provider verified EMAIL
                                (the page's login); it leaves this machine's list
 
@@ -21,15 +28,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from weave.access import writer_for
 from weave.config import load_settings
+from weave.interop.detect import CHOICES
 from weave.loom.formats import MAX_BYTES
 from weave.loom.loom import Loom
 from weave.loom.store import InvalidInput, LoomStore
 from weave.story.steering import steering_in
 
+EXPORTS = ("lloom", "openloom")
 MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 
 
@@ -44,8 +54,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     show.add_argument("--json", action="store_true", help="print one JSON object")
     export = actions.add_parser("export", help="a story's whole loom as JSON on stdout")
     export.add_argument("story_id")
-    imported = actions.add_parser("import", help="a new story from an exported file")
+    export.add_argument(
+        "--format",
+        choices=EXPORTS,
+        default="lloom",
+        help="lloom (LLooM's own, the default) or openloom (Open Loom v2)",
+    )
+    imported = actions.add_parser("import", help="a new story from a loom file")
     imported.add_argument("file", type=Path)
+    imported.add_argument(
+        "--format",
+        choices=CHOICES,
+        default=None,
+        help="the file's format (by default it is detected)",
+    )
     give = actions.add_parser("give", help="hand a story to a login (an e-mail address)")
     give.add_argument("story_id")
     give.add_argument("email")
@@ -71,6 +93,8 @@ def run(args: argparse.Namespace) -> str:
             return json.dumps(shown, ensure_ascii=False, allow_nan=False)
         return _outline(loom)
     if args.loom_command == "export":
+        if args.format == "openloom":
+            return store.export_openloom(args.story_id)
         return store.export_json(args.story_id)
     if args.loom_command == "give":
         writer = writer_for(args.email)
@@ -78,7 +102,10 @@ def run(args: argparse.Namespace) -> str:
             raise InvalidInput(f"{args.email!r} is not an e-mail address; a login is named by one")
         store.give(args.story_id, writer)
         return f"{args.story_id} is now {writer}'s"
-    return store.import_json(_read_export(args.file), str(args.file))
+    story_id, imported = store.import_loom(_read_export(args.file), str(args.file),
+                                           format=args.format)  # fmt: skip
+    print(imported.message(), file=sys.stderr)  # stdout holds the id alone, for scripts
+    return story_id
 
 
 def _read_export(path: Path) -> bytes:
@@ -86,15 +113,16 @@ def _read_export(path: Path) -> bytes:
     with open(path, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
-        raise InvalidInput(f"{path} is longer than {MAX_BYTES >> 20} MiB: not a LLooM export")
+        raise InvalidInput(f"{path} is longer than {MAX_BYTES >> 20} MiB: not a loom file")
     return data
 
 
 def _shown(story_id: str, title: str, loom: Loom) -> dict:
     nodes = [
-        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind}
+        {"id": n.id, "parent": n.parent, "text": n.text, "kind": n.kind,
+         "provenance": {"how": "unknown"} if n.provenance is None else n.provenance.to_dict()}
         for n in loom.nodes.values()
-    ]
+    ]  # fmt: skip
     return {"id": story_id, "title": title, "cursor": loom.cursor, "nodes": nodes,
             "bookmarks": sorted(loom.bookmarks)}  # fmt: skip
 

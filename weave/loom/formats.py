@@ -1,6 +1,7 @@
 """A loom as JSON: the one export format, written and read back exactly.
 
-"lloom-loom", version 1 (no release shipped another): every node with all its fields, the
+"lloom-loom", version 1 (no release shipped another): every node with all its fields (its
+`provenance` may be left out: a file written before it was kept reads as unknown), the
 cursor, the checked-out children, the bookmarks, the story's title and settings, and the
 suggestions kept per node (`loom_document` writes it, `read_document` reads it).
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from weave.finite import non_finite
 from weave.loom.loom import KINDS, Loom, Node
+from weave.loom.provenance import Provenance
 
 LOOM_FORMAT = "lloom-loom"
 LOOM_VERSION = 1
@@ -34,6 +36,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _NODE_FIELDS = ("id", "parent", "text", "kind", "token_ids", "model", "params", "score", "created")
+_OPTIONAL_FIELDS = ("provenance",)  # a file written before provenance was kept has none
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,19 @@ class SavedStory:
 def loom_document(story_id: str, story: SavedStory) -> str:
     """The story as "lloom-loom" JSON (ASCII)."""
     loom = story.loom
-    nodes = [{name: getattr(n, name) for name in _NODE_FIELDS} for n in loom.nodes.values()]
+    nodes = [node_dict(n) for n in loom.nodes.values()]
     doc = {"format": LOOM_FORMAT, "version": LOOM_VERSION, "id": story_id, "title": story.title,
            "created": story.created, "updated": story.updated, "settings": story.settings,
            "root": loom.root, "cursor": loom.cursor, "checkouts": dict(loom.checkouts),
            "bookmarks": sorted(loom.bookmarks), "nodes": nodes,
            "suggestions": story.suggestions}  # fmt: skip
     return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
+
+
+def node_dict(node: Node) -> dict:
+    """A node as a "lloom-loom" file holds it (`read_node` reads it back)."""
+    item = {name: getattr(node, name) for name in _NODE_FIELDS}
+    return item | {"provenance": None if node.provenance is None else node.provenance.to_dict()}
 
 
 def finite_only(story: SavedStory) -> SavedStory:
@@ -79,8 +88,8 @@ def read_document(data: str | bytes) -> SavedStory:
         raise ValueError(f"a {LOOM_FORMAT} file with a missing or wrong value ({e!r})") from e
 
 
-def bounded_json(data: str | bytes) -> Any:
-    """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `MAX_DEPTH`
+def bounded_json(data: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `max_depth`
     deep (counted on the brackets outside strings first, at C speed, so no input can exhaust
     the stack) and its integers fit 64 bits; else a ValueError saying which it breaks."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
@@ -88,12 +97,12 @@ def bounded_json(data: str | bytes) -> Any:
         raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")
     unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")  # every '"' now delimits
     brackets = b"".join(unescaped.split(b'"')[::2]).translate(None, _NOT_BRACKET)
-    if brackets and max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH:
-        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
+    if brackets and max(accumulate(map(_STEP.__getitem__, brackets))) > max_depth:
+        raise ValueError(f"it is nested deeper than {max_depth} levels")
     try:
         return json.loads(data, parse_int=_int64)
     except RecursionError as e:  # unbalanced brackets the count above could not see
-        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels") from e
+        raise ValueError(f"it is nested deeper than {max_depth} levels") from e
     except (ValueError, TypeError) as e:
         raise ValueError(f"it is not JSON ({e})") from e
 
@@ -113,7 +122,7 @@ def _read_loom(doc: dict) -> SavedStory:
         )
     nodes: dict[str, Node] = {}
     for item in _list(doc["nodes"]):
-        node = _node(item)
+        node = read_node(item)
         if node.id in nodes:
             raise ValueError(f"node {node.id!r} appears twice")
         first = not nodes
@@ -137,8 +146,12 @@ def _read_loom(doc: dict) -> SavedStory:
     return SavedStory(loom, title, _time(doc["created"]), settings, dict(suggestions))
 
 
-def _node(item: Any) -> Node:
-    if not isinstance(item, dict) or set(item) != set(_NODE_FIELDS):
+def read_node(item: Any) -> Node:
+    """A node from its "lloom-loom" form; a ValueError says what is wrong with it."""
+    if not isinstance(item, dict) or not set(_NODE_FIELDS) <= set(item) <= {
+        *_NODE_FIELDS,
+        *_OPTIONAL_FIELDS,
+    }:
         raise ValueError(f"a node must be an object with {', '.join(_NODE_FIELDS)}")
     if not all(isinstance(item[k], str) for k in ("id", "text", "kind")):
         raise ValueError("a node's id, text and kind are strings")
@@ -153,10 +166,12 @@ def _node(item: Any) -> Node:
         raise ValueError(f"node {name!r} has a model that is not a string")
     if item["kind"] not in KINDS:
         raise ValueError(f"node {name!r} has an unknown kind {item['kind']!r}")
+    made = item.get("provenance")
     return Node(
         item["id"], item["parent"], item["text"], item["kind"],
         None if ids is None else tuple(ids), item["model"], params,
         None if score is None else float(score), _time(item["created"]),
+        None if made is None else Provenance.from_dict(made),
     )  # fmt: skip
 
 

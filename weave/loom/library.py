@@ -70,10 +70,12 @@ class Library:
         self.save(lambda: self.store.purge(story_id))
 
     def import_json(self, data: bytes | str) -> tuple[str | None, str | None]:
-        """Store an exported story (the loom JSON, or an older session file) as a new one:
-        (its id, None), or (None, what is wrong with the file or the store)."""
+        """Store a loom file (LLooM's, or another loom tool's: `weave.interop`) as a new
+        story: (its id, for another tool's file the format found and what was kept aside),
+        or (None, what is wrong with the file or the store)."""
         try:
-            return self.store.import_json(data), None
+            story_id, imported = self.store.import_loom(data)
+            return story_id, None if imported.format == "LLooM" else imported.message()
         except ValueError as e:  # the file's fault (InvalidInput is also a StoreError)
             return None, str(e)
         except StoreError as e:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from weave.loom.provenance import Provenance
+
 KINDS = ("typed", "edited", "accepted", "sampled")
 TITLE_CHARS = 48
 
@@ -66,6 +68,7 @@ class Node:
     params: dict[str, Any] | None = None  # the search or sampling parameters that made it
     score: float | None = None  # its score in that search, under its ranking (weave.scores)
     created: float = 0.0  # seconds since the epoch
+    provenance: Provenance | None = None  # who or what made it; None: made before it was kept
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -201,7 +204,7 @@ class Loom:
 
         When `parent` has a child with exactly `text`, that child is returned and nothing
         is added; an empty `text` adds nothing and returns `parent` itself. `node` holds
-        the new node's other fields (token_ids, model, params, score, created, id).
+        the new node's other fields (token_ids, model, params, score, created, provenance, id).
         """
         existing = self.node(parent) if not text else self.child_with_text(parent, text)
         if existing is not None:

@@ -9,8 +9,9 @@ Every failure is a `StoreError` saying what to check. A store is one writer's vi
 (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
 `StoryNotFound` to it. The errors are `weave.loom.store_errors`', the file
 `weave.loom.store_file`'s, the rows and the owner filter `weave.loom.store_rows`', the
-logins `weave.loom.store_writers`', the JSON `weave.loom.formats`'; none imports the page,
-the session layer or the backends.
+logins `weave.loom.store_writers`', the JSON `weave.loom.formats`' and `weave.interop`'
+(other loom tools' files, Open Loom v2); none imports the page, the session layer or the
+backends.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from weave.interop import openloom
+from weave.interop.detect import read_loom_file
+from weave.interop.foreign import Imported
 from weave.loom import store_rows as rows
 from weave.loom import store_writers as writers
-from weave.loom.formats import SavedStory, loom_document, read_document
+from weave.loom.formats import SavedStory, loom_document
 from weave.loom.loom import Loom, new_id
 from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
 from weave.loom.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
@@ -177,17 +181,29 @@ class LoomStore:
         with self._file.read() as db:
             return loom_document(story_id, rows.read_story(db, story_id))
 
+    def export_openloom(self, story_id: str) -> str:
+        """The whole story as Open Loom v2 JSON; `import_json` of it gives it back."""
+        with self._file.read() as db:
+            return openloom.document(story_id, rows.read_story(db, story_id))
+
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
-        """A new story from a "lloom-loom" file; its id.
+        """A new story from a loom file (LLooM's, or another tool's: `weave.interop`); its id."""
+        return self.import_loom(data, name)[0]
+
+    def import_loom(
+        self, data: str | bytes, name: str = "the file", *, format: str | None = None
+    ) -> tuple[str, Imported]:
+        """A new story from a loom file in `format` (None: detected): its id, and what was
+        read (the format found, what was kept aside).
 
         Raises `BadImport` naming the file (`name`) and what is wrong with it.
         """
         try:
-            story = read_document(data)
-            steering_in(story.settings)  # memory, note, lorebook: an error names the field
+            imported = read_loom_file(data, format)
+            steering_in(imported.story.settings)  # memory, note, lorebook: an error names the field
         except ValueError as e:
             raise BadImport(f"{name} cannot be imported: {e}") from e
-        return self._insert(story)
+        return self._insert(imported.story), imported
 
     def _insert(self, story: SavedStory) -> str:
         story_id = new_id()

@@ -27,7 +27,7 @@ from weave.loom.store_errors import (
 )
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 5  # 4: stories have an owner; 5: the writers who logged in (added to 3, 4)
+SCHEMA_VERSION = 6  # 4: stories have owners; 5: the writers who logged in; 6: provenance
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
 LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
@@ -62,6 +62,7 @@ SCHEMA = (
         score REAL,
         created REAL NOT NULL,
         text TEXT NOT NULL,
+        provenance TEXT,          -- JSON object; NULL: made before provenance was kept
         PRIMARY KEY (story_id, id),
         UNIQUE (story_id, seq),
         FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
@@ -92,6 +93,30 @@ SCHEMA = (
     WHEN OLD.deleted IS NULL
     BEGIN SELECT RAISE(ABORT, 'only a deleted story can be purged'); END""",
 )
+
+
+# What a file of an older schema gains, step by step: schema 3's stories become the local
+# writer's; schema 4 (owners named by e-mail address) gains the writers table: a story an
+# address owns stays so until the writer the provider verified that address for logs in
+# and takes it over (`weave.loom.store_writers.sign_in`), so none is lost or goes to the
+# wrong login; schema 5's nodes keep no provenance (NULL: "unknown provenance").
+MIGRATIONS = {
+    3: f"ALTER TABLE stories ADD COLUMN {OWNER}",
+    4: WRITERS,
+    5: "ALTER TABLE nodes ADD COLUMN provenance TEXT",
+}
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring an older file to `SCHEMA_VERSION`, in one transaction (another process may be
+    doing it at the same time: the version is read again under the write lock)."""
+    db.execute("BEGIN IMMEDIATE")
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    while version in MIGRATIONS:
+        db.execute(MIGRATIONS[version])
+        version += 1
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.execute("COMMIT")
 
 
 @dataclass(frozen=True)
@@ -163,8 +188,8 @@ class StoreFile:
                 )
             if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise not_ours(self.path)
-            if version in (3, 4):
-                self._migrate(db)
+            if version in MIGRATIONS:
+                _migrate(db)
             elif version < SCHEMA_VERSION:  # no release wrote one: nothing to migrate
                 raise NotLoomDatabase(
                     f"the database at {self.path} has schema {version}, from a development "
@@ -174,21 +199,6 @@ class StoreFile:
             db.execute("BEGIN IMMEDIATE")  # a read-only file or folder fails here, not later
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("ROLLBACK")
-
-    @staticmethod
-    def _migrate(db: sqlite3.Connection) -> None:
-        """Schema 3 (before owners): its stories become the local writer's. Schema 4 (owners
-        named by e-mail address): the writers table; a story an address owns stays so until
-        the writer the provider verified that address for logs in and takes it over
-        (`weave.loom.store_writers.sign_in`), so none is lost or goes to the wrong login."""
-        db.execute("BEGIN IMMEDIATE")
-        version = db.execute("PRAGMA user_version").fetchone()[0]  # another may have done it
-        if version == 3:
-            db.execute(f"ALTER TABLE stories ADD COLUMN {OWNER}")
-        if version in (3, 4):
-            db.execute(WRITERS)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        db.execute("COMMIT")
 
     def _create_when_new(self) -> None:
         """Write the schema into a new or empty file (another process may be first). The

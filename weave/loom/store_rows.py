@@ -3,10 +3,10 @@
 Values are written as strict JSON (NaN and infinities refused: `InvalidInput`). Rows another
 program wrote are read so the story stays readable with the text they wrote: a BLOB text
 decoded (bad bytes as U+FFFD), a number stored as text parsed, and a node's score, time,
-ids, model or params that still cannot be read dropped (records of how it was made; ids are
-made again from the text). What would change the story's shape is a `DamagedStory` naming
-the story and node: a parent missing or after its child (a cycle), an unknown kind, no
-cursor or root, a saved setting or search that is not JSON.
+ids, model, params or provenance that still cannot be read dropped (records of how it was
+made; ids are made again from the text). What would change the story's shape is a
+`DamagedStory` naming the story and node: a parent missing or after its child (a cycle), an
+unknown kind, no cursor or root, a saved setting or search that is not JSON.
 
 The owner filter is here alone: `story_row` (the gate of every read or change of a story)
 and `story_infos` (the list) see only the stories of the connection's writer (SQL's
@@ -25,6 +25,7 @@ from typing import Any
 
 from weave.loom.formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
 from weave.loom.loom import KINDS, Loom, Node, title_for
+from weave.loom.provenance import Provenance
 from weave.loom.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
 TITLE_BYTES = 4096  # of the first node's text, read to make a title
@@ -70,7 +71,7 @@ def read_loom(db: sqlite3.Connection, story_id: str) -> Loom:
         nodes[node_id] = Node(
             node_id, parent, text_value(r["text"]), kind, _ids(_json(r["token_ids"])),
             model if isinstance(model, str) else None, params if isinstance(params, dict) else None,
-            score, number(r["created"]) or 0.0,
+            score, number(r["created"]) or 0.0, _provenance(_json(r["provenance"])),
         )  # fmt: skip
     if story["cursor"] not in nodes or story["root"] != next(iter(nodes), None):
         raise _damaged(story_id, "its cursor or root is missing")
@@ -119,6 +120,13 @@ def number(value: Any) -> float | None:
         with suppress(ValueError):
             value = float(value)
     return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def _provenance(value: Any) -> Provenance | None:
+    """A stored provenance; None (unknown) when there is none or it cannot be read."""
+    with suppress(ValueError, TypeError):
+        return None if value is None else Provenance.from_dict(value)
+    return None
 
 
 def _ids(value: Any) -> tuple[int, ...] | None:
@@ -205,11 +213,13 @@ def _insert_nodes(db: sqlite3.Connection, story_id: str, nodes: list[Node], seq:
             raise InvalidInput(f"node {node.id!r} has a score that is not a finite number")
     db.executemany(
         "INSERT INTO nodes (story_id, id, seq, parent, kind, token_ids, model, params, "
-        "score, created, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "score, created, text, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ((story_id, n.id, seq, n.parent, n.kind,
           None if n.token_ids is None else dumps(list(n.token_ids), "the token ids"),
           n.model, None if n.params is None else dumps(n.params, "the params"), n.score,
-          n.created, checked(n.text)) for seq, n in enumerate(nodes, start=seq)),
+          n.created, checked(n.text),
+          None if n.provenance is None else dumps(n.provenance.to_dict(), "the provenance"))
+         for seq, n in enumerate(nodes, start=seq)),
     )  # fmt: skip
 
 

@@ -44,6 +44,7 @@ class StoryNode:
     text: str
     on_path: bool = False  # on the path from the root to the cursor
     bookmarked: bool = False
+    made: str = ""  # how it was made (`weave.loom.provenance.describe`), for its tooltip
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def _draw_run(graph, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
     steps = f" ({len(run.nodes)} steps)" if len(run.nodes) > 1 else ""
     attrs = {
         "label": wrapped_label(mark + opening, fit.line, fit.lines),
-        "tooltip": label(_shorten_tooltip(text) + steps),
+        "tooltip": label(_shorten_tooltip(text) + steps + _made(run)),
         "id": label(target.id),
     }
     if target.on_path:
@@ -237,6 +238,12 @@ def _draw_more(graph, parent: str, name: str, hidden: list[_Run], tree: _Tree) -
     hidden_nodes = sum(tree.size(run) for run in hidden)
     graph.node(name, label=f"+{hidden_nodes} more", tooltip=label(listed), **_MORE)
     graph.edge(parent, name, style="dashed")
+
+
+def _made(run: _Run) -> str:
+    """How the run's nodes were made, each way once, for its tooltip ("" when none says)."""
+    ways = dict.fromkeys(node.made for node in run.nodes if node.made)
+    return f" — {'; '.join(ways)}" if ways else ""
 
 
 def _shorten_tooltip(text: str, limit: int = 300) -> str:

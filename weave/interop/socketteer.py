@@ -1,0 +1,84 @@
+"""socketteer/loom (the original Python loom): read only.
+
+A tree of nested nodes: `{"root": {text, children: [...], id, meta, tags, ...}, "chapters",
+"canonical", "memories", "summaries", "model_responses", "selected_node_id", ...}` (its
+loader also takes a bare node or a list of them: several roots). Children keep their
+order; `meta.source` AI/prompt/mixed is the author; `meta.creation_timestamp` the time; a
+"bookmark" tag bookmarks the node and every tag is kept in `meta.tags`; a generation's
+model comes from `model_responses`. The UI state (`visited`, `open`, `mutable`,
+`text_attributes`...) and the story's chapters, memories and summaries are kept in
+`extensions["socketteer-loom"]`. Nesting is walked with a stack, never recursion.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weave.interop.foreign import (
+    ForeignNode,
+    ForeignTree,
+    epoch,
+    list_of,
+    node_id,
+    object_of,
+    others,
+    text_of,
+)
+
+NAME = "socketteer loom"
+NAMESPACE = "socketteer-loom"
+SOURCES = {"AI": "model", "prompt": "human", "mixed": "mixed"}
+_KNOWN = {"id", "text", "children", "parent_id", "tags"}
+
+
+def detect(doc: Any) -> bool:
+    root = doc.get("root") if isinstance(doc, dict) else None
+    return _is_node(root) or _is_node(doc) or (
+        isinstance(doc, list) and bool(doc) and all(map(_is_node, doc)))  # fmt: skip
+
+
+def _is_node(item: Any) -> bool:
+    return isinstance(item, dict) and "text" in item and "children" in item
+
+
+def read(doc: Any) -> ForeignTree:
+    top = doc if isinstance(doc, dict) and "root" in doc else {"root": doc}
+    roots = top["root"] if isinstance(top["root"], list) else [top["root"]]
+    responses = top.get("model_responses") if isinstance(top.get("model_responses"), dict) else {}
+    nodes, minted = [], 0
+    stack = [(object_of(r, "a root"), None) for r in reversed(roots)]
+    while stack:
+        item, parent = stack.pop()
+        if "id" in item:
+            made_id = node_id(item["id"], "a node's id")
+        else:
+            minted += 1
+            made_id = f"socketteer-{minted}"
+        nodes.append(_node(made_id, parent, item, responses))
+        children = list_of(item.get("children", []), f"node {made_id!r}: children")
+        stack += [(object_of(c, f"a child of {made_id!r}"), made_id) for c in reversed(children)]
+    rest = others(top, {"root", "selected_node_id"})
+    selected = top.get("selected_node_id")
+    left_out = [", ".join(sorted(rest))] if rest else []
+    return ForeignTree(NAME, nodes, current=str(selected) if selected is not None else None,
+                       extensions={NAMESPACE: rest} if rest else {}, left_out=left_out)  # fmt: skip
+
+
+def _node(made_id: str, parent: str | None, item: dict, responses: dict) -> ForeignNode:
+    meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+    tags = [t for t in item.get("tags") or () if isinstance(t, str)]
+    generation = meta.get("generation") if isinstance(meta.get("generation"), dict) else {}
+    response = (
+        responses.get(generation.get("id")) if isinstance(generation.get("id"), str) else None
+    )
+    model = response.get("model") if isinstance(response, dict) else None
+    if model is None and isinstance(generation.get("model"), str):
+        model = generation["model"]
+    rest = others(item, _KNOWN)
+    return ForeignNode(
+        made_id, parent, text_of(item.get("text", ""), f"node {made_id!r}: text"),
+        author=SOURCES.get(meta.get("source")), created=epoch(meta.get("creation_timestamp")),
+        bookmarked="bookmark" in tags, meta={"tags": tags} if tags else {},
+        generation={"model": model} if isinstance(model, str) else None,
+        extensions={NAMESPACE: rest} if rest else {},
+    )  # fmt: skip
