@@ -60,15 +60,32 @@ def gone_within(url: str, seconds: float) -> bool:
 
 
 def group_gone(group: int, seconds: float) -> bool:
-    """Whether process group `group` has no process left (once its init has reaped it)."""
+    """Whether process group `group` has no live process left (a zombie an init that does
+    not reap leaves behind counts as gone)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if not live_members(group):
             return True
         time.sleep(0.1)
     return False
+
+
+def live_members(group: int) -> list[int]:
+    if not Path("/proc/self/stat").exists():  # no /proc: any member, zombies too
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return []
+        return [group]
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != "Z" and int(fields[2]) == group:  # state, pgrp
+            members.append(int(stat.parent.name))
+    return members
 
 
 def killed_run(tmp_path: Path, mode: str) -> tuple[str, Path]:
