@@ -8,7 +8,7 @@ five's mean length in words, their share of stubs (two words or fewer), of texts
 end a clause (`weave.search.scores.ends_clause`: not cut at the depth or the cap), and their
 mean per-token probability (so a ranking that buys length with unlikely text shows it).
 
-Rankings: the production ones (`weave.scores`) and candidates tried on the way:
+Rankings: the production ones (`weave.search.scores`) and candidates tried on the way:
   words       the log-prob per word, less 1 nat where the text ends mid-clause (default)
   joint       the sum of log-probs (LLooM's default before 2026-11-27)
   lloom       LLooM v0.3's sum of token probabilities

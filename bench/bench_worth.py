@@ -3,7 +3,7 @@
 For each passage of `bench.panel`, on the real MLX backend (the embedded SmolLM2-135M)
 with the model's default search settings:
   tree      one search (`weave.search.beams.expand`): its suggestions, their probability mass
-            (`weave.worth`: exact, the tree enumerates them) and its tokens, one per
+            (`weave.search.worth`: exact, the tree enumerates them) and its tokens, one per
             tree node (the least any backend can evaluate to grow that tree);
   sampling  `weave.ramify` draws from the model's own distribution (temperature 1,
             no min-p), each sample read up to where the tree's rules would end it

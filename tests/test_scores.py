@@ -1,4 +1,4 @@
-"""The ranking scores (`weave.scores`): hand-checked values, then the ranking a search on
+"""The ranking scores (`weave.search.scores`): hand-checked values, then the ranking a search on
 the fake model gives under each."""
 
 from __future__ import annotations

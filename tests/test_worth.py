@@ -1,4 +1,4 @@
-"""weave.worth's three figures on cases worked out by hand, and kept with a saved search
+"""weave.search.worth's three figures on cases worked out by hand, and kept with a saved search
 made on the real embedded model."""
 
 from __future__ import annotations

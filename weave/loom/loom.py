@@ -66,7 +66,7 @@ class Node:
     token_ids: tuple[int, ...] | None = None  # ids of `text` alone, when known
     model: str | None = None  # the model whose tokenizer made `token_ids`
     params: dict[str, Any] | None = None  # the search or sampling parameters that made it
-    score: float | None = None  # its score in that search, under its ranking (weave.scores)
+    score: float | None = None  # its score in that search, under its ranking (weave.search.scores)
     created: float = 0.0  # seconds since the epoch
     provenance: Provenance | None = None  # who or what made it; None: made before it was kept
 

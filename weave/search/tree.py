@@ -142,7 +142,7 @@ class Suggestion:
 
 
 def beam_score(node: TreeNode, score: Score) -> float:
-    """The beam's score under `score` (`weave.scores`)."""
+    """The beam's score under `score` (`weave.search.scores`)."""
     return scores.beam_score([n.logprob for n in node.path()], node.text(), score)
 
 

@@ -257,7 +257,7 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
 
 
 def worth_text(suggestions: Sequence[Suggestion]) -> str:
-    """What the suggestions are worth (`weave.worth`), in words."""
+    """What the suggestions are worth (`weave.search.worth`), in words."""
     w = worth([s.probability for s in suggestions])
     return (f"{share_text(w.mass_covered)} of the model's probability in "
             f"{w.effective_choices:.1f} effective choices (sampling: at least about "
