@@ -22,7 +22,7 @@ from weave.offers import Offer
 from weave.search import SearchParams, expand
 from weave.session import Workspace
 
-STORY = [6, 0, 6, 1]  # " a b"
+STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
 
 

@@ -120,7 +120,7 @@ class LookAhead:
     ) -> list[Ahead]:
         """The searches `start` makes: after each of the first `rows` exact suggestions."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
-        return [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+        return [Ahead(model, s.after(tuple(context)), params) for s in exact]
 
     def hold(self, seconds: float) -> None:
         """Begin no forward for `seconds` from now (a run in progress waits at its next

@@ -79,7 +79,9 @@ class Offer:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, suggestion: Suggestion) -> Piece:
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+        # A healed suggestion's ids begin inside the story: they are not its text's alone.
+        exact = suggestion.exact and not suggestion.healed
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, exact,
                      self.result.stats.model, asdict(self.params), suggestion.score)  # fmt: skip
 
 
@@ -250,7 +252,7 @@ class Offers:
             return set()
         model = backend.model_name
         return {s.token_ids for s in offer.result.suggestions
-                if self.ahead.ready(model, ids + s.token_ids, offer.params)}  # fmt: skip
+                if self.ahead.ready(model, s.after(ids), offer.params)}  # fmt: skip
 
     def from_ahead(self, offer: Offer) -> bool:
         """Whether `offer` came from look-ahead (made while the writer read its parent's)."""
