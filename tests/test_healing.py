@@ -11,7 +11,8 @@ import pytest
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.healing import Constraint, heal, narrowed, typed_start
 from weave.lookahead import LookAhead
-from weave.offers import Offer
+from weave.offers import Draw, Offer
+from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
 PARAMS = SearchParams(cutoff=0.2, max_depth=3, auto_stop=False, split_limit=3)
@@ -160,3 +161,24 @@ def test_look_ahead_searches_from_the_story_a_healed_suggestion_makes():
         found, after = ahead.take("fake-model", accepted, PARAMS), expand(fake, accepted, PARAMS)
         assert found is not None and found.suggestions == after.suggestions
         assert found.tree.to_dict() == after.tree.to_dict()
+
+
+def test_samples_are_healed_as_the_search_is():
+    table = {(): {"b": 0.6, " ": 0.4}, (" ",): {"ab": 0.5, "c": 0.5}}
+    fake = FakeBackend(lambda beam: table.get(beam, {".": 0.9}))
+    params = RamifyParams(n=4, seed=1, max_tokens=3)
+    result = ramify(fake, ids("x", " ", "a"), params)  # " " then "ab": all that is allowed
+    assert [s.text for s in result.samples] == ["b..."] * 4  # 3 more tokens than typed
+    for sample in result.samples:
+        assert sample.healed == 2 and sample.token_ids == tuple(ids(" ", "ab", ".", ".", "."))
+        assert sample.logprob == pytest.approx(3 * math.log(0.9))
+    piece = Draw("n1", params, result).piece(result.samples[0])
+    assert piece.text == "b..." and not piece.exact
+
+
+def test_a_sample_with_no_allowed_beginning_is_not_drawn():
+    class Narrow(FakeBackend):
+        heal_k = 2
+
+    fake = Narrow(lambda beam: {"b": 0.6, "c": 0.3})
+    assert ramify(fake, ids("x", " ", "a"), RamifyParams(n=3, seed=1)).samples == []

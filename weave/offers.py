@@ -98,8 +98,10 @@ class Draw:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, sample: Sample) -> Piece:
-        """A sample to take: its text is the detokenization of exactly its ids."""
-        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+        """A sample to take: its text is the detokenization of exactly its ids (a healed
+        one's, less the typed text: its ids are then not its own text's)."""
+        return Piece(self.node_id, sample.text, sample.token_ids, not sample.healed,
+                     self.result.stats.model,
                      asdict(self.params), sample.logprob, kind="sampled")  # fmt: skip
 
 
