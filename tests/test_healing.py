@@ -4,6 +4,7 @@ renormalised probabilities, and suggestions shown as what follows the typed text
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.healing import Constraint, heal, narrowed, typed_start
 from weave.lookahead import LookAhead
-from weave.offers import Draw, Offer
+from weave.offers import Draw, Offer, search_from_dict, search_to_dict
 from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
@@ -182,3 +183,13 @@ def test_a_sample_with_no_allowed_beginning_is_not_drawn():
 
     fake = Narrow(lambda beam: {"b": 0.6, "c": 0.3})
     assert ramify(fake, ids("x", " ", "a"), RamifyParams(n=3, seed=1)).samples == []
+
+
+def test_the_search_s_json_says_what_was_typed_and_reads_it_back():
+    fake = FakeBackend(lambda beam: {" ": 0.5, "ab": 0.4})
+    result = expand(fake, ids("x", " ", "a"), PARAMS)
+    data = search_to_dict(result, PARAMS)
+    assert data["typed"] == " a" and data["suggestions"][0]["healed"] == 2
+    back, _ = search_from_dict(json.loads(json.dumps(data)))
+    assert back.typed == " a" and back.suggestions == result.suggestions
+    assert "typed" not in search_to_dict(expand(fake, ids("x", "."), PARAMS))

@@ -5,11 +5,14 @@ request gives: vLLM's --max-logprobs, llama.cpp's n_probs)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
+from tests.test_cli import weave
 from weave.healing import Constraint
+from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
 pytestmark = pytest.mark.slow
@@ -69,3 +72,29 @@ def test_the_first_healed_token_is_the_model_s_own_choice_among_those_allowed(ba
         assert math.exp(node.logprob) == pytest.approx(math.exp(raw.logprob) / total, rel=1e-4)
     if backend.name == "mlx":  # every token the vocabulary allows was weighed
         assert len(options) == backend.heal_k
+
+
+def test_the_command_line_shows_the_issue_s_three_stories_as_a_writer_expects():
+    shown = {}
+    for story in (EYES, EYES + " ", "The old dragon opened its ey"):
+        done = weave("expand", "--story", story, "--json")
+        assert done.returncode == 0, done.stderr
+        shown[story] = json.loads(done.stdout)
+    plain, spaced, half = shown.values()
+    assert [s["text"].removeprefix(" ") for s in plain["suggestions"]] == [
+        s["text"] for s in spaced["suggestions"]
+    ]
+    assert spaced["typed"] == " " and half["typed"] == " ey"
+    assert "looked up," in [s["text"] for s in spaced["suggestions"]][:3]
+    assert "es and looked up," in [s["text"] for s in half["suggestions"]]
+
+
+def test_samples_finish_the_typed_word_on_mlx(mlx_backend):
+    story = mlx_backend.tokenize("The old dragon opened its ey")
+    result = ramify(mlx_backend, story, RamifyParams(n=6, temperature=1.0, seed=3))
+    assert len(result.samples) == 6
+    for sample in result.samples:
+        assert sample.healed == 1
+        spelled = mlx_backend.detokenize(list(result.context_ids[:-1]) + list(sample.token_ids))
+        assert spelled.endswith("The old dragon opened its ey" + sample.text)
+        assert ("ey" + sample.text)[:3].isalpha()  # the word goes on: no space, no stop

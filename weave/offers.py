@@ -368,15 +368,20 @@ def search_to_dict(
     result: SearchResult, params: SearchParams | None = None, steering: Steering | None = None
 ) -> dict:
     """A search as JSON: parameters and steering (when given), stats, the ranked
-    suggestions and the whole tree."""
+    suggestions and the whole tree; a healed search's typed text (`weave.healing`),
+    which its suggestions follow and its tree's first tokens spell."""
     data = {} if params is None else {"params": asdict(params)}
     data |= {} if steering is None else {"steering": steering.to_dict()}
-    return data | {
-        "stats": result.stats.to_dict(),
-        "suggestions": [asdict(s) for s in result.suggestions],
-        "tree": result.tree.to_dict(),
-        "context_tokens": len(result.context_ids),
-    }
+    return (
+        data
+        | {
+            "stats": result.stats.to_dict(),
+            "suggestions": [asdict(s) for s in result.suggestions],
+            "tree": result.tree.to_dict(),
+            "context_tokens": len(result.context_ids),
+        }
+        | ({"typed": result.typed} if result.typed else {})
+    )
 
 
 def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
@@ -389,9 +394,12 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
         suggestions = [_suggestion(s) for s in data["suggestions"]]
         stats = SearchStats(**_known(SearchStats, data["stats"]))
         tree = TreeNode.from_dict(data["tree"])
+        typed = data.get("typed", "")
+        if not isinstance(typed, str):
+            raise TypeError("typed")
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return SearchResult(suggestions, tree, stats, context_ids=()), params
+    return SearchResult(suggestions, tree, stats, context_ids=(), typed=typed), params
 
 
 def search_steering(data: dict) -> Steering | None:
