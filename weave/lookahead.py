@@ -2,7 +2,8 @@
 
 Once a node's suggestions are shown, `LookAhead.start` searches from its top `rows`
 exact suggestions (those whose token ids spell their text) as if each were accepted:
-the context is the node's ids followed by the suggestion's, the very ids the accepted
+the context is the node's ids followed by the suggestion's (a healed suggestion's ids in
+place of the story's last ids it replaces, `Suggestion.after`), the ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
 would get after accepting it (`weave.search` is a function of the backend's answers).
 It runs on a thread of its own, one suggestion after another, as the backend's
