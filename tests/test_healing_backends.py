@@ -98,3 +98,22 @@ def test_samples_finish_the_typed_word_on_mlx(mlx_backend):
         spelled = mlx_backend.detokenize(list(result.context_ids[:-1]) + list(sample.token_ids))
         assert spelled.endswith("The old dragon opened its ey" + sample.text)
         assert ("ey" + sample.text)[:3].isalpha()  # the word goes on: no space, no stop
+
+
+def test_on_mlx_a_healed_depth_is_the_model_s_logits_masked(mlx_backend):
+    """Against one plain forward of the model (no cache, no ranking): the softmax of its
+    logits over the tokens that agree with " ey" gives the first tokens' probabilities."""
+    import mlx.core as mx
+
+    story = mlx_backend.tokenize("The old dragon opened its ey")
+    params = SearchParams(cutoff=0.0, split_limit=0, max_depth=1, max_suggestions=40)
+    result = expand(mlx_backend, story, params)
+    vocabulary = mlx_backend.top_logprobs([list(result.context_ids)], mlx_backend.heal_k)[0]
+    allowed = [c.token_id for c in vocabulary if Constraint(b" ey").allows(b"", c.piece)]
+    logits = mlx_backend.model(mx.array([list(result.context_ids)]))[0, -1].astype(mx.float32)
+    masked = logits[mx.array(allowed)]
+    expected = dict(zip(allowed, (masked - mx.logsumexp(masked)).tolist(), strict=True))
+    first = result.tree.children
+    assert len(first) >= 5
+    for node in first:
+        assert node.logprob == pytest.approx(expected[node.token_id], abs=1e-4)
