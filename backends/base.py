@@ -157,6 +157,8 @@ def token_texts(pieces: Sequence[bytes], start: int) -> list[str]:
     return texts[start:]
 
 
+HEAL_K = 100  # candidates a healed depth asks a server for (see `Backend.heal_k`)
+
 Positions = list[list[Candidate]]  # top-k at successive positions, as a backend reads them
 
 
@@ -263,6 +265,14 @@ class Backend(ABC):
     def cache_cap_bytes(self) -> int | None:
         """Optional: the most `cache_bytes` may hold between calls."""
         return None
+
+    @property
+    def heal_k(self) -> int:
+        """How many candidates a healed depth asks for (`weave.search.healing`: a beam held to the
+        text typed after the story's last token boundary keeps only the candidates that
+        agree with it). By default HEAL_K, what one server request affords; a backend
+        that reads the whole vocabulary in process answers all of it, and is exact."""
+        return HEAL_K
 
     # -- tokens --------------------------------------------------------------------
     @abstractmethod

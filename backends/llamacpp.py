@@ -58,6 +58,7 @@ from backends.llamacpp_slots import SlotBook
 
 log = logging.getLogger(__name__)
 
+HEAL_N_PROBS = 1000  # candidates a healed depth asks for (`heal_k`)
 MAX_SLOTS = 1024  # a server's parallel slots (-np); past it /props is not believed
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
@@ -106,6 +107,13 @@ class LlamaCppBackend(GreedyPathBackend):
             "/props total_slots",
             most=MAX_SLOTS,
         )
+
+    @property
+    def heal_k(self) -> int:
+        """A healed depth asks `n_probs` HEAL_N_PROBS: the tokens that agree with a typed
+        word lie well within them. `logit_bias` cannot narrow the candidates instead: the
+        probabilities the server reports are the raw distribution's, before any bias."""
+        return HEAL_N_PROBS
 
     def tokenize(self, text: str) -> list[int]:
         return self._token_ids(text)

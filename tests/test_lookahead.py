@@ -23,7 +23,7 @@ from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams, expand
 from weave.view import present
 
-STORY = [6, 0, 6, 1]  # " a b"
+STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
 
 

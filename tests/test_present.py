@@ -183,7 +183,7 @@ def test_the_worth_in_words():
 
 @pytest.mark.slow
 def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
-    story = fresh_mlx_backend.tokenize("Once upon a time, there was a")
+    story = fresh_mlx_backend.tokenize("Once upon a time,")  # not healed: no word to finish
     params = SearchParams(max_suggestions=10)
     first = expand(fresh_mlx_backend, story, params)
     again = expand(fresh_mlx_backend, story, params)

@@ -40,7 +40,9 @@ def test_accepting_under_memory_costs_no_prefill(tmp_path, fresh_mlx_backend):
         ws.accept(first.piece(taken), None, prefix_space=True)
         again = ws.offers.suggest(backend, ws.spot, PARAMS)
         assert again.result.stats.prefill_tokens == 0, steering.note
-        assert again.result.context_ids == context.ids + taken.token_ids
+        accepted, searched = context.ids + taken.token_ids, again.result.context_ids
+        assert accepted[: len(searched)] == searched  # less any word given back to heal
+        assert backend.detokenize(list(accepted[len(searched) :])) == again.result.typed
 
 
 def test_steering_is_kept_with_the_story_and_each_search(tmp_path, mlx_backend):

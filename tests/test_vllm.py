@@ -79,12 +79,14 @@ def test_searches_match_mlx_and_split_characters_join(vllm, mlx_backend, story):
     character split over tokens appears whole once its last token arrives."""
     params = SearchParams(cutoff=0.05, max_depth=6, max_suggestions=20, auto_stop=False,
                           use_chains=False)  # fmt: skip
-    theirs = expand(vllm, vllm.tokenize(story), params).suggestions
+    searched = expand(vllm, vllm.tokenize(story), params)
+    theirs = searched.suggestions
     ours = expand(mlx_backend, mlx_backend.tokenize(story), params).suggestions
     assert [s.token_ids for s in theirs] == [s.token_ids for s in ours]
     for suggestion, mine in zip(theirs, ours, strict=True):
         assert suggestion.text == settled(mine.text)  # MLX shows an unfinished one as U+FFFD
-        assert suggestion.text == settled(vllm.detokenize(list(suggestion.token_ids)))
+        spelled = settled(vllm.detokenize(list(suggestion.token_ids)))
+        assert searched.typed + suggestion.text == spelled  # " and" typed: healed
     assert "\ufffd" not in "".join(s.text for s in theirs)
 
 

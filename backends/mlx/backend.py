@@ -148,6 +148,11 @@ class MLXBackend(Backend):
     def context_length(self) -> int | None:
         return self._context_length
 
+    @property
+    def heal_k(self) -> int:
+        """The whole vocabulary: a healed depth keeps every allowed token, exactly."""
+        return self._pieces_count
+
     def tokenize(self, text: str) -> list[int]:
         try:
             # A writer's text is text: "<|im_start|>" in it is characters, not a control token.

@@ -2,7 +2,8 @@
 
 Once a node's suggestions are shown, `LookAhead.start` searches from its top `rows`
 exact suggestions (those whose token ids spell their text) as if each were accepted:
-the context is the node's ids followed by the suggestion's, the very ids the accepted
+the context is the node's ids followed by the suggestion's (a healed suggestion's ids in
+place of the story's last ids it replaces, `Suggestion.after`), the ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
 would get after accepting it (`weave.search.beams` is a function of the backend's answers).
 A suggestion after which the search would not fit the model's window is left out: the
@@ -127,7 +128,7 @@ class LookAhead:
         but those after which the search would not fit the model's `window` (its context
         length; None: no limit)."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
-        plans = [Ahead(model, tuple(context) + tuple(s.token_ids), params) for s in exact]
+        plans = [Ahead(model, s.after(tuple(context)), params) for s in exact]
         if window is None:
             return plans
         return [plan for plan in plans if len(plan.context) + params.max_depth <= window]

@@ -183,7 +183,7 @@ class Offers:
             return set()
         model = backend.model_name
         return {s.token_ids for s in offer.result.suggestions
-                if self.ahead.ready(model, ids + s.token_ids, offer.params)}  # fmt: skip
+                if self.ahead.ready(model, s.after(ids), offer.params)}  # fmt: skip
 
     def from_ahead(self, offer: Offer) -> bool:
         """Whether `offer` came from look-ahead (made while the writer read its parent's)."""

@@ -64,7 +64,9 @@ class Offer:
     def piece(self, suggestion: Suggestion) -> Piece:
         rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s == suggestion), None)
         made = _made("suggestion", self.result.stats, suggestion.score, rank=rank)
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, suggestion.exact,
+        # A healed suggestion's ids begin inside the story: they are not its text's alone.
+        exact = suggestion.exact and not suggestion.healed
+        return Piece(self.node_id, suggestion.text, suggestion.token_ids, exact,
                      self.result.stats.model, asdict(self.params), suggestion.score,
                      provenance=made)  # fmt: skip
 
@@ -82,9 +84,11 @@ class Draw:
         return _tag(self.node_id, self.params, self.result.stats)
 
     def piece(self, sample: Sample) -> Piece:
-        """A sample to take: its text is the detokenization of exactly its ids."""
+        """A sample to take: its text is the detokenization of exactly its ids (a healed
+        one's, less the typed text: its ids are then not its own text's)."""
         made = _made("sampled", self.result.stats, sample.logprob, seed=self.params.seed)
-        return Piece(self.node_id, sample.text, sample.token_ids, True, self.result.stats.model,
+        return Piece(self.node_id, sample.text, sample.token_ids, not sample.healed,
+                     self.result.stats.model,
                      asdict(self.params), sample.logprob, kind="sampled",
                      provenance=made)  # fmt: skip
 

@@ -13,7 +13,12 @@ The rules, precisely (see ARCHITECTURE.md):
   strings it starts with, contains '.' or ',' and cuts the text just after it;
 - finished plus live beams never exceed `max_suggestions`; once they reach it, each live
   beam takes its top token and finishes;
-- control tokens (`backend.special_token_ids`) are never offered as text.
+- control tokens (`backend.special_token_ids`) are never offered as text;
+- a story that ends inside a word or with whitespace is healed (`weave.search.healing`): the
+  search starts at the last token boundary before that end, with `max_depth` more
+  depths for the tokens given back; a beam still inside the typed text asks the
+  backend for `heal_k` candidates (no greedy chain) and keeps those that agree with
+  it, renormalised; suggestions are what follows the typed text.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
 from weave.bounds import bounded, check_bounds, one_of
+from weave.search.healing import Constraint, Healing, heal, narrowed
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 
 STOP_CHARS = ".,"
@@ -104,6 +110,7 @@ class SearchResult:
     tree: TreeNode
     stats: SearchStats
     context_ids: tuple[int, ...]  # the context searched (the story's end if it was too long)
+    typed: str = ""  # healed: the text typed after `context_ids`, which suggestions follow
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -126,8 +133,10 @@ def expand(
     params: SearchParams,
     *,
     progress: ProgressCallback | None = None,
+    healing: bool = True,
 ) -> SearchResult:
-    """Grow the suggestion tree after `context_ids`.
+    """Grow the suggestion tree after `context_ids`, healed (`weave.search.healing`) unless
+    `healing` is False (a benchmark's "before").
 
     Raises ValueError for an empty context or one that leaves no room for `max_depth` in
     the model's window (`check_fits`), and lets `BackendError` through untouched.
@@ -137,15 +146,21 @@ def expand(
     check_fits(context_ids, backend.context_length, params.max_depth)
     context = list(context_ids)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
-    search = _Search(backend, context, params, progress, started, usage_before)
+    healed = heal(context, backend.detokenize, backend.tokenize) if healing else None
+    if healed is not None:
+        context = list(healed.context)
+    search = _Search(backend, context, params, progress, started, usage_before, healed)
     with backend.searching():  # a backend may hold its background work back till the end
         root = search.run()
     usage = backend.stats.snapshot() - usage_before
+    typed, tokens = (healed.typed, healed.tokens) if healed else ("", 0)
+    suggestions = suggestions_from(search.finished, params.score, typed=typed, healed=tokens)
     return SearchResult(
-        suggestions=suggestions_from(search.finished, params.score)[: params.max_suggestions],
+        suggestions=suggestions[: params.max_suggestions],
         tree=root,
         stats=SearchStats.of(backend, usage, time.perf_counter() - started),
         context_ids=tuple(context),
+        typed=typed,
     )
 
 
@@ -202,7 +217,8 @@ def stop_cut(text: str) -> int | None:
 class _Search:
     """One expansion's state: the frontier, the finished beams, the running cutoff."""
 
-    def __init__(self, backend, context, params, progress, started, usage_before):
+    def __init__(self, backend, context, params, progress, started, usage_before,
+                 healed: Healing | None):  # fmt: skip
         self.backend: Backend = backend
         self.context: list[int] = context
         self.params: SearchParams = params
@@ -212,13 +228,15 @@ class _Search:
         self.root = TreeNode(None, b"", 0.0)
         self.finished: list[TreeNode] = []
         self.cutoff = params.cutoff
+        self.held: Constraint | None = healed.constraint if healed else None
+        self.depths = params.max_depth + (healed.tokens if healed else 0)
 
     def run(self) -> TreeNode:
         if self.progress is not None:  # a long story's first reading shows progress too
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
         live = [_Beam(self.root)]
         try:
-            for depth in range(self.params.max_depth):
+            for depth in range(self.depths):
                 if not live:
                     break
                 candidates = self._candidates(live, depth)
@@ -244,7 +262,34 @@ class _Search:
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
-        """Each live beam's top-k: new beams are asked first (a backend that streams its
+        """Each live beam's top-k: a beam held to the typed text its allowed candidates
+        (`_narrowed`), the others theirs (`_free`)."""
+        held = [beam for beam in live if self._held(beam)]
+        free = [beam for beam in live if not self._held(beam)]
+        found = dict(zip(free, self._free(free, depth), strict=True)) if free else {}
+        found.update(self._narrowed(held, depth))
+        return [found[beam] for beam in live]
+
+    def _held(self, beam: _Beam) -> bool:
+        return self.held is not None and self.held.active(beam.node.piece_path())
+
+    def _narrowed(self, held: list[_Beam], depth: int) -> dict[_Beam, list[Candidate]]:
+        """The candidates of beams still inside the typed text that agree with it, in one
+        call asking `heal_k` of each (one position: a greedy chain would follow a token
+        the constraint may refuse)."""
+        if not held:
+            return {}
+        assert self.held is not None
+        contexts = [self.context + beam.node.token_ids() for beam in held]
+        k = self._k(depth)
+        answers = self.backend.top_logprobs(contexts, max(k, self.backend.heal_k))
+        return {
+            beam: narrowed(self.held, beam.node.piece_path(), options, k)
+            for beam, options in zip(held, answers, strict=True)
+        }
+
+    def _free(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+        """Each free beam's top-k: new beams are asked first (a backend that streams its
         chains answers while the server still makes the older ones' next positions),
         then the older beams take theirs from their chains. A beam whose chain is known
         to have run out is asked with the new ones; one found out only on reading (a
@@ -275,7 +320,7 @@ class _Search:
         each beam splits once a depth, and the depth that reaches the cap still needs one
         more position. (A path asked too short only costs asking again.)"""
         room = self.params.max_suggestions - len(self.finished) - live
-        remaining = self.params.max_depth - depth
+        remaining = self.depths - depth
         return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
 
     def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> dict[_Beam, list[Candidate]]:
@@ -285,7 +330,7 @@ class _Search:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
         if self.params.use_chains is not False and remaining > 1:
-            k = max(self._k(d) for d in range(depth, self.params.max_depth))
+            k = max(self._k(d) for d in range(depth, self.depths))
             stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
             chains = self.backend.greedy_chains(
                 contexts, k, [remaining] * len(contexts), stops=stops
@@ -301,7 +346,7 @@ class _Search:
     def _grow(self, live, candidates, depth, capped) -> list[_Beam]:
         budget = self.params.max_suggestions - len(self.finished) - len(live)
         next_live: list[_Beam] = []
-        last_depth = depth + 1 == self.params.max_depth
+        last_depth = depth + 1 == self.depths
         for beam, options in zip(live, candidates, strict=True):
             chosen = self._choose(options, budget if not capped else 0)
             if not chosen:

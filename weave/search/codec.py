@@ -25,16 +25,18 @@ def search_to_dict(
 ) -> dict:
     """A search as JSON: parameters and steering (when given), stats (what it cost, and
     what its suggestions are worth: `weave.search.worth`), the ranked suggestions and the
-    whole tree."""
+    whole tree; a healed search's typed text (`weave.search.healing`), which its
+    suggestions follow and its tree's first tokens spell."""
     data = {} if params is None else {"params": asdict(params)}
     data |= {} if steering is None else {"steering": steering.to_dict()}
     value = worth([s.probability for s in result.suggestions])
-    return data | {
+    data |= {
         "stats": result.stats.to_dict() | value.to_dict(),
         "suggestions": [asdict(s) for s in result.suggestions],
         "tree": result.tree.to_dict(),
         "context_tokens": len(result.context_ids),
     }
+    return data | ({"typed": result.typed} if result.typed else {})
 
 
 def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
@@ -47,9 +49,12 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
         suggestions = [_suggestion(s) for s in data["suggestions"]]
         stats = SearchStats(**_known(SearchStats, data["stats"]))
         tree = TreeNode.from_dict(data["tree"])
+        typed = data.get("typed", "")
+        if not isinstance(typed, str):
+            raise TypeError("typed")
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return SearchResult(suggestions, tree, stats, context_ids=()), params
+    return SearchResult(suggestions, tree, stats, context_ids=(), typed=typed), params
 
 
 def search_steering(data: dict) -> Steering | None:

@@ -9,16 +9,26 @@ own samplers). This module validates the parameters, checks that the context (fi
 `weave.story.context.build_context`) leaves the samples room in the model's window,
 reports progress and returns the samples, in the order drawn, with the run's stats, as a
 search does. It does no I/O of its own and knows nothing of pages.
+
+A story that ends inside a word or with whitespace is healed as a search is
+(`weave.search.healing`): each sample's first tokens, while inside the typed text, are
+drawn here by the same rules from the allowed candidates (`Backend.heal_k` of them,
+renormalised), and the backend draws the rest after them; a sample's text is what
+follows the typed text, and its ids replace the story's last `healed` ids.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError
+from backends.base import Backend, BackendError, Candidate, Continuation
 from weave.bounds import bounded, check_bounds
 from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
+from weave.search.healing import Healing, heal, narrowed
 
 MAX_SAMPLES = 16
 MAX_SAMPLE_TOKENS = 256
@@ -51,6 +61,7 @@ class Sample:
     text: str
     logprob: float
     stats: SearchStats
+    healed: int = 0  # story ids its ids replace (`weave.search.healing`): 0, they follow the story
 
 
 @dataclass(frozen=True)
@@ -95,21 +106,81 @@ def ramify(
 
     if progress is not None:
         backend.read_ahead(fitted, 1, lambda read, tokens: report(0, 0, read=read, tokens=tokens))
-    drawn = backend.sample(
-        fitted,
-        n=params.n,
-        temperature=params.temperature,
-        min_p=params.min_p,
-        max_tokens=params.max_tokens,
-        seed=params.seed,
-    )
-    if drawn is None:
-        raise BackendError("this backend cannot sample continuations", backend=backend.name)
+    healed = heal(fitted, backend.detokenize, backend.tokenize)
+    if healed is None:
+        drawn, typed, given_back = _draw(backend, fitted, params, params.n, params.seed), "", 0
+    else:
+        drawn = _healed_draw(backend, healed, params)
+        typed, given_back = healed.typed, healed.tokens
     stats = SearchStats.of(
         backend, backend.stats.snapshot() - usage_before, time.perf_counter() - started
     )
-    samples = [Sample(d.token_ids, d.text, d.logprob, stats) for d in drawn]
+    samples = [
+        Sample(d.token_ids, d.text[len(typed) :], d.logprob, stats, given_back)
+        for d in drawn
+        if d.text.startswith(typed) and len(d.text) > len(typed)
+    ]
     if progress is not None:
         longest = max((len(s.token_ids) for s in samples), default=0)
         report(longest, len(samples), samples[0].text if samples else "")
     return RamifyResult(samples=samples, stats=stats, context_ids=tuple(fitted))
+
+
+def _draw(
+    backend: Backend, context: list[int], params: RamifyParams, n: int, seed: int | None
+) -> list[Continuation]:
+    drawn = backend.sample(context, n=n, temperature=params.temperature, min_p=params.min_p,
+                           max_tokens=params.max_tokens, seed=seed)  # fmt: skip
+    if drawn is None:
+        raise BackendError("this backend cannot sample continuations", backend=backend.name)
+    return drawn
+
+
+def _healed_draw(backend: Backend, healed: Healing, params: RamifyParams) -> list[Continuation]:
+    """Each sample's tokens inside the typed text drawn here (one request per depth for
+    the distinct beginnings), then the backend's draw after each beginning, as many
+    samples as began so; the tokens given back do not count against `max_tokens`."""
+    rng = random.Random(params.seed)
+    held, context = healed.constraint, list(healed.context)
+    starts: list[tuple[Candidate, ...] | None] = [()] * params.n  # None: nothing allowed
+    while open_ := sorted({s for s in starts if s is not None and held.active(_spelled(s))},
+                          key=len):  # fmt: skip
+        answers = backend.top_logprobs([context + [c.token_id for c in s] for s in open_],
+                                       backend.heal_k)  # fmt: skip
+        options = {s: narrowed(held, _spelled(s), a, backend.heal_k)
+                   for s, a in zip(open_, answers, strict=True)}  # fmt: skip
+        starts = [_pick(s, options[s], params, rng) if s in options else s for s in starts]
+    drawn = []
+    for i, (start, count) in enumerate(Counter(s for s in starts if s).items()):
+        ids = [c.token_id for c in start]
+        logprob = sum(c.logprob for c in start)
+        room = max(1, params.max_tokens + healed.tokens - len(ids))
+        seed = None if params.seed is None else params.seed + i
+        rest = backend.sample(context + ids, n=count, temperature=params.temperature,
+                              min_p=params.min_p, max_tokens=room, seed=seed)  # fmt: skip
+        if rest is None:
+            raise BackendError("this backend cannot sample continuations", backend=backend.name)
+        for r in rest:
+            full = tuple(ids) + r.token_ids
+            drawn.append(Continuation(full, backend.detokenize(list(full)), logprob + r.logprob))
+    return drawn
+
+
+def _spelled(start: tuple[Candidate, ...]) -> bytes:
+    return b"".join(c.piece for c in start)
+
+
+def _pick(
+    start: tuple[Candidate, ...], options: list[Candidate], params: RamifyParams, rng: random.Random
+) -> tuple[Candidate, ...] | None:
+    """`start` and one token drawn by the sampler's rules (min-p, then temperature) from
+    `options`, most likely first; None where nothing is allowed (no sample begins so)."""
+    if not options:
+        return None
+    top = options[0].logprob
+    kept = [c for c in options
+            if params.min_p == 0 or c.logprob >= top + math.log(params.min_p)]  # fmt: skip
+    if params.temperature == 0:
+        return (*start, kept[0])
+    weights = [math.exp((c.logprob - top) / params.temperature) for c in kept]
+    return (*start, rng.choices(kept, weights)[0])

@@ -52,9 +52,13 @@ class TreeNode:
     def token_ids(self) -> list[int]:
         return [n.token_id for n in self.path()]
 
+    def piece_path(self) -> bytes:
+        """The beam's bytes so far."""
+        return b"".join(n.piece for n in self.path())
+
     def full_text(self) -> str:
         """The beam's text, uncut."""
-        return b"".join(n.piece for n in self.path()).decode("utf-8", errors="replace")
+        return self.piece_path().decode("utf-8", errors="replace")
 
     def text(self) -> str:
         """The beam's text as offered: cut just after the stop string when auto-stop fired."""
@@ -118,7 +122,11 @@ class Suggestion:
 
     logprob/probability are pooled over beams that read the same (`suggestions_from`);
     text, token_ids and token_logprobs belong to the best of them. `exact` says whether
-    `text` is exactly the decoded token ids (auto-stop may cut inside a token).
+    `text` is exactly the decoded token ids (auto-stop may cut inside a token). A healed
+    search's suggestion (`weave.search.healing`) is what follows the text typed after the
+    story's last token boundary: its ids spell that typed text and then `text`, and
+    replace the story's last `healed` ids (0: they follow the story's); its
+    `token_pieces` are its tokens' texts less the typed text.
     """
 
     text: str
@@ -129,6 +137,11 @@ class Suggestion:
     token_pieces: tuple[str, ...]
     token_logprobs: tuple[float, ...]
     exact: bool
+    healed: int = 0
+
+    def after(self, context: tuple[int, ...]) -> tuple[int, ...]:
+        """The ids of the story searched from `context` once this suggestion is taken."""
+        return context[: len(context) - self.healed] + self.token_ids
 
     def to_dict(self) -> dict:
         return {
@@ -152,36 +165,55 @@ def without_prefix_space(text: str) -> str:
     return text[1:] if text.startswith(" ") else text
 
 
-def suggestions_from(leaves: list[TreeNode], score: Score) -> list[Suggestion]:
+def suggestions_from(
+    leaves: list[TreeNode], score: Score, *, typed: str = "", healed: int = 0
+) -> list[Suggestion]:
     """Pool finished beams that read the same under the prefix-space rule (" QQ" and "QQ"
     are one suggestion, as in LLooM v0.3) and rank them by score.
 
     A pooled suggestion's probability is its members' sum; its text and tokens are its
-    best member's (by score), so accepting it appends what that beam spelled.
+    best member's (by score), so accepting it appends what that beam spelled. After a
+    healed search (`typed`, the text typed after the boundary; `healed`, the story ids
+    given back) a suggestion is what a beam adds after `typed`; a beam that ended
+    before spelling it all is none.
     """
     groups: dict[str, list[TreeNode]] = {}
     for leaf in leaves:
         text = leaf.text()
+        if not text.startswith(typed):
+            continue
+        text = text[len(typed) :]
         if text:
             groups.setdefault(without_prefix_space(text), []).append(leaf)
-    ranked = [_suggestion(members, score) for members in groups.values()]
+    ranked = [_suggestion(members, score, typed, healed) for members in groups.values()]
     ranked.sort(key=lambda s: (-s.score, s.text))
     return ranked
 
 
-def _suggestion(members: list[TreeNode], score: Score) -> Suggestion:
+def _suggestion(members: list[TreeNode], score: Score, typed: str, healed: int) -> Suggestion:
     best = max(members, key=lambda n: beam_score(n, score))
     path = best.path()
     joint = [sum(n.logprob for n in m.path()) for m in members]
     probability = sum(math.exp(lp) for lp in joint)
     logprob = math.log(probability) if probability > 0 else max(joint)
     return Suggestion(
-        text=best.text(),
+        text=best.text()[len(typed) :],
         token_ids=tuple(n.token_id for n in path),
         logprob=logprob,
         probability=probability,
         score=logprob if score == "joint" else beam_score(best, score),
-        token_pieces=tuple(n.piece.decode("utf-8", errors="replace") for n in path),
+        token_pieces=_past(tuple(n.piece.decode("utf-8", errors="replace") for n in path), typed),
         token_logprobs=tuple(n.logprob for n in path),
         exact=best.cut is None,
+        healed=healed,
     )
+
+
+def _past(pieces: tuple[str, ...], typed: str) -> tuple[str, ...]:
+    """Token texts less the typed text they begin with (one per token, "" for a token
+    wholly typed)."""
+    out, left = [], len(typed)
+    for piece in pieces:
+        out.append(piece[left:])
+        left = max(0, left - len(piece))
+    return tuple(out)

@@ -130,6 +130,8 @@ def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
     for i, (piece, logprob) in enumerate(pairs):
         if pos >= len(text):
             break
+        if not piece:  # a token wholly typed before a healed suggestion (`weave.search.healing`)
+            continue
         if not text.startswith(piece, pos) and not piece.startswith(text[pos:]):
             rest = sum(lp for _, lp in pairs[i:])
             spans.append((text[pos:], rest))
