@@ -44,9 +44,7 @@ class LoreKeys:
     def fired(self, story_text: str) -> tuple[LoreEntry, ...]:
         """The entries that go into the context of a story ending in `story_text`, in the
         lorebook's order."""
-        found: dict[int, int] = {}  # phrase -> its latest start
-        for hit in self._phrases.find(story_text, max(0, len(story_text) - self._reach)):
-            found[hit.phrase] = hit.start
+        found = self._phrases.last_found(story_text, max(0, len(story_text) - self._reach))
         return tuple(
             entry
             for entry, owners in zip(self.entries, self._owners, strict=True)

@@ -3,7 +3,9 @@
 A `PhraseSet` is compiled once from literal phrases (`Phrase`: its text, whether case
 matters, whether it must stand as whole words) and regular expressions. Two ways in:
   - `find(text, start)`: every occurrence of every literal phrase that starts at or after
-    `start`, overlapping ones included, in one pass over the text (the lorebook's keys).
+    `start`, overlapping ones included, in one pass over the text; `last_found(text,
+    start)`: where each phrase found last starts (the lorebook's keys), read in chunks
+    from the end back and stopping once every phrase is found.
   - `begin(before)` then `advance(scan, piece)`: a beam read piece by piece (a token's
     text at a time), each step costing O(len(piece)) for the literal phrases, reading
     across the boundary with `before` (the story's end). A step says which phrases the
@@ -21,10 +23,11 @@ How a literal phrase matches (the lorebook's rules, `weave.steering`):
 How it is done, and why (measured in bench/bench_lorebook.py):
   - One pass: the folded phrases' first `ANCHOR` characters are one regular expression
     shaped as a trie (`(?=(ab(?:c|d)…))`), so `re` tries every phrase at every position
-    in C in a single scan; each anchor found is checked against the few phrases that
-    begin with it. An alternation of whole phrases takes `re` tens of seconds to compile
-    for the largest lorebook the caps allow (35,000 keys of 200 characters); a pure
-    Python Aho–Corasick pass over 100,000 characters costs tens of milliseconds.
+    in C in a single scan; each anchor found is checked against the phrases that begin
+    with it by a dict lookup per length (`_AnchorIndex`). An alternation of whole phrases
+    takes `re` tens of seconds to compile for the largest lorebook the caps allow
+    (200,000 keys of 200 characters); a pure Python Aho–Corasick pass over 100,000
+    characters costs seconds under load (bench/bench_lorebook.py prints both).
   - Piece by piece: an Aho–Corasick automaton over the folded phrases (a piece's
     characters walk its goto and fail links), the last few characters kept for the case
     and word-edge checks.
@@ -38,10 +41,11 @@ This module knows nothing of lorebooks, bans or searches.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 ANCHOR = 8  # characters of each phrase in the one-pass expression
+CHUNK = 1_024  # `last_found` reads the last this many characters first, then twice as many
 REGEX_WINDOW = 200  # characters before a piece a regular expression may read back
 
 
@@ -107,8 +111,8 @@ class PhraseSet:
         self.phrases = tuple(phrases)
         self._folded = tuple(fold(p.text) for p in self.phrases)
         self._regexes = tuple(_compile(r, i) for i, r in enumerate(regexes))
-        self._anchors = _anchor_index(self._folded)
-        self._anchor_rx = re.compile("(?=(" + _trie_pattern(self._anchors) + "))")
+        self._index = _AnchorIndex(self._folded)
+        self._anchor_rx = re.compile("(?=(" + _trie_pattern(list(self._index.roots)) + "))")
         self._built: _Automaton | None = None  # the lorebook never reads piece by piece
         longest = max((len(f) for f in self._folded), default=0)
         self._keep = max(longest + 1, REGEX_WINDOW if self._regexes else 0)
@@ -119,18 +123,45 @@ class PhraseSet:
     # -- a whole text in one pass ------------------------------------------------------
     def find(self, text: str, start: int = 0) -> list[Hit]:
         """Every occurrence of a literal phrase starting at `start` or after (the text
-        before `start` still counts for the word-edge check)."""
-        if not self.phrases:
-            return []
+        before `start` still counts for the word-edge check), in the text's order."""
         folded = fold(text)
-        hits = []
-        for m in self._anchor_rx.finditer(folded, start):
+        return [Hit(i, at, end) for i, at, end in self._walk(folded, text, start, len(text))]
+
+    def last_found(self, text: str, start: int = 0) -> dict[int, int]:
+        """{phrase: where its last occurrence starts} for the phrases that occur at
+        `start` or after. Read in chunks from the end back, so that a phrase is looked
+        for no further back than its last occurrence (a common word is found at once)."""
+        folded = fold(text)
+        found: dict[int, int] = {}
+        remaining = dict(self._index.counts)  # per anchor: its phrases not yet found
+        hi, size, left = len(text), CHUNK, len(self.phrases)
+        while hi > start and left:
+            lo = max(start, hi - size)
+            latest: dict[int, int] = {}
+            for i, at, _ in self._walk(folded, text, lo, hi, remaining):
+                if i not in found:
+                    latest[i] = at
+            for i, at in latest.items():
+                found[i] = at
+                remaining[self._index.anchor_of[i]] -= 1
+            left -= len(latest)
+            hi, size = lo, size * 2
+        return found
+
+    def _walk(self, folded: str, text: str, lo: int, hi: int, remaining=None):
+        """(phrase, start, end) of each occurrence starting in [lo, hi), skipping the
+        anchors `remaining` counts none left for."""
+        index = self._index
+        for m in self._anchor_rx.finditer(folded, lo):
             at = m.start()
-            for length, by_text in self._anchors[m.group(1)]:
-                for i in by_text.get(folded[at : at + length], ()):
-                    if self._holds(i, text, at, at + length):
-                        hits.append(Hit(i, at, at + length))
-        return hits
+            if at >= hi:
+                return
+            for anchor in index.chain[m.group(1)]:
+                if remaining is not None and not remaining[anchor]:
+                    continue
+                for i, end in index.matches(anchor, folded, at):
+                    if self._holds(i, text, at, end):
+                        yield i, at, end
 
     # -- a beam, piece by piece --------------------------------------------------------
     def begin(self, before: str = "") -> Scan:
@@ -190,24 +221,52 @@ def _compile(pattern: str, i: int) -> re.Pattern[str]:
     return rx
 
 
-def _anchor_index(folded: Sequence[str]) -> dict[str, list[tuple[int, dict[str, list[int]]]]]:
-    """Each anchor (a folded phrase's first ANCHOR characters): the phrases that may
-    start where it was found, as (length, {folded text: phrase indices}) per length. The
-    one-pass expression reports the longest anchor at a position, so an anchor's list
-    holds the phrases of every anchor that is a prefix of it ("mira" within "mirabel")."""
-    index: dict[str, dict[int, dict[str, list[int]]]] = {}
-    for i, text in enumerate(folded):
-        by_length = index.setdefault(text[:ANCHOR], {})
-        by_length.setdefault(len(text), {}).setdefault(text, []).append(i)
-    return {
-        anchor: [
-            group
-            for n in range(1, len(anchor) + 1)
-            if anchor[:n] in index
-            for group in sorted(index[anchor[:n]].items())
-        ]
-        for anchor in index
-    }
+Rests = dict[int, dict[str, list[int]]]  # a phrase's length -> {its text past here: phrases}
+
+
+class _AnchorIndex:
+    """The phrases by anchor (their first ANCHOR folded characters; a shorter phrase is
+    its own anchor), two levels deep: the phrases no longer than twice ANCHOR under the
+    anchor by their length and the rest of their text, longer ones under the anchor and
+    their next ANCHOR characters likewise. Checking a found anchor against its phrases
+    then costs a dict lookup per length (few: phrases that agree so far are rare).
+      chain[a]     the anchors that are prefixes of `a` (itself included): the one-pass
+                   expression reports the longest anchor at a position ("mirabel"), and
+                   the shorter ones there ("mira") hold too;
+      counts[a]    how many phrases anchor `a` begins;  anchor_of[i]  phrase i's anchor."""
+
+    def __init__(self, folded: Sequence[str]) -> None:
+        self.roots: dict[str, tuple[Rests, dict[str, Rests]]] = {}
+        self.anchor_of = [text[:ANCHOR] for text in folded]
+        self.counts: dict[str, int] = {}
+        for i, text in enumerate(folded):
+            anchor = self.anchor_of[i]
+            self.counts[anchor] = self.counts.get(anchor, 0) + 1
+            near, far = self.roots.setdefault(anchor, ({}, {}))
+            if len(text) < 2 * ANCHOR:
+                rests, rest = near, text[len(anchor) :]
+            else:
+                rests, rest = far.setdefault(text[ANCHOR : 2 * ANCHOR], {}), text[2 * ANCHOR :]
+            rests.setdefault(len(text), {}).setdefault(rest, []).append(i)
+        self.chain = {
+            a: tuple(a[:n] for n in range(1, len(a) + 1) if a[:n] in self.roots) for a in self.roots
+        }
+
+    def matches(self, anchor: str, folded: str, at: int) -> Iterator[tuple[int, int]]:
+        """(phrase, end) of the phrases beginning with `anchor` that `folded` holds at
+        `at` (where `anchor` was found)."""
+        near, far = self.roots[anchor]
+        yield from _rests(near, folded, at, at + len(anchor))
+        if far:
+            rests = far.get(folded[at + ANCHOR : at + 2 * ANCHOR])
+            if rests is not None:
+                yield from _rests(rests, folded, at, at + 2 * ANCHOR)
+
+
+def _rests(rests: Rests, folded: str, at: int, past: int) -> Iterator[tuple[int, int]]:
+    for length, by_rest in rests.items():
+        for i in by_rest.get(folded[past : at + length], ()):
+            yield i, at + length
 
 
 def _trie_pattern(words: Sequence[str]) -> str:
