@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from typing import get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
+from weave.bans import Guard, GuardState, Pruned
 from weave.bounds import bounded, check_bounds, one_of
 from weave.tree import Score, Suggestion, TreeNode, suggestions_from
 
 STOP_CHARS = ".,"
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
 BLOCK = 512  # an over-long story keeps its end, cut at multiples of this (cache-friendly)
+GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class SearchResult:
     tree: TreeNode
     stats: SearchStats
     context_ids: tuple[int, ...]  # the context searched (the story's end if it was too long)
+    pruned: tuple[Pruned, ...] = ()  # the branches a guard (bans, repetition) pruned
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -119,6 +122,7 @@ class _Beam:
     node: TreeNode
     chain: Chain | None = None
     taken: int = 0
+    state: GuardState | None = None  # where the beam stands for the guard, if any
 
 
 def expand(
@@ -127,8 +131,10 @@ def expand(
     params: SearchParams,
     *,
     progress: ProgressCallback | None = None,
+    guard: Guard | None = None,
 ) -> SearchResult:
-    """Grow the suggestion tree after `context_ids`.
+    """Grow the suggestion tree after `context_ids`; a `guard` (`weave.bans`, compiled
+    for the story that ends the context) prunes and biases candidates before the cutoff.
 
     Raises ValueError for an empty context and lets `BackendError` through untouched.
     """
@@ -136,7 +142,7 @@ def expand(
         raise ValueError("The story is empty: write a few words first.")
     context = fit_context(context_ids, backend.context_length, params.max_depth)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
-    search = _Search(backend, context, params, progress, started, usage_before)
+    search = _Search(backend, context, params, progress, started, usage_before, guard)
     root = search.run()
     usage = backend.stats.snapshot() - usage_before
     return SearchResult(
@@ -144,6 +150,7 @@ def expand(
         tree=root,
         stats=SearchStats.of(backend, usage, time.perf_counter() - started),
         context_ids=tuple(context),
+        pruned=tuple(search.pruned),
     )
 
 
@@ -204,7 +211,7 @@ def stop_cut(text: str) -> int | None:
 class _Search:
     """One expansion's state: the frontier, the finished beams, the running cutoff."""
 
-    def __init__(self, backend, context, params, progress, started, usage_before):
+    def __init__(self, backend, context, params, progress, started, usage_before, guard):
         self.backend: Backend = backend
         self.context: list[int] = context
         self.params: SearchParams = params
@@ -214,11 +221,13 @@ class _Search:
         self.root = TreeNode(None, b"", 0.0)
         self.finished: list[TreeNode] = []
         self.cutoff = params.cutoff
+        self.guard: Guard | None = guard
+        self.pruned: list[Pruned] = []
 
     def run(self) -> TreeNode:
         if self.progress is not None:  # a long story's first reading shows progress too
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
-        live = [_Beam(self.root)]
+        live = [_Beam(self.root, state=self.guard.root() if self.guard else None)]
         try:
             for depth in range(self.params.max_depth):
                 if not live:
@@ -241,8 +250,8 @@ class _Search:
         cutoff = self.params.cutoff * self.params.multiplier**depth
         if cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
             limit = min(limit, int(1 / cutoff) + 1)
-        # Control tokens are skipped, so ask for a few more than the rule needs.
-        spare = min(len(self.backend.special_token_ids), 2)
+        # Control tokens are skipped, and a guard prunes some: ask for a few more.
+        spare = min(len(self.backend.special_token_ids), 2) + (GUARD_SPARE if self.guard else 0)
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
@@ -305,7 +314,10 @@ class _Search:
         next_live: list[_Beam] = []
         last_depth = depth + 1 == self.params.max_depth
         for beam, options in zip(live, candidates, strict=True):
-            chosen = self._choose(options, budget if not capped else 0)
+            room, states = budget if not capped else 0, {}
+            if self.guard is not None:
+                options, states = self._screen(beam, options, room)
+            chosen = self._choose(options, room)
             if not chosen:
                 self._finish(beam.node)  # nothing but control tokens: the beam ends here
                 _drop_chain(beam)
@@ -316,16 +328,32 @@ class _Search:
             passed_on = False
             for i, cand in enumerate(chosen):
                 child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                state = states.get(cand.token_id)
                 if capped or last_depth or self._stops(child):
                     self._finish(child)
                 elif i == 0 and on_chain and beam.chain is not None:
-                    next_live.append(_Beam(child, beam.chain, beam.taken))
+                    next_live.append(_Beam(child, beam.chain, beam.taken, state))
                     passed_on = True
                 else:
-                    next_live.append(_Beam(child))
+                    next_live.append(_Beam(child, state=state))
             if not passed_on:
                 _drop_chain(beam)
         return next_live
+
+    def _screen(self, beam: _Beam, options: list[Candidate], room: int):
+        """The guard's view of a beam's candidates: those it keeps (biased, re-sorted) and
+        each one's state. The pruned ones that the beam would have taken are recorded;
+        leaving them out gives their room to the next candidates."""
+        kept, pruned = self.guard.screen(beam.state, options)
+        if pruned:
+            biased = sorted([c for c, _ in kept] + [c for c, _ in pruned], key=lambda c: -c.logprob)
+            taken = {c.token_id for c in self._choose(biased, room)}
+            before = beam.node.full_text()
+            for cand, why in pruned:
+                if cand.token_id in taken:
+                    text = before + cand.piece.decode("utf-8", "replace")
+                    self.pruned.append(Pruned(text, why))
+        return [c for c, _ in kept], {c.token_id: state for c, state in kept}
 
     def _choose(self, options: list[Candidate], room: int) -> list[Candidate]:
         """The first usable candidate, then splits while they clear the cutoff and fit."""

@@ -1,0 +1,184 @@
+"""Bans, bias and the repetition guard (`weave.bans`) in the search, on the fake model;
+the list's forms and its hostile entries; the shipped slop list."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tests.fake_backend import VOCAB, FakeBackend
+from weave.bans import MAX_RULES, BanRule, Bans, Guard, bans_in, parse_list, slop_rules, with_bans
+from weave.search import SearchParams, expand
+
+STORY_TEXT = "x"
+STORY = [VOCAB.index("x")]
+
+
+def run(table, bans: Bans | None, **params):
+    defaults = dict(cutoff=0.1, max_depth=1, auto_stop=False, split_limit=3, max_suggestions=25)
+    guard = Guard(bans, STORY_TEXT) if bans is not None else None
+    return expand(FakeBackend(table), STORY, SearchParams(**{**defaults, **params}), guard=guard)
+
+
+def texts(result) -> list[str]:
+    return [s.text for s in result.suggestions]
+
+
+def ban(*phrases: str, **options) -> Bans:
+    return Bans(tuple(BanRule(p, **options) for p in phrases))
+
+
+# -- pruning, bias and room, on the fake model ------------------------------------------------
+def test_a_banned_branch_is_pruned_and_its_room_goes_to_the_next_candidate():
+    table = lambda beam: {"a": 0.5, "b": 0.3, "c": 0.2}  # noqa: E731
+    assert texts(run(table, None, max_suggestions=2)) == ["a", "b"]
+    result = run(table, ban("b", whole_words=False), max_suggestions=2)
+    assert texts(result) == ["a", "c"]  # still two suggestions
+    assert [(p.text, p.by) for p in result.pruned] == [("b", "b")]
+
+
+def test_a_banned_top_token_gives_way_to_the_next_one():
+    table = lambda beam: {"a": 0.9, "b": 0.02}  # noqa: E731
+    assert texts(run(table, None, cutoff=0.5)) == ["a"]
+    assert texts(run(table, ban("a", whole_words=False), cutoff=0.5)) == ["b"]
+
+
+def test_a_phrase_of_several_tokens_is_pruned_at_the_token_that_completes_it():
+    # The story "x", then " " and "ab": the phrase "x ab" spans the story's end.
+    table = lambda beam: {" ": 0.9} if not beam else {"ab": 0.5, "a": 0.4}  # noqa: E731
+    result = run(table, ban("x ab"), max_depth=2)
+    assert texts(result) == [" a"]
+    assert [(p.text, p.by) for p in result.pruned] == [(" ab", "x ab")]
+
+
+def test_whole_words_and_case_apply_to_bans():
+    table = lambda beam: {"ab": 0.5, "a": 0.4}  # noqa: E731
+    assert texts(run(table, ban("ab"))) == ["ab", "a"]  # "xab": "ab" is inside a word
+    assert texts(run(table, ban("XAB", case_sensitive=True))) == ["ab", "a"]
+    assert texts(run(table, ban("XAB"))) == ["a"]
+
+
+def test_a_regex_ban_prunes_where_its_match_ends():
+    table = lambda beam: {"ab": 0.5, "a": 0.4}  # noqa: E731
+    assert texts(run(table, Bans((BanRule(r"x(ab|c)", regex=True),)))) == ["a"]
+
+
+def test_bias_moves_a_candidate_across_the_cutoff_both_ways():
+    table = lambda beam: {"a": 0.6, "b": 0.05, "ab": 0.001}  # noqa: E731
+    assert texts(run(table, None)) == ["a"]
+    favoured = run(table, Bans((BanRule("b", weight=2.0, whole_words=False),)))
+    assert sorted(texts(favoured)) == ["a", "b"]
+    assert math.isclose(
+        next(s for s in favoured.suggestions if s.text == "b").probability, 0.05 * math.e**2
+    )
+    sunk = run(table, Bans((BanRule("a", weight=-5.0, whole_words=False),)))
+    assert texts(sunk)[0] == "b"  # the favoured top is the first candidate now
+
+
+def test_bias_applies_to_each_token_that_extends_the_phrase():
+    guard = Guard(Bans((BanRule("a testament to", weight=1.5),)), "It was a")
+    state = guard.root()
+    for piece, bias in ((" testament", 1.5), (" to", 1.5), (" the", 0.0)):
+        verdict = guard.step(state, piece.encode())
+        assert verdict.bias == bias and verdict.pruned_by is None
+        state = verdict.state
+    assert guard.step(guard.root(), b" tower").bias == 0.0
+
+
+def test_the_repetition_guard_prunes_a_run_of_n_words_from_the_story():
+    story = "The old man sat by the sea. Then"
+    guard = Guard(Bans(no_repeat_words=3), story)
+    state = guard.root()
+    verdict = guard.step(state, b" the old")
+    assert verdict.pruned_by is None  # "then the old" is no run of the story
+    assert guard.step(verdict.state, b" man").pruned_by is None  # "man" is not finished
+    assert guard.step(verdict.state, b" man,").pruned_by == "repeats “the old man”"
+    assert guard.step(verdict.state, b" woman,").pruned_by is None
+    off = Guard(Bans(), story)
+    assert off.step(off.step(off.root(), b" the old").state, b" man,").pruned_by is None
+
+
+def test_a_character_split_between_tokens_is_read_whole():
+    guard = Guard(ban("é", whole_words=False), "x")
+    half = guard.step(guard.root(), "é".encode()[:1])
+    assert half.pruned_by is None
+    assert guard.step(half.state, "é".encode()[1:]).pruned_by == "é"
+
+
+def test_the_guard_off_leaves_the_search_as_it_was():
+    for seed in range(5):
+        params = SearchParams(cutoff=0.05, max_depth=4, max_suggestions=12)
+        plain = expand(FakeBackend(seed=seed), STORY, params)
+        guarded = expand(FakeBackend(seed=seed), STORY, params, guard=Guard(Bans(), "x"))
+        assert texts(plain) == texts(guarded) and guarded.pruned == ()
+
+
+def test_bans_never_appear_and_the_count_holds_on_random_models():
+    bans = ban("b", "ca", whole_words=False)
+    for seed in range(20):
+        params = SearchParams(cutoff=0.05, max_depth=5, max_suggestions=10, auto_stop=False)
+        plain = expand(FakeBackend(seed=seed), STORY, params)
+        banned = expand(FakeBackend(seed=seed), STORY, params, guard=Guard(bans, "x"))
+        assert not any("b" in t or "ca" in t for t in texts(banned))
+        assert len(banned.suggestions) >= len(plain.suggestions) - 1
+
+
+# -- the list: its forms and hostile entries ----------------------------------------------------
+def test_a_list_as_plain_text_or_json_pairs():
+    assert parse_list(b"a testament to\n# a comment\n\n  shivers  \r\n") == (
+        BanRule("a testament to"),
+        BanRule("  shivers  "),
+    )
+    rules = parse_list(json.dumps([["tapestry", -2.5], ["delve", None], "orbs", ["hope", 3]]))
+    assert rules == (BanRule("tapestry", -2.5), BanRule("delve"), BanRule("orbs"),
+                     BanRule("hope", 3))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("ok\n" + "x\n" * MAX_RULES, "at most 10,000 phrases"),
+        (json.dumps(["ok", ""]), "entry 2 is empty"),
+        (json.dumps(["ok", "   "]), "entry 2 is empty"),
+        ("ok\nbad\x07bell\n", r"line 2 \('bad\\x07bell'\) holds a control character"),
+        (json.dumps(["ok", "\x00\x01"]), "entry 2 .* holds a control character"),
+        ("ok\n" + "y" * 201, "line 2 holds at most 200 characters"),
+        (json.dumps([["ok", 1], ["bad", 99]]), "entry 2: weight must be a number in -20..20"),
+        (json.dumps([["ok", 1], ["bad", "high"]]), "entry 2: weight must be a number"),
+        (json.dumps([["a", 1, 2]]), r"entry 1 must be a phrase or a \[phrase, weight\] pair"),
+        ("[1, 2", "not a JSON list"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_a_hostile_list_is_one_error_naming_the_entry(data, message):
+    with pytest.raises(ValueError, match=message):
+        parse_list(data)
+
+
+def test_a_bad_regex_or_rule_is_an_error_naming_it():
+    with pytest.raises(ValueError, match=r"rules\[1\] \('\(unclosed'\) is not a valid regular"):
+        Bans.from_dict({"rules": [{"text": "ok"}, {"text": "(unclosed", "regex": True}]})
+    with pytest.raises(ValueError, match=r"rules\[0\] \('a\*'\) matches empty text"):
+        Bans.from_dict({"rules": [{"text": "a*", "regex": True}]})
+    with pytest.raises(ValueError, match=r"unknown field rules\[0\].colour"):
+        Bans.from_dict({"rules": [{"text": "ok", "colour": "red"}]})
+    with pytest.raises(ValueError, match="no_repeat_words must be 0"):
+        Bans(no_repeat_words=1)
+
+
+def test_bans_are_kept_in_a_storys_settings_and_read_back():
+    bans = Bans((BanRule("delve"), BanRule("hope", 2.0), BanRule(r"\bnot \w+, but", regex=True)),
+                no_repeat_words=4, slop=True)  # fmt: skip
+    settings = with_bans({"other": 1}, bans)
+    assert bans_in(json.loads(json.dumps(settings))) == bans
+    assert with_bans(settings, Bans()) == {"other": 1} and bans_in({}) == Bans()
+
+
+def test_the_shipped_slop_list_holds_200_phrases_and_compiles():
+    rules = slop_rules()
+    assert len(rules) >= 200 and all(r.banned for r in rules)
+    assert len({r.text.lower() for r in rules}) == len(rules)
+    guard = Guard(Bans(slop=True), "Her voice was")
+    assert guard.step(guard.root(), b" barely above a whisper").pruned_by is not None
