@@ -10,6 +10,7 @@ import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.bans import MAX_RULES, BanRule, Bans, Guard, bans_in, parse_list, slop_rules, with_bans
+from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
 
 STORY_TEXT = "x"
@@ -182,3 +183,13 @@ def test_the_shipped_slop_list_holds_200_phrases_and_compiles():
     assert len({r.text.lower() for r in rules}) == len(rules)
     guard = Guard(Bans(slop=True), "Her voice was")
     assert guard.step(guard.root(), b" barely above a whisper").pruned_by is not None
+
+
+def test_a_sample_that_completes_a_banned_phrase_is_cut():
+    table = lambda beam: {"a": 0.5, "b": 0.4}  # noqa: E731
+    params = RamifyParams(n=8, max_tokens=4, seed=11)
+    drawn = ramify(FakeBackend(table), STORY, params).samples
+    assert any("b" in s.text for s in drawn) and any("b" not in s.text for s in drawn)
+    cut = ramify(FakeBackend(table), STORY, params, guard=Guard(ban("b", whole_words=False), "x"))
+    assert [s.text for s in cut.samples] == [s.text for s in drawn if "b" not in s.text]
+    assert [p.text for p in cut.pruned] == [s.text for s in drawn if "b" in s.text]

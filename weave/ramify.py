@@ -7,7 +7,10 @@ up to `max_tokens` tokens; a control token ends a sample. The backend draws them
 (`Backend.sample`: MLX in one batched run on its fragment tree, the servers with their
 own samplers). This module validates the parameters, fits the context to the model's
 window, reports progress and returns the samples, in the order drawn, with the run's
-stats, as a search does. It does no I/O of its own and knows nothing of pages.
+stats, as a search does. Under a guard (`weave.bans`), a draw that completes a banned
+phrase or repeats the story is cut: left out, and listed in `RamifyResult.pruned` (the
+backends draw whole samples, so it is not redrawn; bias does not reach their samplers).
+It does no I/O of its own and knows nothing of pages.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from backends.base import Backend, BackendError
+from weave.bans import Guard, Pruned
 from weave.bounds import bounded, check_bounds
 from weave.search import Progress, ProgressCallback, SearchStats, fit_context
 
@@ -57,6 +61,7 @@ class RamifyResult:
     samples: list[Sample]
     stats: SearchStats
     context_ids: tuple[int, ...]  # the context sampled from (the story's end if too long)
+    pruned: tuple[Pruned, ...] = ()  # the draws a guard cut
 
 
 def ramify(
@@ -64,6 +69,7 @@ def ramify(
     context: list[int],
     params: RamifyParams,
     progress: ProgressCallback | None = None,
+    guard: Guard | None = None,
 ) -> RamifyResult:
     """Draw `params.n` continuations of `context`.
 
@@ -105,8 +111,13 @@ def ramify(
     stats = SearchStats.of(
         backend, backend.stats.snapshot() - usage_before, time.perf_counter() - started
     )
+    pruned = []
+    if guard is not None:
+        read = [(d, guard.step(guard.root(), d.text.encode()).pruned_by) for d in drawn]
+        pruned = [Pruned(d.text, why) for d, why in read if why is not None]
+        drawn = [d for d, why in read if why is None]
     samples = [Sample(d.token_ids, d.text, d.logprob, stats) for d in drawn]
     if progress is not None:
         longest = max((len(s.token_ids) for s in samples), default=0)
         report(longest, len(samples), samples[0].text if samples else "")
-    return RamifyResult(samples=samples, stats=stats, context_ids=tuple(fitted))
+    return RamifyResult(samples, stats, tuple(fitted), tuple(pruned))
