@@ -10,8 +10,11 @@ import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.bans import MAX_RULES, BanRule, Bans, Guard, bans_in, parse_list, slop_rules, with_bans
+from weave.loom_store import LoomStore
 from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
+from weave.session import Workspace
+from weave.store_errors import BadImport
 
 STORY_TEXT = "x"
 STORY = [VOCAB.index("x")]
@@ -193,3 +196,23 @@ def test_a_sample_that_completes_a_banned_phrase_is_cut():
     cut = ramify(FakeBackend(table), STORY, params, guard=Guard(ban("b", whole_words=False), "x"))
     assert [s.text for s in cut.samples] == [s.text for s in drawn if "b" not in s.text]
     assert [p.text for p in cut.pruned] == [s.text for s in drawn if "b" in s.text]
+
+
+# -- kept with the story -----------------------------------------------------------------------
+def test_a_storys_bans_are_saved_exported_imported_and_guard_its_searches(tmp_path):
+    ws = Workspace(LoomStore(tmp_path, busy_ms=50))
+    assert ws.start("The old man sat by the sea.")
+    bans = Bans((BanRule("sea"), BanRule("old", weight=1.0)), no_repeat_words=3)
+    ws.set_bans(bans)
+    again = Workspace(LoomStore(tmp_path, busy_ms=50))
+    assert again.open(ws.story_id) and again.bans == bans and again.spot.bans == bans
+    copy = again.store.import_json(ws.export())
+    assert again.open(copy) and again.bans == bans
+    guard = again.spot.guard()
+    assert guard is not None and guard.step(guard.root(), b" The sea").pruned_by == "sea"
+    ws.set_bans(Bans())
+    assert again.open(ws.story_id) and again.bans == Bans() and again.spot.guard() is None
+    bad = json.loads(ws.export())
+    bad["settings"] = {"bans": {"rules": [{"text": "(x", "regex": True}]}}
+    with pytest.raises(BadImport, match=r"rules\[0\] \('\(x'\) is not a valid regular"):
+        again.store.import_json(json.dumps(bad))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from weave import store_rows as rows
+from weave.bans import bans_in
 from weave.loom import Loom, new_id
 from weave.loom_formats import SavedStory, loom_document, read_document
 from weave.steering import steering_in
@@ -170,6 +171,7 @@ class LoomStore:
         try:
             story = read_document(data)
             steering_in(story.settings)  # memory, note, lorebook: an error names the field
+            bans_in(story.settings)  # likewise for the bans
         except ValueError as e:
             raise BadImport(f"{name} cannot be imported: {e}") from e
         return self._insert(story)

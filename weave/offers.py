@@ -7,7 +7,9 @@ node, the latest few of each, so that going back shows a node's own at once; a s
 is also saved beside its node, and read back from there. A search is made under the
 story's steering and kept and saved with what of it was in force (`Spot.in_force`: the
 memory, the note, the entries that fired): a search made under other steering is not
-shown as this steering's. Searches, draws and alternatives send the steered context
+shown as this steering's. The story's bans (`weave.bans`) guard its searches and draws
+alike and key them too (look-ahead, made without them, is not used under them).
+Searches, draws and alternatives send the steered context
 (`Offers.context`: the one place that turns a node into what a backend is sent). A
 `Piece` is one continuation to take (a suggestion or a sample) with what made it.
 `search_to_dict`/`search_from_dict` are the one codec of a search, for the store and the
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from weave.bans import Bans, Guard
 from weave.context import Context
 from weave.finite import non_finite
 from weave.library import Library
@@ -110,6 +113,7 @@ class Spot:
     loom: Loom
     saved: bool
     steering: Steering = Steering()  # the story's memory, note and lorebook
+    bans: Bans = Bans()  # the story's bans, bias and repetition guard
 
     @property
     def node_id(self) -> str:
@@ -119,6 +123,10 @@ class Spot:
     def in_force(self) -> Steering:
         """The steering a search here is made under (`Steering.in_force`)."""
         return self.steering.in_force(self.loom.text(self.node_id))
+
+    def guard(self) -> Guard | None:
+        """The bans compiled for the story here; None where there are none."""
+        return Guard(self.bans, self.loom.text(self.node_id)) if self.bans.active else None
 
 
 class Offers:
@@ -141,7 +149,7 @@ class Offers:
         """Forget how the last search went, and stop looking ahead (the writer moved)."""
         self.ahead.cancel()
         self.error: str | None = None
-        self.failed: tuple[str, SearchParams, Steering] | None = None
+        self.failed: tuple[str, SearchParams, Steering, Bans] | None = None
         self.notice: str | None = None
 
     def offer(self, spot: Spot, params: SearchParams, *, model: str | None) -> Offer | None:
@@ -157,14 +165,15 @@ class Offers:
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if (restored and restored[1] == params and restored[0].stats.model == model
-                    and search_steering(saved) == spot.in_force):  # fmt: skip
+                    and search_steering(saved) == spot.in_force
+                    and saved.get("bans") == _bans_dict(spot.bans)):  # fmt: skip
                 result = restored[0]
                 _keep(self.results, _key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 
     def latest(self, node_id: str) -> Offer | None:
         """The node's latest search, whatever its parameters (shown while a new one fails)."""
-        for (at, params, _), result in reversed(self.results.items()):
+        for (at, params, *_), result in reversed(self.results.items()):
             if at == node_id:
                 return Offer(at, params, result)
         return None
@@ -204,8 +213,10 @@ class Offers:
         node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
             ids = self._sent(backend, spot, params)
-            found = None if forced else self.ahead.take(backend.model_name, ids, params)
-            result = found or expand(backend, ids, params, progress=progress)
+            # Look-ahead searches without the bans: its searches do not count under them.
+            ahead = not forced and not spot.bans.active
+            found = self.ahead.take(backend.model_name, ids, params) if ahead else None
+            result = found or expand(backend, ids, params, progress=progress, guard=spot.guard())
         except (BackendError, ValueError) as e:
             self.error, self.failed = str(e), _key(spot, params)
             return None
@@ -215,6 +226,7 @@ class Offers:
         made((node_id, params))
         if spot.saved:
             data, store = search_to_dict(result, params, spot.in_force), self.library.store
+            data |= {"bans": _bans_dict(spot.bans)} if spot.bans.active else {}
             self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
         return Offer(node_id, params, result)
 
@@ -270,7 +282,7 @@ class Offers:
         """Draw `params.n` continuations at `spot`; None on a backend error (see `error`)."""
         try:
             context = self.context(backend, spot, room=params.max_tokens)
-            result = ramify(backend, sent_ids(backend, context), params, progress)
+            result = ramify(backend, sent_ids(backend, context), params, progress, spot.guard())
         except (BackendError, ValueError) as e:
             self.error = str(e)
             return None
@@ -311,9 +323,14 @@ class Offers:
         return self.contexts[key]
 
 
-def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering]:
-    """A search's place among those kept: its node, parameters and steering in force."""
-    return spot.node_id, params, spot.in_force
+def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering, Bans]:
+    """A search's place among those kept: its node, parameters, steering in force and bans."""
+    return spot.node_id, params, spot.in_force, spot.bans
+
+
+def _bans_dict(bans: Bans) -> dict | None:
+    """The bans a saved search records (None: it was made without any)."""
+    return bans.to_dict() if bans.active else None
 
 
 def _keep(kept: OrderedDict, key, value, most: int = KEPT_RESULTS) -> None:

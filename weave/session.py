@@ -8,7 +8,8 @@ node ids it was shown with. Where another tab saved a node of the same text at t
 place meanwhile, the store keeps theirs and our id stands for it in the moves still
 pending. A tab does not leave a story while moves of it are unsaved. Lone suggestions
 accepted by themselves in a row are one `LoneChain`: one undo takes them all back. The
-story's steering (`weave.steering`) is kept in its settings record and goes with `spot`.
+story's steering (`weave.steering`) and bans (`weave.bans`) are kept in its settings
+record (so exported and imported with it) and go with `spot`.
 What a node offers is `weave.offers`'; the list of stories is `weave.library`'s.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from weave.bans import Bans, bans_in, with_bans
 from weave.library import Library
 from weave.lookahead import LookAhead
 from weave.loom import Loom, NoSuchNode, new_id
@@ -72,6 +74,7 @@ class Workspace:
     def _clear(self) -> None:
         self.settings: dict = {}
         self.steering = Steering()  # the story's memory, note and lorebook
+        self.bans = Bans()  # the story's bans, bias and repetition guard
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
@@ -307,7 +310,7 @@ class Workspace:
 
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed (its steering stays)."""
-        settings = with_steering(settings, self.steering)
+        settings = with_bans(with_steering(settings, self.steering), self.bans)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
@@ -319,17 +322,26 @@ class Workspace:
             self.steering = steering_in(settings)
         except ValueError as e:  # a store edited by hand: the story opens, unsteered
             self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
+        try:
+            self.bans = bans_in(settings)
+        except ValueError as e:  # likewise: the story opens without bans
+            self.notice = f"This story's bans cannot be read ({e})."
 
     def set_steering(self, steering: Steering) -> None:
         """The story's memory, note and lorebook from now on, saved with the story."""
         self.steering = steering
         self.remember_settings(self.settings)
 
+    def set_bans(self, bans: Bans) -> None:
+        """The story's bans, bias and repetition guard from now on, saved with the story."""
+        self.bans = bans
+        self.remember_settings(self.settings)
+
     # -- what is offered here --------------------------------------------------------------
     @property
     def spot(self) -> Spot:
         """Where this tab is, for `offers`' searches and draws (the story must be open)."""
-        return Spot(self.story_id, self.loom, not self.pending, self.steering)
+        return Spot(self.story_id, self.loom, not self.pending, self.steering, self.bans)
 
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""
