@@ -5,8 +5,8 @@ loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a curso
 (`weave.session.Workspace`); the search is `weave.search.expand`; what the page says about
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
 the story (its end in view), the moves and the suggestions on the left, the tools (the
-steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
-right. The URL names the story and the node. The model is loaded once per process
+steering and bans panels among them: `lloom_steering`, `lloom_bans`) and the graphs
+(`lloom_graphs`) on the right. The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
 """
@@ -25,6 +25,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_bans
 import lloom_graphs
 import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
@@ -157,9 +158,11 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     left, right = st.columns(2, gap="medium")
     with right:
         params, prefix_space, shading = tools_ui(settings, ws, backend)
-        steer, seen = st.columns(2)
+        steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
             lloom_steering.steering_ui(ws)  # before the search: it searches under them
+        with ban.popover("🚫 Bans & bias", width="stretch"):
+            lloom_bans.bans_ui(ws)  # likewise
     with left:
         story_ui(ws)
         draw = moves_ui(settings, ws, backend)

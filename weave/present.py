@@ -221,6 +221,8 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
     the cache, or its time and speed."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
+    if result.pruned:  # the bans panel lists which
+        found += f" · 🚫 {len(result.pruned)} pruned by the bans"
     if ahead:
         return f"{found} from look-ahead, {s.seconds:.1f} s while you read"
     if from_cache(s):
