@@ -6,9 +6,9 @@ loom (`weave.loom`, kept by `weave.loom_store`), and each browser tab is a curso
 suggestions is `weave.present`'s, its keys are `weave.keys`'. The story page is a desk:
 the story (its end in view), the moves and the suggestions on the left, the tools (the
 steering and bans panels among them: `lloom_steering`, `lloom_bans`) and the graphs
-(`lloom_graphs`) on the right. The URL names the story and the node. The model is loaded once per process
-(`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
-switch it. No algorithm lives here.
+(`lloom_graphs`) on the right. The URL names the story and the node. The model is loaded
+once per process (`shared_backend`, `backends.shared`) and shared by every session; on
+MLX a writer may switch it. No algorithm lives here.
 """
 
 from __future__ import annotations
