@@ -161,6 +161,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
             lloom_steering.steering_ui(ws)  # before the search: it searches under them
+        ws.default_bans = settings.bans  # config.toml's [bans], beside the story's own
         with ban.popover("🚫 Bans & bias", width="stretch"):
             lloom_bans.bans_ui(ws)  # likewise
     with left:

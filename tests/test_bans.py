@@ -10,6 +10,7 @@ import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.bans import MAX_RULES, BanRule, Bans, Guard, bans_in, parse_list, slop_rules, with_bans
+from weave.config import ConfigError, load_settings, settings_from_table
 from weave.loom_store import LoomStore
 from weave.ramify import RamifyParams, ramify
 from weave.search import SearchParams, expand
@@ -216,3 +217,19 @@ def test_a_storys_bans_are_saved_exported_imported_and_guard_its_searches(tmp_pa
     bad["settings"] = {"bans": {"rules": [{"text": "(x", "regex": True}]}}
     with pytest.raises(BadImport, match=r"rules\[0\] \('\(x'\) is not a valid regular"):
         again.store.import_json(json.dumps(bad))
+
+
+def test_config_tomls_default_list_goes_beside_the_storys_own():
+    settings = settings_from_table(
+        {"bans": {"phrases": ["delve"], "regexes": [r"not \w+, but"], "no_repeat_words": 5}}
+    )
+    own = Bans((BanRule("orbs"), BanRule("delve")), no_repeat_words=3, slop=True)
+    joined = settings.bans.joined(own)
+    assert [r.text for r in joined.rules] == ["delve", r"not \w+, but", "orbs"]
+    assert joined.no_repeat_words == 3 and joined.slop
+    assert settings.bans.joined(Bans()).no_repeat_words == 5
+    with pytest.raises(ConfigError, match=r"\[bans\] regexes\[0\] \('\(x'\) is not a valid"):
+        settings_from_table({"bans": {"regexes": ["(x"]}})
+    with pytest.raises(ConfigError, match=r"\[bans\] unknown key 'phrase'"):
+        settings_from_table({"bans": {"phrase": ["x"]}})
+    assert load_settings().bans == Bans()  # the shipped config.toml bans nothing

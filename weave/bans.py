@@ -90,6 +90,14 @@ class Bans:
     def active(self) -> bool:
         return bool(self.rules or self.no_repeat_words or self.slop)
 
+    def joined(self, other: Bans) -> Bans:
+        """These bans (a default list) and `other`'s (a story's, a command line's): the
+        rules of both (the first MAX_RULES, the default list's first), `other`'s
+        repetition guard where it sets one, the slop list if either asks for it."""
+        rules = self.rules + tuple(r for r in other.rules if r not in self.rules)
+        repeat = other.no_repeat_words or self.no_repeat_words
+        return Bans(rules[:MAX_RULES], repeat, self.slop or other.slop)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rules": [_rule_dict(r) for r in self.rules],
@@ -115,6 +123,24 @@ class Bans:
             data.get("no_repeat_words", 0),
             data.get("slop", False),
         )
+
+
+def bans_from_config(table: Mapping[str, Any]) -> Bans:
+    """config.toml's [bans]: `phrases` and `regexes` (lists of text), `no_repeat_words`,
+    `slop`; a default list every search uses beside the story's own.
+
+    Raises:
+        ValueError: one line naming the key or the entry.
+    """
+    unknown = sorted(set(table) - {"phrases", "regexes", "no_repeat_words", "slop"})
+    _check(not unknown, f"unknown key {unknown[0]!r}" if unknown else "")
+    rules = []
+    for name, regex in (("phrases", False), ("regexes", True)):
+        values = table.get(name, [])
+        _check(isinstance(values, list), f"{name} must be a list of text")
+        _check(len(values) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+        rules += [_rule(dict(text=v, regex=regex), f"{name}[{i}]") for i, v in enumerate(values)]
+    return Bans(tuple(rules), table.get("no_repeat_words", 0), table.get("slop", False))
 
 
 def bans_in(settings: Mapping[str, Any]) -> Bans:

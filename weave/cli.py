@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = create_backend(settings)
         params = replace(settings.search_for(backend.model_name), **given)
         context = fitted_context(backend, steering, story, room=params.max_depth)
+        bans = settings.bans.joined(bans)  # config.toml's [bans], then the options'
         guard = Guard(bans, story) if bans.active else None
         result = expand(backend, sent_ids(backend, context), params, guard=guard)
     except (BackendError, ConfigError, ValueError, OSError) as e:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from weave.bans import Bans, bans_from_config
 from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.ramify import RamifyParams
 from weave.search import SearchParams
@@ -110,6 +111,7 @@ class Settings:
     sharing: SharingSettings = field(default_factory=SharingSettings)
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
+    bans: Bans = field(default_factory=Bans)  # [bans]: used beside each story's own
 
     @property
     def cache_dir(self) -> Path:
@@ -196,7 +198,8 @@ def _check_key_parts(text: str, path: Path) -> None:
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
-                        "openai", "lookahead", "stories", "data", "sharing"}, where)  # fmt: skip
+                        "openai", "lookahead", "stories", "data", "sharing", "bans"},
+                 where)  # fmt: skip
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
@@ -213,6 +216,10 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     data = _table(table, "data", where)
     _check_keys(data, {"folder"}, f"{where} [data]")
     folder = _typed(data.get("folder", "~/.local/share/lloom"), str, f"{where} [data] folder")
+    try:
+        bans = bans_from_config(_table(table, "bans", where))
+    except ValueError as e:
+        raise ConfigError(f"{where} [bans] {str(e).removeprefix('bans: ')}") from e
     return Settings(
         search=_section(SearchParams, table, "search", where),
         model_search=model_search,
@@ -228,6 +235,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         sharing=_section(SharingSettings, table, "sharing", where),
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
+        bans=bans,
     )
 
 

@@ -61,6 +61,7 @@ class Workspace:
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
         self.ahead = LookAhead(0)  # this tab's look-ahead; its rows are the page's setting
+        self.default_bans = Bans()  # config.toml's [bans], beside the story's own (the page's)
         self._clear()
 
     @property
@@ -341,7 +342,8 @@ class Workspace:
     @property
     def spot(self) -> Spot:
         """Where this tab is, for `offers`' searches and draws (the story must be open)."""
-        return Spot(self.story_id, self.loom, not self.pending, self.steering, self.bans)
+        bans = self.default_bans.joined(self.bans)
+        return Spot(self.story_id, self.loom, not self.pending, self.steering, bans)
 
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""
