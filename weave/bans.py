@@ -34,10 +34,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from backends.base import Candidate
 from weave.phrases import Phrase, PhraseSet, Scan, fold
+
+if TYPE_CHECKING:  # a type only: the store reads bans without loading a backend
+    from backends.base import Candidate
 
 MAX_RULES = 10_000
 MAX_RULE_CHARS = 200
