@@ -76,6 +76,7 @@ class Bans:
     rules: tuple[BanRule, ...] = ()
     no_repeat_words: int = 0  # 0: the repetition guard is off
     slop: bool = False  # the shipped slop list, banned
+    _compiled: _Compiled | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check(isinstance(self.rules, tuple), "rules must be a tuple of BanRule")
@@ -99,6 +100,12 @@ class Bans:
         rules = self.rules + tuple(r for r in other.rules if r not in self.rules)
         repeat = other.no_repeat_words or self.no_repeat_words
         return Bans(rules[:MAX_RULES], repeat, self.slop or other.slop)
+
+    def compiled(self) -> _Compiled:
+        """The phrases compiled, once per `Bans` (a search compiles none anew)."""
+        if self._compiled is None:
+            object.__setattr__(self, "_compiled", _Compiled(self))  # frozen: set once
+        return self._compiled
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,27 +229,33 @@ class Pruned:
     by: str  # the banned phrase, or "repeats “…”"
 
 
+class _Compiled:
+    """A `Bans`' phrases compiled: banned (literal and regular expressions, by name) and
+    biased (literal, with their weights)."""
+
+    def __init__(self, bans: Bans) -> None:
+        rules = bans.rules + (slop_rules() if bans.slop else ())
+        literal = [r for r in rules if r.banned and not r.regex]
+        regexes = [r for r in rules if r.banned and r.regex]
+        self.banned = PhraseSet([_phrase(r) for r in literal], [r.text for r in regexes])
+        self.ban_names = [r.text for r in literal + regexes]
+        biased = [r for r in rules if not r.banned and not r.regex]
+        self.biased = PhraseSet([_phrase(r) for r in biased])
+        self.weights = [r.weight for r in biased]
+
+
 @dataclass
 class Guard:
-    """A `Bans` compiled for a story: which tokens it prunes and how it biases them."""
+    """A `Bans` read for a story: which tokens it prunes and how it biases them."""
 
     bans: Bans
     story_text: str
-    _banned: PhraseSet = field(init=False)
-    _ban_names: list[str] = field(init=False)
-    _biased: PhraseSet = field(init=False)
-    _weights: list[float] = field(init=False)
     _runs: frozenset[tuple[str, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
-        rules = self.bans.rules + (slop_rules() if self.bans.slop else ())
-        literal = [r for r in rules if r.banned and not r.regex]
-        regexes = [r for r in rules if r.banned and r.regex]
-        self._banned = PhraseSet([_phrase(r) for r in literal], [r.text for r in regexes])
-        self._ban_names = [r.text for r in literal + regexes]
-        biased = [r for r in rules if not r.banned and not r.regex]
-        self._biased = PhraseSet([_phrase(r) for r in biased])
-        self._weights = [r.weight for r in biased]
+        compiled = self.bans.compiled()
+        self._banned, self._ban_names = compiled.banned, compiled.ban_names
+        self._biased, self._weights = compiled.biased, compiled.weights
         self._runs = _runs(self.story_text, self.bans.no_repeat_words)
 
     def screen(self, state: GuardState, options: Sequence[Candidate]):
