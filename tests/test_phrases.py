@@ -194,5 +194,5 @@ def test_the_largest_lorebook_the_caps_allow_does_not_hang_a_search():
     steering.fired("")  # compiled once, on the first search
     started = time.perf_counter()
     fired = steering.fired(story)
-    assert time.perf_counter() - started < 1.0  # bench/bench_lorebook.py measures it
+    assert time.perf_counter() - started < 5.0  # a loose bound: bench/bench_lorebook.py measures it
     assert lore[3] in fired

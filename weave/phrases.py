@@ -23,11 +23,12 @@ How a literal phrase matches (the lorebook's rules, `weave.steering`):
 How it is done, and why (measured in bench/bench_lorebook.py):
   - One pass: the folded phrases' first `ANCHOR` characters are one regular expression
     shaped as a trie (`(?=(ab(?:c|d)…))`), so `re` tries every phrase at every position
-    in C in a single scan; each anchor found is checked against the phrases that begin
-    with it by a dict lookup per length (`_AnchorIndex`). An alternation of whole phrases
-    takes `re` tens of seconds to compile for the largest lorebook the caps allow
-    (200,000 keys of 200 characters); a pure Python Aho–Corasick pass over 100,000
-    characters costs seconds under load (bench/bench_lorebook.py prints both).
+    in C in a single scan (two: phrases that must start a word are looked for only where
+    a word starts, behind `(?<!\\w)`); each anchor found is checked against the phrases
+    that begin with it by a dict lookup per length (`_AnchorIndex`). An alternation of
+    whole phrases takes `re` tens of seconds to compile for the largest lorebook the
+    caps allow (200,000 keys of 200 characters); a pure Python Aho–Corasick pass over
+    100,000 characters costs seconds under load (bench/bench_lorebook.py prints both).
   - Piece by piece: an Aho–Corasick automaton over the folded phrases (a piece's
     characters walk its goto and fail links), the last few characters kept for the case
     and word-edge checks.
@@ -40,12 +41,14 @@ This module knows nothing of lorebooks, bans or searches.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 ANCHOR = 8  # characters of each phrase in the one-pass expression
 CHUNK = 1_024  # `last_found` reads the last this many characters first, then twice as many
+NARROW = 512  # `last_found` looks for the anchors left anew where at most this many are
 REGEX_WINDOW = 200  # characters before a piece a regular expression may read back
 
 
@@ -111,8 +114,13 @@ class PhraseSet:
         self.phrases = tuple(phrases)
         self._folded = tuple(fold(p.text) for p in self.phrases)
         self._regexes = tuple(_compile(r, i) for i, r in enumerate(regexes))
-        self._index = _AnchorIndex(self._folded)
-        self._anchor_rx = re.compile("(?=(" + _trie_pattern(list(self._index.roots)) + "))")
+        # Two passes: phrases that must start a word are looked for only where one starts
+        # (most positions are inside words), the others everywhere.
+        edge = [p.whole_words and is_word_char(p.text[0]) for p in self.phrases]
+        self._passes = [
+            _Pass(self._folded, [i for i, e in enumerate(edge) if e == starts], lead)
+            for starts, lead in ((True, r"(?<!\w)"), (False, ""))
+        ]
         self._built: _Automaton | None = None  # the lorebook never reads piece by piece
         longest = max((len(f) for f in self._folded), default=0)
         self._keep = max(longest + 1, REGEX_WINDOW if self._regexes else 0)
@@ -125,7 +133,12 @@ class PhraseSet:
         """Every occurrence of a literal phrase starting at `start` or after (the text
         before `start` still counts for the word-edge check), in the text's order."""
         folded = fold(text)
-        return [Hit(i, at, end) for i, at, end in self._walk(folded, text, start, len(text))]
+        hits = [
+            Hit(i, at, end)
+            for scan in self._passes
+            for i, at, end in self._walk(scan, folded, text, start, len(text))
+        ]
+        return sorted(hits, key=lambda h: (h.start, h.end, h.phrase))
 
     def last_found(self, text: str, start: int = 0) -> dict[int, int]:
         """{phrase: where its last occurrence starts} for the phrases that occur at
@@ -133,26 +146,31 @@ class PhraseSet:
         for no further back than its last occurrence (a common word is found at once)."""
         folded = fold(text)
         found: dict[int, int] = {}
-        remaining = dict(self._index.counts)  # per anchor: its phrases not yet found
-        hi, size, left = len(text), CHUNK, len(self.phrases)
-        while hi > start and left:
-            lo = max(start, hi - size)
-            latest: dict[int, int] = {}
-            for i, at, _ in self._walk(folded, text, lo, hi, remaining):
-                if i not in found:
-                    latest[i] = at
-            for i, at in latest.items():
-                found[i] = at
-                remaining[self._index.anchor_of[i]] -= 1
-            left -= len(latest)
-            hi, size = lo, size * 2
+        for scan in self._passes:
+            index = scan.index
+            remaining = dict(index.counts)  # per anchor: its phrases not yet found
+            hi, size, left = len(text), CHUNK, len(index.anchor_of)
+            while hi > start and left:
+                lo = max(start, hi - size)
+                latest: dict[int, int] = {}
+                for i, at, _ in self._walk(scan, folded, text, lo, hi, remaining):
+                    if i not in found:
+                        latest[i] = at
+                for i, at in latest.items():
+                    found[i] = at
+                    remaining[index.anchor_of[i]] -= 1
+                left -= len(latest)
+                hi, size = lo, size * 2
+                scan = scan.narrowed(remaining)
         return found
 
-    def _walk(self, folded: str, text: str, lo: int, hi: int, remaining=None):
-        """(phrase, start, end) of each occurrence starting in [lo, hi), skipping the
-        anchors `remaining` counts none left for."""
-        index = self._index
-        for m in self._anchor_rx.finditer(folded, lo):
+    def _walk(self, scan: _Pass, folded: str, text: str, lo: int, hi: int, remaining=None):
+        """(phrase, start, end) of each occurrence of `scan`'s phrases starting in
+        [lo, hi), skipping the anchors `remaining` counts none left for."""
+        index = scan.index
+        if not index.anchor_of:
+            return
+        for m in scan.rx.finditer(folded, lo):
             at = m.start()
             if at >= hi:
                 return
@@ -221,6 +239,31 @@ def _compile(pattern: str, i: int) -> re.Pattern[str]:
     return rx
 
 
+class _Pass:
+    """One pass of `PhraseSet.find`: the phrases `ids`, their anchors as one expression
+    (behind `lead`, a condition on where they may start) and their index."""
+
+    def __init__(self, folded: Sequence[str], ids: list[int], lead: str) -> None:
+        self.index = _AnchorIndex(folded, ids)
+        self.lead, self.anchors = lead, len(self.index.roots)
+        self.rx = _anchor_rx(lead, list(self.index.roots))
+
+    def narrowed(self, remaining: dict[str, int]) -> _Pass:
+        """This pass looking only for the anchors `remaining` counts phrases left for,
+        where they are few (common keys found, a rare one left: the rest of the story is
+        then scanned in C with next to no hits); else this pass as it is."""
+        left = [anchor for anchor, n in remaining.items() if n]
+        if len(left) > NARROW or len(left) * 4 > self.anchors:
+            return self
+        narrow = copy.copy(self)
+        narrow.anchors, narrow.rx = len(left), _anchor_rx(self.lead, left)
+        return narrow
+
+
+def _anchor_rx(lead: str, anchors: list[str]) -> re.Pattern[str]:
+    return re.compile(lead + "(?=(" + _trie_pattern(anchors) + "))")
+
+
 Rests = dict[int, dict[str, list[int]]]  # a phrase's length -> {its text past here: phrases}
 
 
@@ -233,14 +276,15 @@ class _AnchorIndex:
       chain[a]     the anchors that are prefixes of `a` (itself included): the one-pass
                    expression reports the longest anchor at a position ("mirabel"), and
                    the shorter ones there ("mira") hold too;
-      counts[a]    how many phrases anchor `a` begins;  anchor_of[i]  phrase i's anchor."""
+      counts[a]    how many phrases anchor `a` begins;  anchor_of[i]  phrase i's anchor
+                   (for the phrases `ids` of the set's `folded` phrases)."""
 
-    def __init__(self, folded: Sequence[str]) -> None:
+    def __init__(self, folded: Sequence[str], ids: list[int]) -> None:
         self.roots: dict[str, tuple[Rests, dict[str, Rests]]] = {}
-        self.anchor_of = [text[:ANCHOR] for text in folded]
+        self.anchor_of = {i: folded[i][:ANCHOR] for i in ids}
         self.counts: dict[str, int] = {}
-        for i, text in enumerate(folded):
-            anchor = self.anchor_of[i]
+        for i in ids:
+            text, anchor = folded[i], self.anchor_of[i]
             self.counts[anchor] = self.counts.get(anchor, 0) + 1
             near, far = self.roots.setdefault(anchor, ({}, {}))
             if len(text) < 2 * ANCHOR:
