@@ -791,11 +791,14 @@ def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
     at = token.selectbox("Token", range(len(rows)), index=len(rows) - 1, key="alt_token",
                          format_func=lambda i: token_label(rows[i], i))  # fmt: skip
     row = rows[at]
+    banned = lloom_bans.banned_alternatives(ws, rows, at)  # marked, still offered
     pick = choice.selectbox(
         "Alternative",
         range(len(row.top)),
         key=f"alt_choice_{at}",
-        format_func=lambda i: present.alternative_label(row.top[i]),
+        format_func=lambda i: (
+            ("🚫 " if i in banned else "") + present.alternative_label(row.top[i])
+        ),
     )
     go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
               args=(ws, shown, row, row.top[pick]),

@@ -1,5 +1,6 @@
 """The page's "🚫 Bans & bias" panel: the story's banned phrases, patterns and bias, the
-repetition guard and the shipped slop list, and what the last search here pruned.
+repetition guard and the shipped slop list, and what the last search here pruned; and
+which of the model's alternatives at a story token the bans would prune (marked 🚫).
 
 Phrases typed here are whole words with case ignored (a list imported or kept with other
 options keeps them while its lines are not edited). Every change is saved with the story
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from weave.bans import MAX_REPEAT_WORDS, BanRule, Bans, parse_list, slop_rules
+from backends.base import TokenAlternatives
+from weave.bans import MAX_REPEAT_WORDS, BanRule, Bans, banned_among, parse_list, slop_rules
 from weave.present import md, shorten
 from weave.session import Workspace
 
@@ -112,6 +114,14 @@ def _save(ws: Workspace, bans: Bans) -> None:
     if bans != ws.bans:
         ws.set_bans(bans)
     st.session_state.bans_seen = ws.bans  # this tab's widgets hold it
+
+
+def banned_alternatives(ws: Workspace, rows: list[TokenAlternatives], at: int) -> dict[int, str]:
+    """Which of the model's alternatives at row `at` of the story's last tokens `rows` the
+    bans would prune (by index, and why): the alternatives picker marks them."""
+    after = "".join(row.text for row in rows[at:])  # the story's text from that token on
+    before = ws.text[: len(ws.text) - len(after)]
+    return banned_among(ws.spot.bans, before, rows[at].top)
 
 
 def _pruned_ui(ws: Workspace) -> None:

@@ -8,8 +8,19 @@ import math
 
 import pytest
 
+from backends.base import Candidate
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.bans import MAX_RULES, BanRule, Bans, Guard, bans_in, parse_list, slop_rules, with_bans
+from weave.bans import (
+    MAX_RULES,
+    BanRule,
+    Bans,
+    Guard,
+    banned_among,
+    bans_in,
+    parse_list,
+    slop_rules,
+    with_bans,
+)
 from weave.config import ConfigError, load_settings, settings_from_table
 from weave.loom_store import LoomStore
 from weave.ramify import RamifyParams, ramify
@@ -233,3 +244,11 @@ def test_config_tomls_default_list_goes_beside_the_storys_own():
     with pytest.raises(ConfigError, match=r"\[bans\] unknown key 'phrase'"):
         settings_from_table({"bans": {"phrase": ["x"]}})
     assert load_settings().bans == Bans()  # the shipped config.toml bans nothing
+
+
+def test_the_alternatives_the_bans_would_prune_are_marked():
+    options = [Candidate(1, " spine", -0.1), Candidate(2, " back", -1.0), Candidate(3, "s", -2)]
+    bans = ban("shivers down her spine", "downs")
+    assert banned_among(bans, "It sent shivers down her", options) == {0: "shivers down her spine"}
+    assert banned_among(bans, "ups and down", options) == {2: "downs"}
+    assert banned_among(Bans(), "It sent shivers down her", options) == {}

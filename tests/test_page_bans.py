@@ -42,3 +42,21 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
         "**Not saved.** bias line 1: write “phrase = weight”, weight a number"
     ]
     assert workspace(at).bans == Bans((BanRule("a"),))
+
+
+def test_the_alternatives_the_bans_would_prune_are_marked(data_dir):
+    at = started()  # the real embedded model gives the story's own tokens' alternatives
+    at.button(key="alt_show").click().run()
+    rows = at.session_state["page"].alternatives.rows
+    index = next(i for i, row in enumerate(rows) if row.text == " upon")
+    at.selectbox(key="alt_token").set_value(index).run()
+    word = next(c.text.strip() for c in rows[index].top if c.text.strip().isalpha())
+    labels = at.selectbox(key=f"alt_choice_{index}").options
+    assert not any(label.startswith("🚫") for label in labels)
+    workspace(at).set_bans(Bans((BanRule(word),)))
+    at.selectbox(key="alt_token").set_value(index).run()
+    assert not at.exception
+    labels = at.selectbox(key=f"alt_choice_{index}").options
+    marked = [c.text for c, label in zip(rows[index].top, labels, strict=True)
+              if label.startswith("🚫")]  # fmt: skip
+    assert marked and all(t.strip().lower() == word.lower() for t in marked)

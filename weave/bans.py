@@ -319,6 +319,17 @@ class Guard:
         return words, word, repeated
 
 
+def banned_among(bans: Bans, before: str, options: Sequence[Candidate]) -> dict[int, str]:
+    """Which of `options` (the model's alternatives at a token of the story, after the
+    text `before`) the bans prune, by index, and why: the page marks them."""
+    if not bans.active:
+        return {}
+    guard = Guard(bans, before)
+    root = guard.root()
+    verdicts = ((i, guard.step(root, c.piece).pruned_by) for i, c in enumerate(options))
+    return {i: why for i, why in verdicts if why is not None}
+
+
 def _runs(story_text: str, n: int) -> frozenset[tuple[str, ...]]:
     """Every run of `n` words in the story's last REPEAT_CHARS characters (case folded)."""
     if not n:
