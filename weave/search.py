@@ -13,7 +13,11 @@ The rules, precisely (see ARCHITECTURE.md):
   strings it starts with, contains '.' or ',' and cuts the text just after it;
 - finished plus live beams never exceed `max_suggestions`; once they reach it, each live
   beam takes its top token and finishes;
-- control tokens (`backend.special_token_ids`) are never offered as text.
+- control tokens (`backend.special_token_ids`) are never offered as text;
+- under a guard (`weave.bans`), each beam's candidates are screened before the choice:
+  one that completes a banned phrase (or repeats the story) is left out, so its room goes
+  to the next, and bias shifts the others' log-probs (re-sorted) before the cutoff;
+  `SearchResult.pruned` lists the left-out ones the beam would have taken.
 """
 
 from __future__ import annotations
