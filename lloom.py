@@ -6,11 +6,11 @@ and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loo
 and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
 `weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
 its keys are `weave.keys`'. The story page is a desk: the story (its end in view), the
-moves and the suggestions on the left, the tools (the
-steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
-right. The URL names the story and the node. The model is loaded once per process
-(`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
-switch it. No algorithm lives here.
+moves and the suggestions on the left, the tools (the steering and bans panels among
+them: `lloom_steering`, `lloom_bans`) and the graphs (`lloom_graphs`) on the right. The
+URL names the story and the node. The model is loaded once per process (`shared_backend`,
+`backends.shared`) and shared by every session; on MLX a writer may switch it. No
+algorithm lives here.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_bans
 import lloom_graphs
 import lloom_hosts
 import lloom_steering
@@ -164,9 +165,12 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     left, right = st.columns(2, gap="medium")
     with right:
         params, prefix_space, shading = tools_ui(settings, ws, backend)
-        steer, seen = st.columns(2)
+        steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
             lloom_steering.steering_ui(ws)  # before the search: it searches under them
+        ws.default_bans = settings.bans  # config.toml's [bans], beside the story's own
+        with ban.popover("🚫 Bans & bias", width="stretch"):
+            lloom_bans.bans_ui(ws)  # likewise
     with left:
         story_ui(ws)
         draw = moves_ui(settings, ws, backend)
@@ -784,11 +788,14 @@ def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
     at = token.selectbox("Token", range(len(rows)), index=len(rows) - 1, key="alt_token",
                          format_func=lambda i: token_label(rows[i], i))  # fmt: skip
     row = rows[at]
+    banned = lloom_bans.banned_alternatives(ws, rows, at)  # marked, still offered
     pick = choice.selectbox(
         "Alternative",
         range(len(row.top)),
         key=f"alt_choice_{at}",
-        format_func=lambda i: present.alternative_label(row.top[i]),
+        format_func=lambda i: (
+            ("🚫 " if i in banned else "") + present.alternative_label(row.top[i])
+        ),
     )
     go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
               args=(ws, shown, row, row.top[pick]),

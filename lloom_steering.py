@@ -19,6 +19,8 @@ from weave.desk.session import Workspace
 from weave.story.lorebook import parse_lorebook
 from weave.story.steering import (
     MAX_ENTRY_CHARS,
+    MAX_KEY_CHARS,
+    MAX_KEYS,
     MAX_MEMORY_CHARS,
     MAX_NOTE_CHARS,
     MAX_NOTE_DEPTH,
@@ -48,17 +50,16 @@ def steering_ui(ws: Workspace) -> None:
         key=f"st_depth_{rev}", help="The note goes before the story's last this many lines "
         "(blank lines do not count).",
     )  # fmt: skip
-    try:
-        lore = tuple(_entry_ui(ws, entry, i, rev) for i, entry in enumerate(steering.lore))
+    lore = tuple(_entry_ui(ws, entry, i, rev) for i, entry in enumerate(steering.lore))
+    if None not in lore:  # an entry past a cap said so; the saved steering stays
         _save(ws, replace(steering, memory=memory, note=note, note_depth=int(depth), lore=lore))
-    except ValueError as e:  # a key past its length: the saved steering stays
-        st.error(f"**Not saved.** {md(str(e).removeprefix('steering: '))}", icon="📖")
     _add_ui(ws, rev)
     _import_ui(ws, rev)
 
 
-def _entry_ui(ws: Workspace, entry: LoreEntry, i: int, rev: str) -> LoreEntry:
-    """One lorebook entry's editor; returns the entry as the widgets now hold it."""
+def _entry_ui(ws: Workspace, entry: LoreEntry, i: int, rev: str) -> LoreEntry | None:
+    """One lorebook entry's editor; returns the entry as the widgets now hold it, None
+    where its keys pass a cap (said in one line)."""
     mark = "" if entry.enabled else " (off)"
     with st.expander(f"📖 {md(entry.label)}{mark}"):
         keys = st.text_input("Keys (comma-separated)", ", ".join(entry.keys),
@@ -68,6 +69,10 @@ def _entry_ui(ws: Workspace, entry: LoreEntry, i: int, rev: str) -> LoreEntry:
         on, delete = st.columns([3, 1], vertical_alignment="center")
         enabled = on.toggle("On", entry.enabled, key=f"st_on_{rev}_{i}")
         delete.button("🗑️ Delete", key=f"st_delete_{rev}_{i}", on_click=_delete, args=(ws, i))
+        problem = _keys_problem(_keys(keys))
+        if problem:
+            st.error(f"**Not saved.** {problem}", icon="📖")
+            return None
     return replace(entry, keys=_keys(keys), text=text, enabled=enabled)
 
 
@@ -77,6 +82,10 @@ def _add_ui(ws: Workspace, rev: str) -> None:
         keys = st.text_input("Keys (comma-separated)", key=f"st_new_keys_{rev}")
         text = st.text_area("Text", max_chars=MAX_ENTRY_CHARS, key=f"st_new_text_{rev}")
         if st.form_submit_button("➕ Add entry") and (keys.strip() or text.strip()):
+            problem = _keys_problem(_keys(keys))
+            if problem:
+                st.error(f"**Not added.** {problem}", icon="📖")
+                return
             steering = ws.steering
             _save(ws, replace(steering, lore=(*steering.lore, LoreEntry(_keys(keys), text))))
             _bump(ws)
@@ -121,6 +130,17 @@ def _save(ws: Workspace, steering: Steering) -> None:
 
 def _keys(text: str) -> tuple[str, ...]:
     return tuple(k.strip() for k in text.split(",") if k.strip())
+
+
+def _keys_problem(keys: tuple[str, ...]) -> str | None:
+    """The one line that says which cap `keys` pass, if any (`weave.steering`'s caps)."""
+    if len(keys) > MAX_KEYS:
+        return f"An entry holds at most {MAX_KEYS} keys; this one has {len(keys)}."
+    long = next((k for k in keys if len(k) > MAX_KEY_CHARS), None)
+    if long is not None:
+        return (f"A key holds at most {MAX_KEY_CHARS} characters; "
+                f"“{md(long[:20])}…” has {len(long):,}.")  # fmt: skip
+    return None
 
 
 def _rev(ws: Workspace) -> str:

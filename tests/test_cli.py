@@ -36,7 +36,9 @@ def test_expand_json_on_the_embedded_model():
     done = weave("expand", "--story", "Once upon a time,", "--max-depth", "6", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert set(out) == {"params", "steering", "suggestions", "tree", "stats", "context_tokens"}
+    assert set(out) == {"params", "steering", "suggestions", "tree", "stats", "context_tokens",
+                        "pruned", "pruned_branches"}  # fmt: skip
+    assert out["pruned"] == 0 and out["pruned_branches"] == []  # no bans given
     assert out["steering"] == {"memory": "", "note": "", "note_depth": 3, "lore": []}
     suggestions = out["suggestions"]
     assert 10 <= len(suggestions) <= 25  # the embedded model's defaults give real choice

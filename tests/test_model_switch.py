@@ -120,7 +120,7 @@ def test_the_page_says_what_runs_and_a_story_goes_on_under_another_tokenizer(
     assert "135M parameters" in " ".join(c.value for c in at.sidebar.caption)
     ws = at.session_state["page"].ws
     assert ws.loom.text(taken.id) == text and taken.id in [n.id for n in ws.loom.path(ws.cursor)]
-    [(params, shown)] = [(p, r) for (node, p, _), r in ws.offers.results.items()
+    [(params, shown)] = [(p, r) for (node, p, *_), r in ws.offers.results.items()
                          if node == taken.id and r.stats.model == SMOL]  # fmt: skip
     smol = MLXBackend(embedded_model_path, display_name=SMOL)  # searched anew there, by SmolLM2
     try:

@@ -85,3 +85,30 @@ def test_a_story_past_the_window_says_how_much_was_left_out(fake):
     memory = tuple(fake.tokenize("cab.\n"))
     assert searched[: len(memory)] == memory  # the memory is never cut
     assert len(searched) + workspace(at).offers.latest(workspace(at).cursor).params.max_depth <= 60
+
+
+def test_an_entry_past_a_cap_is_one_line_saying_the_cap(fake):
+    """Issue 31.9: 101 keys, or a key of 201 characters, showed a red exception box."""
+    at = started("a cab. a bac,")
+    sid, story = at.query_params["story"], workspace(at).text
+    many = ", ".join(f"k{i}" for i in range(101))
+    long = "x" * 201
+    for keys, line in (
+        (many, "An entry holds at most 100 keys; this one has 101."),
+        (long, "A key holds at most 200 characters; “xxxxxxxxxxxxxxxxxxxx…” has 201."),
+    ):
+        at.text_input(key=f"st_new_keys_{sid}_1").set_value(keys)
+        at.text_area(key=f"st_new_text_{sid}_1").set_value("lore")
+        next(b for b in at.button if b.label == "➕ Add entry").click().run()
+        assert not at.exception
+        assert [e.value for e in at.error] == [f"**Not added.** {line}"]
+        assert workspace(at).steering.lore == () and workspace(at).text == story
+    at.text_input(key=f"st_new_keys_{sid}_1").set_value("cab")
+    at.text_area(key=f"st_new_text_{sid}_1").set_value("lore")
+    next(b for b in at.button if b.label == "➕ Add entry").click().run()
+    at.text_input(key=f"st_keys_{sid}_2_0").set_value(many).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "**Not saved.** An entry holds at most 100 keys; this one has 101."
+    ]
+    assert workspace(at).steering.lore == (LoreEntry(("cab",), "lore"),)

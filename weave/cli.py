@@ -24,7 +24,8 @@ from weave.loom.store import StoreError
 from weave.search.beams import SearchParams, SearchResult, expand
 from weave.search.codec import search_to_dict
 from weave.search.tree import Score
-from weave.story import steering_cli
+from weave.story import bans_cli, steering_cli
+from weave.story.bans import Guard
 from weave.story.model_context import fitted_context, sent_ids
 from weave.view.present import bar_shares, share_text, worth_text
 
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override the configured backend")  # fmt: skip
     ex.add_argument("--json", action="store_true", help="print one JSON object")
     steering_cli.add_arguments(ex)
+    bans_cli.add_arguments(ex)
     loom_cli.add_parser(commands)
     return parser
 
@@ -78,18 +80,23 @@ def main(argv: list[str] | None = None) -> int:
         given = _given(args)  # before the model loads: a mistyped option fails at once
         story = _read_story(args)
         steering = steering_cli.steering_from(args, without_surrogates)
+        bans = bans_cli.bans_from(args)
         settings = load_settings()
         if args.backend:
             settings = replace(settings, backend=args.backend)
         backend = create_backend(settings)
         params = replace(settings.search_for(backend.model_name), **given)
         context = fitted_context(backend, steering, story, room=params.max_depth)
-        result = expand(backend, sent_ids(backend, context), params)
+        bans = settings.bans.joined(bans)  # config.toml's [bans], then the options'
+        guard = Guard(bans, story) if bans.active else None
+        result = expand(backend, sent_ids(backend, context), params, guard=guard)
     except (BackendError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     try:
         data = search_to_dict(result, params, steering.in_force(story))
+        data["pruned"] = len(result.pruned)  # branches the bans and the guard pruned
+        data["pruned_branches"] = [{"text": p.text, "by": p.by} for p in result.pruned]
         out = json.dumps(data, ensure_ascii=False, allow_nan=False) if args.json else None
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
@@ -164,4 +171,6 @@ def to_text(result: SearchResult, score: Score) -> str:
         f"on {st.backend} ({st.model}): {st.forward_calls} forward calls, "
         f"{st.model_tokens} model tokens, {st.prefill_tokens} prefill tokens"
     )
+    if result.pruned:
+        lines.append(f"{len(result.pruned)} branches pruned by the bans")
     return "\n".join(lines)

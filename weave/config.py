@@ -25,6 +25,7 @@ from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem
 from weave.hosts import checked
 from weave.search.beams import SearchParams
 from weave.search.ramify import RamifyParams
+from weave.story.bans import Bans, bans_from_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 BACKEND_NAMES = ("auto", "mlx", "llamacpp", "vllm", "openai")
@@ -123,6 +124,7 @@ class Settings:
     sharing: SharingSettings = field(default_factory=SharingSettings)
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
+    bans: Bans = field(default_factory=Bans)  # [bans]: used beside each story's own
 
     @property
     def cache_dir(self) -> Path:
@@ -209,7 +211,8 @@ def _check_key_parts(text: str, path: Path) -> None:
 
 def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Settings:
     _check_keys(table, {"search", "models", "sample", "backend", "mlx", "llamacpp", "vllm",
-                        "openai", "lookahead", "stories", "data", "sharing"}, where)  # fmt: skip
+                        "openai", "lookahead", "stories", "data", "sharing", "bans"},
+                 where)  # fmt: skip
     models = _table(table, "models", where)
     model_search = {
         name: _values(SearchParams, _table(models, name, f"{where} [models]"),
@@ -226,6 +229,10 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     data = _table(table, "data", where)
     _check_keys(data, {"folder"}, f"{where} [data]")
     folder = _typed(data.get("folder", "~/.local/share/lloom"), str, f"{where} [data] folder")
+    try:
+        bans = bans_from_config(_table(table, "bans", where))
+    except ValueError as e:
+        raise ConfigError(f"{where} [bans] {str(e).removeprefix('bans: ')}") from e
     return Settings(
         search=_section(SearchParams, table, "search", where),
         model_search=model_search,
@@ -241,6 +248,7 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         sharing=_section(SharingSettings, table, "sharing", where),
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
+        bans=bans,
     )
 
 

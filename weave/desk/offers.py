@@ -4,7 +4,9 @@ draws, and the model's alternatives at the story's tokens.
 `Offers` runs a tab's searches and draws at a `Spot` (a node of a story) and keeps the
 latest few per (node, parameters, steering in force) and per node (`weave.lru`); a search
 is also saved beside its node and read back from there, but never shown under other
-steering than it was made under (`Spot.in_force`). `show` answers the page's one question,
+steering than it was made under (`Spot.in_force`), nor under other bans: the story's
+bans (`weave.story.bans`) guard its searches and draws alike and key them too
+(look-ahead, made without them, is not used under them). `show` answers the page's one question,
 "what does this node offer with these parameters?": search now, take look-ahead's search,
 show the kept one or, after a failure, the node's earlier ones; a `Shown` says which.
 Everything sent is the steered context (`Offers.context`). The values (`Shown` among them) are
@@ -25,6 +27,7 @@ from weave.lru import LRU
 from weave.search.beams import ProgressCallback, SearchParams, SearchResult, expand
 from weave.search.codec import search_from_dict, search_steering, search_to_dict, unshowable
 from weave.search.ramify import RamifyParams, ramify
+from weave.story.bans import Bans
 from weave.story.context import Context
 from weave.story.model_context import Contexts, sent_ids
 from weave.story.steering import Steering
@@ -51,7 +54,7 @@ class Offers:
         """Forget how the last search went, and stop looking ahead (the writer moved)."""
         self.ahead.cancel()
         self.error: str | None = None
-        self.failed: tuple[str, SearchParams, Steering] | None = None
+        self.failed: tuple[str, SearchParams, Steering, Bans] | None = None
         self.notice: str | None = None
 
     def show(
@@ -96,14 +99,15 @@ class Offers:
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
             if (restored and restored[1] == params and restored[0].stats.model == model
-                    and search_steering(saved) == spot.in_force):  # fmt: skip
+                    and search_steering(saved) == spot.in_force
+                    and saved.get("bans") == _bans_dict(spot.bans)):  # fmt: skip
                 result = restored[0]
                 self.results.put(_key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 
     def latest(self, node_id: str) -> Offer | None:
         """The node's latest search, whatever its parameters (shown while a new one fails)."""
-        for (at, params, _), result in reversed(self.results.items()):
+        for (at, params, *_), result in reversed(self.results.items()):
             if at == node_id:
                 return Offer(at, params, result)
         return None
@@ -137,8 +141,10 @@ class Offers:
         node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
             ids = self._sent(backend, spot, params)
-            found = None if forced else self.ahead.take(backend.model_name, ids, params)
-            result = found or expand(backend, ids, params, progress=progress)
+            # Look-ahead searches without the bans: its searches do not count under them.
+            ahead = not forced and not spot.bans.active
+            found = self.ahead.take(backend.model_name, ids, params) if ahead else None
+            result = found or expand(backend, ids, params, progress=progress, guard=spot.guard())
         except (BackendError, ValueError) as e:
             self.error, self.failed = str(e), _key(spot, params)
             return None
@@ -148,6 +154,7 @@ class Offers:
         made((node_id, params))
         if spot.saved:
             data, store = search_to_dict(result, params, spot.in_force), self.library.store
+            data |= {"bans": _bans_dict(spot.bans)} if spot.bans.active else {}
             self.library.save(lambda: store.save_suggestions(spot.story_id, node_id, data))
         return Offer(node_id, params, result)
 
@@ -203,7 +210,7 @@ class Offers:
         """Draw `params.n` continuations at `spot`; None on a backend error (see `error`)."""
         try:
             context = self.context(backend, spot, room=params.max_tokens)
-            result = ramify(backend, sent_ids(backend, context), params, progress)
+            result = ramify(backend, sent_ids(backend, context), params, progress, spot.guard())
         except (BackendError, ValueError) as e:
             self.error = str(e)
             return None
@@ -231,6 +238,11 @@ class Offers:
         return self.contexts.of(backend, spot.loom, spot.node_id, spot.steering, room=room)
 
 
-def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering]:
-    """A search's place among those kept: its node, parameters and steering in force."""
-    return spot.node_id, params, spot.in_force
+def _key(spot: Spot, params: SearchParams) -> tuple[str, SearchParams, Steering, Bans]:
+    """A search's place among those kept: its node, parameters, steering in force and bans."""
+    return spot.node_id, params, spot.in_force, spot.bans
+
+
+def _bans_dict(bans: Bans) -> dict | None:
+    """The bans a saved search records (None: it was made without any)."""
+    return bans.to_dict() if bans.active else None

@@ -9,7 +9,8 @@ place meanwhile, the store keeps theirs and our id stands for it in the moves st
 pending. A tab does not leave a story while moves of it are unsaved. Lone suggestions
 accepted by themselves in a row are one `LoneChain`: one undo takes them all back; with
 how many were taken it is the tab's one `Lone` value. The story's steering
-(`weave.story.steering`) is kept in its settings record and goes with `spot`.
+(`weave.story.steering`) and bans (`weave.story.bans`) are kept in its settings record
+(so exported and imported with it) and go with `spot`.
 Streamlit may start a tab's next script run while the last one is still inside a slow
 save, so the moves and the reads that replace the loom hold the tab's lock: one run's
 move waits for the other's save, and the pending moves are saved once each, in order.
@@ -33,6 +34,7 @@ from weave.loom.loom import Loom, NoSuchNode, new_id
 from weave.loom.provenance import Provenance, taken
 from weave.loom.store import LoomStore, StoreError, StoryNotFound
 from weave.search.codec import unshowable_import
+from weave.story.bans import Bans, bans_in, with_bans
 from weave.story.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
@@ -98,6 +100,7 @@ class Workspace:
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
         self.ahead = LookAhead(0)  # this tab's look-ahead; its rows are the page's setting
+        self.default_bans = Bans()  # config.toml's [bans], beside the story's own (the page's)
         self._clear()
 
     @property
@@ -111,6 +114,7 @@ class Workspace:
     def _clear(self) -> None:
         self.settings: dict = {}
         self.steering = Steering()  # the story's memory, note and lorebook
+        self.bans = Bans()  # the story's bans, bias and repetition guard
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
         self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
@@ -364,7 +368,8 @@ class Workspace:
 
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed (its steering stays)."""
-        settings = with_steering(settings, self.steering) | kept_aside(self.settings)
+        settings = with_bans(with_steering(settings, self.steering), self.bans)
+        settings |= kept_aside(self.settings)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
             self._save(lambda: self.store.save_settings(self.story_id, settings))
@@ -376,17 +381,27 @@ class Workspace:
             self.steering = steering_in(settings)
         except ValueError as e:  # a store edited by hand: the story opens, unsteered
             self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
+        try:
+            self.bans = bans_in(settings)
+        except ValueError as e:  # likewise: the story opens without bans
+            self.notice = f"This story's bans cannot be read ({e})."
 
     def set_steering(self, steering: Steering) -> None:
         """The story's memory, note and lorebook from now on, saved with the story."""
         self.steering = steering
         self.remember_settings(self.settings)
 
+    def set_bans(self, bans: Bans) -> None:
+        """The story's bans, bias and repetition guard from now on, saved with the story."""
+        self.bans = bans
+        self.remember_settings(self.settings)
+
     # -- what is offered here --------------------------------------------------------------
     @property
     def spot(self) -> Spot:
         """Where this tab is, for `offers`' searches and draws (the story must be open)."""
-        return Spot(self.story_id, self.loom, not self.pending, self.steering)
+        bans = self.default_bans.joined(self.bans)
+        return Spot(self.story_id, self.loom, not self.pending, self.steering, bans)
 
     def retry(self) -> None:
         """'Suggest again': search once more; lone suggestions are shown, not taken."""

@@ -17,6 +17,7 @@ from weave.loom.provenance import Provenance, probability
 from weave.search.beams import SearchParams, SearchResult, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
+from weave.story.bans import Bans, Guard
 from weave.story.steering import Steering
 from weave.view.present import accepted_text
 
@@ -108,6 +109,7 @@ class Spot:
     loom: Loom
     saved: bool
     steering: Steering = Steering()  # the story's memory, note and lorebook
+    bans: Bans = Bans()  # the story's bans, bias and repetition guard
 
     @property
     def node_id(self) -> str:
@@ -117,6 +119,10 @@ class Spot:
     def in_force(self) -> Steering:
         """The steering a search here is made under (`Steering.in_force`)."""
         return self.steering.in_force(self.loom.text(self.node_id))
+
+    def guard(self) -> Guard | None:
+        """The bans compiled for the story here; None where there are none."""
+        return Guard(self.bans, self.loom.text(self.node_id)) if self.bans.active else None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from weave.loom.loom import Loom, new_id
 from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
 from weave.loom.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
 from weave.loom.store_rows import StoryInfo
+from weave.story.bans import bans_in
 from weave.story.steering import steering_in
 
 __all__ = [
@@ -201,6 +202,7 @@ class LoomStore:
         try:
             imported = read_loom_file(data, format)
             steering_in(imported.story.settings)  # memory, note, lorebook: an error names the field
+            bans_in(imported.story.settings)  # likewise for the bans
         except ValueError as e:
             raise BadImport(f"{name} cannot be imported: {e}") from e
         return self._insert(imported.story), imported

@@ -19,6 +19,10 @@ The rules, precisely (see ARCHITECTURE.md):
   depths for the tokens given back; a beam still inside the typed text asks the
   backend for `heal_k` candidates (no greedy chain) and keeps those that agree with
   it, renormalised; suggestions are what follows the typed text.
+- under a guard (`weave.story.bans`), each beam's candidates are screened before the
+  choice: one that completes a banned phrase (or repeats the story) is left out, so its
+  room goes to the next, and bias shifts the others' log-probs (re-sorted) before the
+  cutoff; `SearchResult.pruned` lists the left-out ones the beam would have taken.
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from backends.base import Backend, Candidate, Chain, Usage
 from weave.bounds import bounded, check_bounds, one_of
 from weave.search.healing import Constraint, Healing, heal, narrowed
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
+from weave.story.bans import Guard, GuardState, Pruned
 
 STOP_CHARS = ".,"
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
+GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,7 @@ class SearchResult:
     stats: SearchStats
     context_ids: tuple[int, ...]  # the context searched (the story's end if it was too long)
     typed: str = ""  # healed: the text typed after `context_ids`, which suggestions follow
+    pruned: tuple[Pruned, ...] = ()  # the branches a guard (bans, repetition) pruned
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -125,6 +132,7 @@ class _Beam:
     node: TreeNode
     chain: Chain | None = None
     taken: int = 0
+    state: GuardState | None = None  # where the beam stands for the guard, if any
 
 
 def expand(
@@ -134,9 +142,11 @@ def expand(
     *,
     progress: ProgressCallback | None = None,
     healing: bool = True,
+    guard: Guard | None = None,
 ) -> SearchResult:
     """Grow the suggestion tree after `context_ids`, healed (`weave.search.healing`) unless
-    `healing` is False (a benchmark's "before").
+    `healing` is False (a benchmark's "before"); a `guard` (`weave.story.bans`, compiled
+    for the story that ends the context) prunes and biases candidates before the cutoff.
 
     Raises ValueError for an empty context or one that leaves no room for `max_depth` in
     the model's window (`check_fits`), and lets `BackendError` through untouched.
@@ -149,7 +159,8 @@ def expand(
     healed = heal(context, backend.detokenize, backend.tokenize) if healing else None
     if healed is not None:
         context = list(healed.context)
-    search = _Search(backend, context, params, progress, started, usage_before, healed)
+        guard = guard.before(healed.typed) if guard is not None else None
+    search = _Search(backend, context, params, progress, started, usage_before, healed, guard)
     with backend.searching():  # a backend may hold its background work back till the end
         root = search.run()
     usage = backend.stats.snapshot() - usage_before
@@ -161,6 +172,7 @@ def expand(
         stats=SearchStats.of(backend, usage, time.perf_counter() - started),
         context_ids=tuple(context),
         typed=typed,
+        pruned=tuple(search.pruned),
     )
 
 
@@ -218,7 +230,7 @@ class _Search:
     """One expansion's state: the frontier, the finished beams, the running cutoff."""
 
     def __init__(self, backend, context, params, progress, started, usage_before,
-                 healed: Healing | None):  # fmt: skip
+                 healed: Healing | None, guard: Guard | None):  # fmt: skip
         self.backend: Backend = backend
         self.context: list[int] = context
         self.params: SearchParams = params
@@ -230,11 +242,13 @@ class _Search:
         self.cutoff = params.cutoff
         self.held: Constraint | None = healed.constraint if healed else None
         self.depths = params.max_depth + (healed.tokens if healed else 0)
+        self.guard: Guard | None = guard
+        self.pruned: list[Pruned] = []
 
     def run(self) -> TreeNode:
         if self.progress is not None:  # a long story's first reading shows progress too
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
-        live = [_Beam(self.root)]
+        live = [_Beam(self.root, state=self.guard.root() if self.guard else None)]
         try:
             for depth in range(self.depths):
                 if not live:
@@ -257,8 +271,8 @@ class _Search:
         cutoff = self.params.cutoff * self.params.multiplier**depth
         if cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
             limit = min(limit, int(1 / cutoff) + 1)
-        # Control tokens are skipped, so ask for a few more than the rule needs.
-        spare = min(len(self.backend.special_token_ids), 2)
+        # Control tokens are skipped, and a guard prunes some: ask for a few more.
+        spare = min(len(self.backend.special_token_ids), 2) + (GUARD_SPARE if self.guard else 0)
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
@@ -348,7 +362,10 @@ class _Search:
         next_live: list[_Beam] = []
         last_depth = depth + 1 == self.depths
         for beam, options in zip(live, candidates, strict=True):
-            chosen = self._choose(options, budget if not capped else 0)
+            room, states = budget if not capped else 0, {}
+            if self.guard is not None:
+                options, states = self._screen(beam, options, room)
+            chosen = self._choose(options, room)
             if not chosen:
                 self._finish(beam.node)  # nothing but control tokens: the beam ends here
                 _drop_chain(beam)
@@ -359,16 +376,32 @@ class _Search:
             passed_on = False
             for i, cand in enumerate(chosen):
                 child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                state = states.get(cand.token_id)
                 if capped or last_depth or self._stops(child):
                     self._finish(child)
                 elif i == 0 and on_chain and beam.chain is not None:
-                    next_live.append(_Beam(child, beam.chain, beam.taken))
+                    next_live.append(_Beam(child, beam.chain, beam.taken, state))
                     passed_on = True
                 else:
-                    next_live.append(_Beam(child))
+                    next_live.append(_Beam(child, state=state))
             if not passed_on:
                 _drop_chain(beam)
         return next_live
+
+    def _screen(self, beam: _Beam, options: list[Candidate], room: int):
+        """The guard's view of a beam's candidates: those it keeps (biased, re-sorted) and
+        each one's state. The pruned ones that the beam would have taken are recorded;
+        leaving them out gives their room to the next candidates."""
+        kept, pruned = self.guard.screen(beam.state, options)
+        if pruned:
+            biased = sorted([c for c, _ in kept] + [c for c, _ in pruned], key=lambda c: -c.logprob)
+            taken = {c.token_id for c in self._choose(biased, room)}
+            before = beam.node.full_text()
+            for cand, why in pruned:
+                if cand.token_id in taken:
+                    text = before + cand.piece.decode("utf-8", "replace")
+                    self.pruned.append(Pruned(text, why))
+        return [c for c, _ in kept], {c.token_id: state for c, state in kept}
 
     def _choose(self, options: list[Candidate], room: int) -> list[Candidate]:
         """The first usable candidate, then splits while they clear the cutoff and fit."""

@@ -29,6 +29,7 @@ from backends.base import Backend, BackendError, Candidate, Continuation
 from weave.bounds import bounded, check_bounds
 from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
 from weave.search.healing import Healing, heal, narrowed
+from weave.story.bans import Guard, Pruned
 
 MAX_SAMPLES = 16
 MAX_SAMPLE_TOKENS = 256
@@ -69,6 +70,7 @@ class RamifyResult:
     samples: list[Sample]
     stats: SearchStats
     context_ids: tuple[int, ...]  # the context sampled from (the story's end if too long)
+    pruned: tuple[Pruned, ...] = ()  # the draws a guard cut
 
 
 def ramify(
@@ -76,6 +78,7 @@ def ramify(
     context: list[int],
     params: RamifyParams,
     progress: ProgressCallback | None = None,
+    guard: Guard | None = None,
 ) -> RamifyResult:
     """Draw `params.n` continuations of `context`.
 
@@ -120,10 +123,15 @@ def ramify(
         for d in drawn
         if d.text.startswith(typed) and len(d.text) > len(typed)
     ]
+    pruned = []
+    if guard is not None:
+        read = [(s, guard.step(guard.root(), s.text.encode()).pruned_by) for s in samples]
+        pruned = [Pruned(s.text, why) for s, why in read if why is not None]
+        samples = [s for s, why in read if why is None]
     if progress is not None:
         longest = max((len(s.token_ids) for s in samples), default=0)
         report(longest, len(samples), samples[0].text if samples else "")
-    return RamifyResult(samples=samples, stats=stats, context_ids=tuple(fitted))
+    return RamifyResult(samples, stats, tuple(fitted), tuple(pruned))
 
 
 def _draw(

@@ -143,7 +143,7 @@ def build_context(
         story_text = detokenize(list(story_ids))
     ids = list(story_ids) if story_ids is not None else tokenize(story_text)
     memory = _part("memory", steering.memory, tokenize)
-    fired = tuple(entry for entry in steering.lore if entry.fires(story_text))
+    fired = steering.fired(story_text)
     lore = [_part("lore", entry.text, tokenize, entry.label) for entry in fired]
     prefix = [p for p in (memory, *lore) if p is not None]
     note = _part("note", steering.note, tokenize)

@@ -12,7 +12,8 @@ SillyTavern's default settings:
   - A key is literal text: characters special in regular expressions ("Dr. (Who)?") are
     those characters. SillyTavern reads a key written as "/pattern/flags" as a regular
     expression; here it is literal text too.
-  - Case does not matter unless the entry is case-sensitive.
+  - Case does not matter unless the entry is case-sensitive (folded character by
+    character by `str.lower`).
   - Whole words (the default): "Mira" fires on "Mira," and "Mira's", not on "Miranda"; a
     key's edge that is not a letter, digit or underscore needs no boundary ("#tag" fires on
     "a#tag"). Letters are Unicode letters ("Émile" is a word). With whole words off, a key
@@ -30,16 +31,18 @@ SillyTavern's default settings:
 a lorebook file may hold it): strict, so an unknown key, a wrong type or a value past its
 cap is one `ValueError` naming the field. A story keeps its steering in its settings record
 (the store's, the loom export's), under `SETTINGS_KEY` (`steering_in`, `with_steering`).
-This module builds no context (`weave.story.context` does) and reads no files
-(`weave.story.lorebook` does).
+All the keys of a lorebook are found in one pass over the story's end (`Steering.fired`,
+`weave.story.lore_keys`). This module builds no context (`weave.story.context` does) and
+reads no files (`weave.story.lorebook` does).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from weave.story.lore_keys import LoreKeys
 
 MAX_MEMORY_CHARS = 20_000
 MAX_NOTE_CHARS = 2_000
@@ -71,13 +74,8 @@ class LoreEntry:
     secondary_keys: tuple[str, ...] = ()
     logic: str = "and_any"  # how secondary keys refine a fired entry: one of LOGICS
 
-    _primary: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
-    _secondary: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
-
     def __post_init__(self) -> None:
         _check_entry(vars(self), "entry")
-        object.__setattr__(self, "_primary", self._patterns(self.keys))  # frozen: set once
-        object.__setattr__(self, "_secondary", self._patterns(self.secondary_keys))
 
     @property
     def label(self) -> str:
@@ -86,44 +84,7 @@ class LoreEntry:
 
     def fires(self, story_text: str) -> bool:
         """Whether this entry goes into the context for a story ending in `story_text`."""
-        if not self.enabled or not self.text:
-            return False
-        if self.constant:
-            return True
-        # Word boundaries look back past `start`: the tail of a word cut by the scan's
-        # start ("xMira") is no word.
-        start = max(0, len(story_text) - self.scan_chars)
-        if not any(p.search(story_text, start) for p in self._primary):
-            return False
-        found = [p.search(story_text, start) is not None for p in self._secondary]
-        if not found:
-            return True
-        return {
-            "and_any": any(found),
-            "and_all": all(found),
-            "not_any": not any(found),
-            "not_all": not all(found),
-        }[self.logic]
-
-    def _patterns(self, keys: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-        """The keys as compiled patterns (once per entry: a lorebook has thousands of
-        keys, more than `re`'s own cache holds); blank keys are none."""
-        flags = 0 if self.case_sensitive else re.IGNORECASE
-        return tuple(
-            re.compile(_pattern(k.strip(), self.whole_words), flags) for k in keys if k.strip()
-        )
-
-
-def _pattern(key: str, whole_words: bool) -> str:
-    """A literal key; with whole words, a boundary where its own edge is a word character."""
-    pattern = re.escape(key)
-    if whole_words:
-        pattern = ("(?<!\\w)" if _WORD.match(key[0]) else "") + pattern
-        pattern += "(?!\\w)" if _WORD.match(key[-1]) else ""
-    return pattern
-
-
-_WORD = re.compile(r"\w")
+        return bool(LoreKeys((self,)).fired(story_text))
 
 
 @dataclass(frozen=True)
@@ -134,6 +95,7 @@ class Steering:
     note: str = ""
     note_depth: int = DEFAULT_NOTE_DEPTH  # the note goes before the story's last this many lines
     lore: tuple[LoreEntry, ...] = ()
+    _keys: LoreKeys | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _cap_text(self.memory, MAX_MEMORY_CHARS, "memory")
@@ -149,8 +111,14 @@ class Steering:
         """What of this steering shapes the context of a story ending in `story_text`: the
         memory and the note, and only the lorebook entries that fire there (a search
         records this: an entry that did not fire changed nothing)."""
-        return Steering(self.memory, self.note, self.note_depth,
-                        tuple(e for e in self.lore if e.fires(story_text)))  # fmt: skip
+        return Steering(self.memory, self.note, self.note_depth, self.fired(story_text))
+
+    def fired(self, story_text: str) -> tuple[LoreEntry, ...]:
+        """The lorebook entries that fire on a story ending in `story_text`, in order: all
+        keys found in one pass (`weave.story.lore_keys`), compiled on the first call."""
+        if self._keys is None:
+            object.__setattr__(self, "_keys", LoreKeys(self.lore))  # frozen: set once
+        return self._keys.fired(story_text)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, every field written out."""

@@ -3,8 +3,8 @@
 Owns how model text is shown (whitespace made visible, every character escaped), the
 one-row suggestion (tokens shaded by probability), the story's tokens with their
 alternatives, the bars' shares, the search's status lines (live, when done, and under a
-node's suggestions: `shown_status`), the messages after an automatic accept or a thin search, and text made literal for markdown
-(`md`, `code`). The page (`lloom.py`) puts these strings into widgets; the plain-text
+node's suggestions: `shown_status`), the messages after an automatic accept or a thin
+search, and text made literal for markdown (`md`, `code`). The page (`lloom.py`) puts these strings into widgets; the plain-text
 ones go through `md` like any other text. This module does not search, rank or pool
 (`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
 """
@@ -248,6 +248,8 @@ def search_status(result: SearchResult, *, ahead: bool = False) -> str:
     the cache, or its time and speed."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
+    if result.pruned:  # the bans panel lists which
+        found += f" · 🚫 {len(result.pruned)} pruned by the bans"
     if ahead:
         line = f"{found} from look-ahead, {s.seconds:.1f} s while you read"
     elif from_cache(s):

@@ -1,0 +1,62 @@
+"""The page's Bans & bias panel, through Streamlit's AppTest on the deterministic fake
+model: a phrase banned there is saved with the story, never suggested, and the status
+line says how many branches the bans pruned; a bad entry is one line naming it."""
+
+from __future__ import annotations
+
+from tests.test_page import app, offer, started, status_line, workspace
+from weave.story.bans import BanRule, Bans
+
+
+def key(at, name: str) -> str:
+    return f"bans_{name}_{at.query_params['story']}_1"
+
+
+def test_a_phrase_banned_on_the_page_is_saved_and_never_suggested(fake):
+    at = started("a cab. a bac,\nabc abc,\nb a c,")
+    before = [s.text for s in offer(at).result.suggestions]
+    assert any(" b" in t for t in before)  # the fake model offers the word "b"
+    at.text_area(key=key(at, "phrases")).set_value("b").run()
+    assert not at.exception
+    assert workspace(at).bans == Bans((BanRule("b"),))
+    after = offer(at).result
+    assert after.pruned and not any(" b" in s.text for s in after.suggestions)
+    assert f"🚫 {len(after.pruned)} pruned by the bans" in status_line(at)
+    again = app(story=at.query_params["story"], node=at.query_params["node"])
+    assert not again.exception and workspace(again).bans == Bans((BanRule("b"),))
+    assert again.text_area(key=key(again, "phrases")).value == "b"
+
+
+def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
+    at = started("a cab. a bac,")
+    at.text_area(key=key(at, "phrases")).set_value("a").run()
+    at.text_area(key=key(at, "regex")).set_value("ok\n(unclosed").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "**Not saved.** pattern line 2 ('(unclosed') is not a valid regular expression: "
+        "missing ), unterminated subpattern at position 0"
+    ]
+    at.text_area(key=key(at, "regex")).set_value("").run()
+    at.text_area(key=key(at, "bias")).set_value("c = lots").run()
+    assert [e.value for e in at.error] == [
+        "**Not saved.** bias line 1: write “phrase = weight”, weight a number"
+    ]
+    assert workspace(at).bans == Bans((BanRule("a"),))
+
+
+def test_the_alternatives_the_bans_would_prune_are_marked(data_dir):
+    at = started()  # the real embedded model gives the story's own tokens' alternatives
+    at.button(key="alt_show").click().run()
+    rows = at.session_state["page"].alternatives.rows
+    index = next(i for i, row in enumerate(rows) if row.text == " upon")
+    at.selectbox(key="alt_token").set_value(index).run()
+    word = next(c.text.strip() for c in rows[index].top if c.text.strip().isalpha())
+    labels = at.selectbox(key=f"alt_choice_{index}").options
+    assert not any(label.startswith("🚫") for label in labels)
+    workspace(at).set_bans(Bans((BanRule(word),)))
+    at.selectbox(key="alt_token").set_value(index).run()
+    assert not at.exception
+    labels = at.selectbox(key=f"alt_choice_{index}").options
+    marked = [c.text for c, label in zip(rows[index].top, labels, strict=True)
+              if label.startswith("🚫")]  # fmt: skip
+    assert marked and all(t.strip().lower() == word.lower() for t in marked)

@@ -1,0 +1,426 @@
+"""Bans, bias and the repetition guard: what a writer forbids or favours in suggestions.
+
+A writer's list (`Bans`) holds rules (`BanRule`): a phrase, literal (with the lorebook's
+case and whole-word options, `weave.story.phrases`) or a regular expression, that is either
+  banned   (weight None): a beam whose text, read across the boundary with the story's
+           end, completes it is pruned at that token (`weave.search` gives its room to the
+           next candidates), or
+  biased   (a weight, in log-probability units, + favours, - disfavours; literal only):
+           NovelAI-style, the weight is added to the log-prob of each token that extends
+           a match of the phrase (the text then ends inside the phrase, or completes it),
+           before the search's cutoff, so a favoured phrase can clear it and a
+           disfavoured one sinks;
+and the repetition guard (`no_repeat_words` N, 0 = off, the default): a beam that
+completes a run of N words (case folded) found in the story's last `REPEAT_CHARS`
+characters is pruned at the token that completes its last word. `slop` switches on the
+shipped list of phrases common in model prose (weave/data/slop.txt, banned).
+
+Where a list comes from: `Bans.to_dict` / `from_dict` (strict, kept with the story under
+`SETTINGS_KEY` like its steering), `parse_list` (a file: one phrase per line, or a JSON
+list of `[phrase, weight]` pairs, weight null for a ban), `weave.config`'s default list.
+Every problem (a list over `MAX_RULES`, an empty phrase, a control character, a phrase
+over `MAX_RULE_CHARS`, an invalid regex, a weight out of range) is one `ValueError` naming
+the entry. `Guard` is the compiled list for one story: the search asks it about each
+candidate token (`Guard.step`). This module knows nothing of backends, pages or stores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from weave.story.phrases import Phrase, PhraseSet, Scan, fold
+
+if TYPE_CHECKING:  # a type only: the store reads bans without loading a backend
+    from backends.base import Candidate
+
+MAX_RULES = 10_000
+MAX_RULE_CHARS = 200
+MAX_WEIGHT = 20.0
+MAX_REPEAT_WORDS = 50
+REPEAT_CHARS = 2_000
+SETTINGS_KEY = "bans"
+SLOP_FILE = Path(__file__).parent / "data" / "slop.txt"
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class BanRule:
+    """One phrase banned (weight None) or biased (see the module docstring)."""
+
+    text: str
+    weight: float | None = None
+    regex: bool = False
+    case_sensitive: bool = False
+    whole_words: bool = True
+
+    def __post_init__(self) -> None:
+        _check_rule(self, "rule")
+
+    @property
+    def banned(self) -> bool:
+        return self.weight is None
+
+
+@dataclass(frozen=True)
+class Bans:
+    """A writer's bans and bias. The default bans nothing."""
+
+    rules: tuple[BanRule, ...] = ()
+    no_repeat_words: int = 0  # 0: the repetition guard is off
+    slop: bool = False  # the shipped slop list, banned
+    _compiled: _Compiled | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.rules, tuple), "rules must be a tuple of BanRule")
+        _check(len(self.rules) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+        n = self.no_repeat_words
+        whole = isinstance(n, int) and not isinstance(n, bool)
+        _check(
+            whole and (n == 0 or 2 <= n <= MAX_REPEAT_WORDS),
+            f"no_repeat_words must be 0 (off) or a whole number in 2..{MAX_REPEAT_WORDS}",
+        )
+        _check(isinstance(self.slop, bool), "slop must be true or false")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules or self.no_repeat_words or self.slop)
+
+    def joined(self, other: Bans) -> Bans:
+        """These bans (a default list) and `other`'s (a story's, a command line's): the
+        rules of both (the first MAX_RULES, the default list's first), `other`'s
+        repetition guard where it sets one, the slop list if either asks for it."""
+        rules = self.rules + tuple(r for r in other.rules if r not in self.rules)
+        repeat = other.no_repeat_words or self.no_repeat_words
+        return Bans(rules[:MAX_RULES], repeat, self.slop or other.slop)
+
+    def compiled(self) -> _Compiled:
+        """The phrases compiled, once per `Bans` (a search compiles none anew)."""
+        if self._compiled is None:
+            object.__setattr__(self, "_compiled", _Compiled(self))  # frozen: set once
+        return self._compiled
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rules": [_rule_dict(r) for r in self.rules],
+            "no_repeat_words": self.no_repeat_words,
+            "slop": self.slop,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Bans:
+        """Read the JSON form back (fields left out take their defaults).
+
+        Raises:
+            ValueError: one line naming the first bad field ("bans: rules[2].text ...").
+        """
+        _check(isinstance(data, dict), "bans must be an object")
+        unknown = sorted(str(k) for k in data if k not in ("rules", "no_repeat_words", "slop"))
+        _check(not unknown, f"unknown field {unknown[0]}" if unknown else "")
+        rules = data.get("rules", [])
+        _check(isinstance(rules, list), "rules must be a list")
+        _check(len(rules) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+        return cls(
+            tuple(_rule_from(r, f"rules[{i}]") for i, r in enumerate(rules)),
+            data.get("no_repeat_words", 0),
+            data.get("slop", False),
+        )
+
+
+def bans_from_config(table: Mapping[str, Any]) -> Bans:
+    """config.toml's [bans]: `phrases` and `regexes` (lists of text), `no_repeat_words`,
+    `slop`; a default list every search uses beside the story's own.
+
+    Raises:
+        ValueError: one line naming the key or the entry.
+    """
+    unknown = sorted(set(table) - {"phrases", "regexes", "no_repeat_words", "slop"})
+    _check(not unknown, f"unknown key {unknown[0]!r}" if unknown else "")
+    rules = []
+    for name, regex in (("phrases", False), ("regexes", True)):
+        values = table.get(name, [])
+        _check(isinstance(values, list), f"{name} must be a list of text")
+        _check(len(values) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+        rules += [_rule(dict(text=v, regex=regex), f"{name}[{i}]") for i, v in enumerate(values)]
+    return Bans(tuple(rules), table.get("no_repeat_words", 0), table.get("slop", False))
+
+
+def bans_in(settings: Mapping[str, Any]) -> Bans:
+    """The bans a story's settings record keeps (none where it keeps none)."""
+    data = settings.get(SETTINGS_KEY)
+    return Bans() if data is None else Bans.from_dict(data)
+
+
+def with_bans(settings: Mapping[str, Any], bans: Bans) -> dict[str, Any]:
+    """The settings record keeping `bans` (none written for the default)."""
+    kept = {k: v for k, v in settings.items() if k != SETTINGS_KEY}
+    return kept if bans == Bans() else {**kept, SETTINGS_KEY: bans.to_dict()}
+
+
+def parse_list(data: bytes | str) -> tuple[BanRule, ...]:
+    """A list file's rules: a JSON list (of phrases, banned, or `[phrase, weight]` pairs,
+    weight null for a ban) or plain text, one banned phrase per line (blank lines and
+    lines starting with '#' skipped).
+
+    Raises:
+        ValueError: one line naming the entry (its line, or its place in the list).
+    """
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"bans: not UTF-8 text (byte {e.start})") from e
+    if data.lstrip().startswith("["):
+        try:
+            items = json.loads(data)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise ValueError(f"bans: not a JSON list ({e})") from e
+        _check(isinstance(items, list), "a JSON list of [phrase, weight] pairs")
+        _check(len(items) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+        return tuple(_pair(item, f"entry {i + 1}") for i, item in enumerate(items))
+    lines = [(n, line.rstrip("\r")) for n, line in enumerate(data.split("\n"), 1)]
+    lines = [(n, line) for n, line in lines if line.strip() and not line.startswith("#")]
+    _check(len(lines) <= MAX_RULES, f"a list holds at most {MAX_RULES:,} phrases")
+    return tuple(_rule(dict(text=line), f"line {n}") for n, line in lines)
+
+
+@cache
+def slop_rules() -> tuple[BanRule, ...]:
+    """The shipped slop list (weave/data/slop.txt), banned."""
+    return parse_list(SLOP_FILE.read_bytes())
+
+
+# -- the compiled list --------------------------------------------------------------------
+@dataclass(frozen=True)
+class GuardState:
+    """Where a beam stands for the guard: its scans and, for the repetition guard, its
+    last words (the current one unfinished); `pending` holds a UTF-8 character's bytes
+    split between tokens."""
+
+    bans: Scan
+    bias: Scan
+    words: tuple[str, ...] = ()
+    word: str = ""
+    pending: bytes = b""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one token does: the state after it, why it is pruned (None: it is not) and
+    the bias added to its log-prob."""
+
+    state: GuardState
+    pruned_by: str | None
+    bias: float
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A branch the guard pruned: the beam's text with the token, and why."""
+
+    text: str
+    by: str  # the banned phrase, or "repeats “…”"
+
+
+class _Compiled:
+    """A `Bans`' phrases compiled: banned (literal and regular expressions, by name) and
+    biased (literal, with their weights)."""
+
+    def __init__(self, bans: Bans) -> None:
+        rules = bans.rules + (slop_rules() if bans.slop else ())
+        literal = [r for r in rules if r.banned and not r.regex]
+        regexes = [r for r in rules if r.banned and r.regex]
+        self.banned = PhraseSet([_phrase(r) for r in literal], [r.text for r in regexes])
+        self.ban_names = [r.text for r in literal + regexes]
+        biased = [r for r in rules if not r.banned and not r.regex]
+        self.biased = PhraseSet([_phrase(r) for r in biased])
+        self.weights = [r.weight for r in biased]
+
+
+@dataclass
+class Guard:
+    """A `Bans` read for a story: which tokens it prunes and how it biases them."""
+
+    bans: Bans
+    story_text: str
+    _runs: frozenset[tuple[str, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        compiled = self.bans.compiled()
+        self._banned, self._ban_names = compiled.banned, compiled.ban_names
+        self._biased, self._weights = compiled.biased, compiled.weights
+        self._runs = _runs(self.story_text, self.bans.no_repeat_words)
+
+    def screen(self, state: GuardState, options: Sequence[Candidate]):
+        """`options` (a beam's candidates, best first) with their log-probs biased and
+        re-sorted: those kept, each with its state, and those pruned, each with why."""
+        kept, pruned = [], []
+        for cand in options:
+            verdict = self.step(state, cand.piece)
+            if verdict.bias:
+                cand = replace(cand, logprob=cand.logprob + verdict.bias)
+            if verdict.pruned_by is not None:
+                pruned.append((cand, verdict.pruned_by))
+            else:
+                kept.append((cand, verdict.state))
+        kept.sort(key=lambda pair: -pair[0].logprob)  # stable: ties keep the model's order
+        return kept, pruned
+
+    def before(self, typed: str) -> Guard:
+        """This guard read where the story ends less `typed`: a healed search's first
+        tokens spell the typed text again (`weave.search.healing`)."""
+        if not typed or not self.story_text.endswith(typed):
+            return self
+        return Guard(self.bans, self.story_text[: -len(typed)])
+
+    def root(self) -> GuardState:
+        """The state at the story's end."""
+        n = self.bans.no_repeat_words
+        words = tuple(_WORDS.findall(fold(self.story_text[-REPEAT_CHARS:])))
+        ends_in_word = bool(self.story_text) and _WORDS.match(self.story_text[-1]) is not None
+        word = words[-1] if ends_in_word and words else ""
+        done = words[:-1] if word else words
+        return GuardState(
+            self._banned.begin(self.story_text),
+            self._biased.begin(self.story_text),
+            done[len(done) - n + 1 :] if n > 1 else (),
+            word,
+        )
+
+    def step(self, state: GuardState, piece: bytes) -> Verdict:
+        """Read one token's bytes after `state`: O(len(piece)) for literal phrases."""
+        text, pending = _decode(state.pending + piece)
+        bans = self._banned.advance(state.bans, text)
+        bias = self._biased.advance(state.bias, text)
+        words, word, repeated = self._read_words(state.words, state.word, text)
+        pruned_by = None
+        if bans.completed:
+            pruned_by = self._ban_names[min(bans.completed)]
+        elif repeated:
+            pruned_by = f"repeats “{repeated}”"
+        weight = sum(self._weights[i] for i in bias.completed | bias.extended)
+        return Verdict(GuardState(bans.scan, bias.scan, words, word, pending), pruned_by, weight)
+
+    def _read_words(self, words, word, text) -> tuple[tuple[str, ...], str, str | None]:
+        """The words after `text`; the run of N words it completed that the story holds."""
+        n = self.bans.no_repeat_words
+        if not n:
+            return words, word, None
+        repeated = None
+        for c in fold(text):
+            if c.isalnum() or c == "_":
+                word += c
+                continue
+            if word:
+                run = (*words, word)
+                if len(run) == n and run in self._runs and repeated is None:
+                    repeated = " ".join(run)
+                words, word = run[len(run) - n + 1 :] if n > 1 else (), ""
+        return words, word, repeated
+
+
+def banned_among(bans: Bans, before: str, options: Sequence[Candidate]) -> dict[int, str]:
+    """Which of `options` (the model's alternatives at a token of the story, after the
+    text `before`) the bans prune, by index, and why: the page marks them."""
+    if not bans.active:
+        return {}
+    guard = Guard(bans, before)
+    root = guard.root()
+    verdicts = ((i, guard.step(root, c.piece).pruned_by) for i, c in enumerate(options))
+    return {i: why for i, why in verdicts if why is not None}
+
+
+def _runs(story_text: str, n: int) -> frozenset[tuple[str, ...]]:
+    """Every run of `n` words in the story's last REPEAT_CHARS characters (case folded)."""
+    if not n:
+        return frozenset()
+    tail = story_text[-REPEAT_CHARS:]
+    words = _WORDS.findall(fold(tail))
+    if len(story_text) > REPEAT_CHARS and _WORDS.match(tail[0]):
+        words = words[1:]  # the tail began inside a word
+    if words and _WORDS.match(tail[-1]):
+        words = words[:-1]  # the story ends inside a word: a beam may finish it otherwise
+    return frozenset(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+
+def _decode(data: bytes) -> tuple[str, bytes]:
+    """`data` as text, and the bytes of a character it ends inside of (kept for later)."""
+    try:
+        return data.decode("utf-8"), b""
+    except UnicodeDecodeError as e:
+        if e.reason == "unexpected end of data":
+            return data[: e.start].decode("utf-8", "replace"), data[e.start :]
+        return data.decode("utf-8", "replace"), b""
+
+
+def _phrase(rule: BanRule) -> Phrase:
+    return Phrase(rule.text, rule.case_sensitive, rule.whole_words)
+
+
+# -- checks: each failure is one ValueError naming the entry --------------------------------
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(f"bans: {message}")
+
+
+def _check_rule(rule: BanRule, where: str) -> None:
+    text = rule.text
+    _check(isinstance(text, str), f"{where} must be text")
+    _check(text.strip() != "", f"{where} is empty")
+    _check(len(text) <= MAX_RULE_CHARS, f"{where} holds at most {MAX_RULE_CHARS} characters")
+    control = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    _check(control is None, f"{where} ({text[:40]!r}) holds a control character {control!r}")
+    if rule.weight is not None:
+        w = rule.weight
+        ok = isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w)
+        span = f"-{MAX_WEIGHT:g}..{MAX_WEIGHT:g}"
+        _check(ok and abs(w) <= MAX_WEIGHT, f"{where}: weight must be a number in {span}")
+        _check(not rule.regex, f"{where}: a regular expression is banned, not biased")
+    if rule.regex:
+        try:
+            rx = re.compile(text)
+        except re.error as e:
+            message = f"{where} ({text!r}) is not a valid regular expression: {e}"
+            raise ValueError(f"bans: {message}") from e
+        _check(rx.fullmatch("") is None, f"{where} ({text!r}) matches empty text")
+    for name in ("regex", "case_sensitive", "whole_words"):
+        _check(isinstance(getattr(rule, name), bool), f"{where}.{name} must be true or false")
+
+
+def _rule(values: dict[str, Any], where: str) -> BanRule:
+    try:
+        return BanRule(**values)
+    except ValueError as e:
+        raise ValueError(str(e).replace("bans: rule", f"bans: {where}", 1)) from e
+
+
+def _pair(item: Any, where: str) -> BanRule:
+    if isinstance(item, str):
+        return _rule(dict(text=item), where)
+    _check(
+        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str),
+        f"{where} must be a phrase or a [phrase, weight] pair",
+    )
+    return _rule(dict(text=item[0], weight=item[1]), where)
+
+
+_RULE_FIELDS = ("text", "weight", "regex", "case_sensitive", "whole_words")
+
+
+def _rule_dict(rule: BanRule) -> dict[str, Any]:
+    return {name: getattr(rule, name) for name in _RULE_FIELDS}
+
+
+def _rule_from(data: Any, where: str) -> BanRule:
+    _check(isinstance(data, dict), f"{where} must be an object")
+    unknown = sorted(str(k) for k in data if k not in _RULE_FIELDS)
+    _check(not unknown, f"unknown field {where}.{unknown[0]}" if unknown else "")
+    _check("text" in data, f"{where} needs text")
+    return _rule(dict(data), where)
