@@ -73,7 +73,7 @@ def ramify(
     """
     if not context:
         raise ValueError("The story is empty: write a few words first.")
-    fitted = fit_context(context, backend.context_length, params.max_tokens)
+    fitted = fit_context(context, backend.read_window, params.max_tokens)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
 
     def report(depth: int, done: int, latest: str = "", read: int = 0, tokens: int = 0):

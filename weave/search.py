@@ -134,7 +134,7 @@ def expand(
     """
     if not context_ids:
         raise ValueError("The story is empty: write a few words first.")
-    context = fit_context(context_ids, backend.context_length, params.max_depth)
+    context = fit_context(context_ids, backend.read_window, params.max_depth)
     started, usage_before = time.perf_counter(), backend.stats.snapshot()
     search = _Search(backend, context, params, progress, started, usage_before)
     root = search.run()
