@@ -100,17 +100,28 @@ def _shown(story_id: str, title: str, loom: Loom) -> dict:
 
 
 def _outline(loom: Loom) -> str:
-    """The tree, one node a line; '*' marks the cursor, '#' a bookmark. A child is indented
-    under its parent only where the parent branches, so a chain stays in one column, and
-    never past `MAX_INDENT` levels (a deeper line says its level): the output grows with
-    the nodes, not with their depth."""
-    lines, stack = [], [(loom.root, 0)]
+    """The tree, one node a line; '*' marks the cursor, '#' a bookmark. A node's only
+    child stays in its column, drawn "↳" (it continues its parent); where a node branches
+    its children are drawn one level in, "├─" and "└─" under it with "│" joining them, as
+    tree(1) draws folders. A child never looks like a sibling. Never more than
+    `MAX_INDENT` levels in (a deeper line says its level): the output grows with the
+    nodes, not with their depth."""
+    lines = []
+    stack = [(loom.root, "", "", 0)]  # (node, guides before it, its connector, branch level)
     while stack:
-        node_id, level = stack.pop()
-        cursor, marked = node_id == loom.cursor, node_id in loom.bookmarks
-        mark = ("*" if cursor else " ") + ("#" if marked else " ")
-        indent = "  " * min(level, MAX_INDENT) + (f"({level}) " if level > MAX_INDENT else "")
-        lines.append(f"{mark} {indent}{node_id} {loom.node(node_id).text!r}")
+        node_id, guides, connector, level = stack.pop()
+        mark = ("*" if node_id == loom.cursor else " ") + (
+            "#" if node_id in loom.bookmarks else " "
+        )
+        deep = f"({level}) " if level > MAX_INDENT else ""
+        lines.append(f"{mark} {guides}{connector}{deep}{node_id} {loom.node(node_id).text!r}")
         children = loom.children(node_id)
-        stack += [(c.id, level + (len(children) > 1)) for c in reversed(children)]
+        below = guides + {"├─ ": "│  ", "└─ ": "   "}.get(connector, "")
+        if len(children) == 1:
+            stack.append((children[0].id, below, "↳ ", level))
+            continue
+        inner = below + ("  " if level < MAX_INDENT else "")
+        for i, child in reversed(list(enumerate(children))):
+            last = i == len(children) - 1
+            stack.append((child.id, inner, "└─ " if last else "├─ ", level + 1))
     return "\n".join(lines)
