@@ -69,9 +69,10 @@ from backends.swiglu import install as install_swiglu
 
 log = logging.getLogger(__name__)
 
-# The most tokens of a story's end the model reads on a CPU unless told otherwise: the
-# embedded model reads ~1,024 tokens in ~3-6 s on two cores, so a story opens in under
-# 10 s with its first search (bench/bench_long.py); 2,048 took twice that.
+# The most tokens of a story's end the model reads on a CPU unless told otherwise. On two
+# loaded cores the embedded model read 1,024 tokens in 6.2 s (load ~4) and 2,048 in 12.8 s,
+# a search taking 2.5-3 s more: 1,024 keeps a first open with its search near 10 s on a
+# busy machine and well under it on a quiet one (bench/bench_long.py).
 CPU_READ_WINDOW = 1024
 KEEP_AT_LEAST = 256  # a prefill of fewer new tokens than this is not worth a file
 RESTORE_AT_LEAST = 32  # stored KV is read back only when it spares this many tokens
