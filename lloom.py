@@ -30,6 +30,7 @@ import lloom_steering
 from backends import Backend, BackendError, choose_backend, openblas
 from backends.mlx_batching import Cancelled
 from backends.shared import SharedBackend
+from lloom_find import find_ui
 from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
@@ -953,6 +954,7 @@ def sidebar_ui(
     """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
     in one line; the diagnostics folded in Details."""
     with st.sidebar:
+        find_ui(ws)
         if ws.started:
             story_info_ui(ws)
             bookmarks_ui(ws)

@@ -5,6 +5,9 @@
                                "kind"}...], "bookmarks": [...], "steering": {"memory", "note",
                                "note_depth", "lore": [...]}}; a node's text is its own;
                                without --json an outline, indented where the story branches
+    loom find TEXT [--json]    the nodes of every story where TEXT (case ignored) ends:
+                               [{"story", "title", "node", "before", "match", "after"}...]
+                               (`weave.find`), at most --limit, latest story first
     loom export STORY_ID       the whole loom as JSON on stdout
     loom import FILE           a new story from such a file; its id (or one error naming it)
     loom give STORY_ID EMAIL   hand a story to the writer who logs in as EMAIL (the page's
@@ -25,23 +28,30 @@ from pathlib import Path
 
 from weave.access import writer_for
 from weave.config import load_settings
+from weave.find import MAX_FOUND
 from weave.loom import Loom
 from weave.loom_formats import MAX_BYTES
 from weave.loom_store import InvalidInput, LoomStore
 from weave.steering import steering_in
 
+MAX_LIMIT = 1000  # `loom find --limit`: the most nodes a script may ask for at once
 MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `loom` subcommand and its own subcommands."""
-    loom = commands.add_parser("loom", help="list, show, export, import and give stories")
+    loom = commands.add_parser("loom", help="list, show, find, export, import and give stories")
     actions = loom.add_subparsers(dest="loom_command", required=True)
     listing = actions.add_parser("list", help="the stories in the data folder")
     listing.add_argument("--json", action="store_true", help="print one JSON list")
     show = actions.add_parser("show", help="a story's nodes, cursor and bookmarks")
     show.add_argument("story_id")
     show.add_argument("--json", action="store_true", help="print one JSON object")
+    found = actions.add_parser("find", help="the nodes of every story that hold some text")
+    found.add_argument("text")
+    found.add_argument("--json", action="store_true", help="print one JSON list")
+    limit = f"the most nodes listed (1..{MAX_LIMIT:,}; default: {MAX_FOUND})"
+    found.add_argument("--limit", type=int, default=MAX_FOUND, help=limit)
     export = actions.add_parser("export", help="a story's whole loom as JSON on stdout")
     export.add_argument("story_id")
     imported = actions.add_parser("import", help="a new story from an exported file")
@@ -70,6 +80,15 @@ def run(args: argparse.Namespace) -> str:
             shown["steering"] = steering_in(store.settings(args.story_id)).to_dict()
             return json.dumps(shown, ensure_ascii=False, allow_nan=False)
         return _outline(loom)
+    if args.loom_command == "find":
+        if not 1 <= args.limit <= MAX_LIMIT:
+            raise ValueError(
+                f"--limit must be a whole number in 1..{MAX_LIMIT:,}, not {args.limit}"
+            )
+        found = store.find(args.text, limit=args.limit)
+        if args.json:
+            return json.dumps([f.to_dict() for f in found], ensure_ascii=False, allow_nan=False)
+        return "\n".join(f"{f.story_id} {f.node_id}  {f.title}: {f.snippet!r}" for f in found)
     if args.loom_command == "export":
         return store.export_json(args.story_id)
     if args.loom_command == "give":

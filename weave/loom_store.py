@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from weave import store_rows as rows
+from weave.find import MAX_FOUND, Found, find
 from weave.loom import Loom, new_id
 from weave.loom_formats import SavedStory, loom_document, read_document
 from weave.steering import steering_in
@@ -80,6 +81,12 @@ class LoomStore:
         with self._file.read() as db:
             rows.story_row(db, story_id)
             return rows.story_infos(db, story_id)[0]
+
+    def find(self, text: str, *, first: str | None = None, limit: int = MAX_FOUND) -> list[Found]:
+        """The nodes of the writer's stories where `text` ends (`weave.find`), the story
+        `first`'s before the others', at most `limit`."""
+        with self._file.read() as db:
+            return find(rows.node_texts(db, first), text, limit=limit)
 
     def load(self, story_id: str) -> Loom:
         """The story's loom as stored now: every node, the stored cursor. Raises `StoryNotFound`."""

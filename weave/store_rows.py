@@ -19,10 +19,12 @@ import json
 import math
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from weave.find import StoryNodes
 from weave.loom import KINDS, Loom, Node, title_for
 from weave.loom_formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
 from weave.store_errors import DamagedStory, InvalidInput, StoryNotFound
@@ -147,6 +149,26 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
     return [StoryInfo(r["id"], _title(r["title"], r["opening"]), r["nodes"],
                       number(r["created"]) or 0.0, number(r["updated"]) or 0.0,
                       r["deleted"] is not None) for r in found]  # fmt: skip
+
+
+def node_texts(db: sqlite3.Connection, first: str | None = None) -> Iterator[StoryNodes]:
+    """The nodes of each of the writer's stories not deleted, parent first (`weave.find`):
+    the story `first` before the others, then the others last updated first."""
+    titles = {i.id: i.title for i in story_infos(db) if not i.deleted}
+    order = sorted(titles, key=lambda story_id: story_id != first)  # stable: updated first
+    for story_id in order:
+        found = db.execute("SELECT id, parent, text FROM nodes WHERE story_id = ? ORDER BY seq",
+                           (story_id,)).fetchall()  # fmt: skip
+        ids, parents, texts = (list(column) for column in zip(*found, strict=True))
+        yield StoryNodes(
+            story_id, titles[story_id], [_text(i) for i in ids],
+            [None if p is None else _text(p) for p in parents], [_text(t) for t in texts],
+        )  # fmt: skip
+
+
+def _text(value: object) -> str:
+    """`text_value`, with the common case first: a node's columns are almost always text."""
+    return value if isinstance(value, str) else text_value(value)
 
 
 def _title(title: Any, opening: bytes | None) -> str:
