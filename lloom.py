@@ -35,6 +35,7 @@ from lloom_graphs import drawn_as, has_dot, search_source
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
+from weave.labels import ending
 from weave.library import open_store
 from weave.loom_store import LoomStore, StoryInfo
 from weave.offers import Alternatives, Draw, Offer, Piece, branch_text
@@ -1035,7 +1036,7 @@ def bookmarks_ui(ws: session.Workspace) -> None:
         return
     st.subheader("Bookmarks")
     for node_id in marked:
-        label = present.shorten(present.one_line(loom.text(node_id)[-40:]), 40)
+        label = ending(loom.text(node_id), 40)
         st.button(f"🔖 {label}", key=f"mark_{node_id}",
                   on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
                   width="stretch")  # fmt: skip

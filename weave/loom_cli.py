@@ -135,11 +135,12 @@ def _outline(loom: Loom) -> str:
         deep = f"({level}) " if level > MAX_INDENT else ""
         lines.append(f"{mark} {guides}{connector}{deep}{node_id} {loom.node(node_id).text!r}")
         children = loom.children(node_id)
-        below = guides + {"├─ ": "│  ", "└─ ": "   "}.get(connector, "")
+        deeper = level < MAX_INDENT  # past it, lines stop moving right
+        below = guides + ({"├─ ": "│  ", "└─ ": "   "}.get(connector, "") if deeper else "")
         if len(children) == 1:
             stack.append((children[0].id, below, "↳ ", level))
             continue
-        inner = below + ("  " if level < MAX_INDENT else "")
+        inner = below + ("  " if deeper else "")
         for i, child in reversed(list(enumerate(children))):
             last = i == len(children) - 1
             stack.append((child.id, inner, "└─ " if last else "├─ ", level + 1))

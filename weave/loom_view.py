@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import graphviz
 
+from weave.labels import apart
 from weave.loom import Loom
-from weave.story_graph import StoryNode, opening, render_story_tree
+from weave.story_graph import OPENING_CHARS, StoryNode, opening, render_story_tree
 
 
 def story_nodes(loom: Loom) -> list[StoryNode]:
@@ -34,7 +35,12 @@ def story_tree(loom: Loom, story_id: str) -> graphviz.Digraph:
 
 
 def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, opening words and a 🔖 when bookmarked."""
+    """A node as a picker lists it: its depth, what sets it apart from its siblings
+    (`weave.labels.apart`) and a 🔖 when bookmarked."""
     depth = len(loom.path(node_id)) - 1
     mark = " 🔖" if node_id in loom.bookmarks else ""
-    return f"{'·' * depth} {opening(loom.node(node_id))}{mark}"
+    node = loom.node(node_id)
+    if node.parent is None:
+        return f"{opening(node)}{mark}"
+    others = [n.text for n in loom.children(node.parent) if n.id != node_id]
+    return f"{'·' * depth} {apart(node.text, others, OPENING_CHARS) or opening(node)}{mark}"

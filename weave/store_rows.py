@@ -21,7 +21,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from weave.find import StoryNodes
@@ -209,6 +209,8 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     """A whole story (new or imported), less what `finite_only` leaves out."""
     story = finite_only(story)
     loom, now = story.loom, time.time()
+    if story.title is None:
+        story = replace(story, title=_numbered(db, loom))
     db.execute(
         "INSERT INTO stories (id, title, created, updated, settings, root, cursor, owner) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, writer())",
@@ -219,6 +221,18 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     _save_records(db, story_id, Loom({}, loom.root, loom.root), loom)
     shown = [(story_id, n, dumps(d, "the suggestions")) for n, d in story.suggestions.items()]
     db.executemany("INSERT INTO suggestions VALUES (?, ?, ?)", shown)
+
+
+def _numbered(db: sqlite3.Connection, loom: Loom) -> str | None:
+    """A new story's title when its first line is another story's title already: that
+    line and the first number free ("Once upon a time, (2)"); None (its first line,
+    read as it is listed) when no story of the writer's has it."""
+    first = next((n for n in loom.nodes.values() if n.parent == loom.root), None)
+    base = title_for(first.text if first is not None else "")
+    taken = {info.title for info in story_infos(db) if not info.deleted}
+    if base not in taken:
+        return None
+    return next(f"{base} ({n})" for n in range(2, len(taken) + 3) if f"{base} ({n})" not in taken)
 
 
 def _insert_nodes(db: sqlite3.Connection, story_id: str, nodes: list[Node], seq: int) -> None:
