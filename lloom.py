@@ -1003,7 +1003,7 @@ def switch_model_ui(settings: Settings) -> None:
     shared = shared_backend()
     found = models_here(settings.mlx.model)
     names = [m.name for m in found]
-    if shared.model not in names or len(names) < 2:
+    if shared.model not in names:
         return
     labels = {m.name: m.label for m in found}
     key = f"model_{shared.model}"  # a fresh picker once any tab has switched
@@ -1011,7 +1011,11 @@ def switch_model_ui(settings: Settings) -> None:
                  format_func=labels.get, on_change=switch_model, args=(key,),
                  help="The mlx-lm models found here: the settings' one, the embedded one "
                  "and the local Hugging Face cache's. Every tab on this server switches; "
-                 "your stories stay as they are.")  # fmt: skip
+                 "your stories stay as they are.", disabled=len(names) < 2)  # fmt: skip
+    if len(names) < 2:
+        st.caption("Only this model is here. To add one, name an mlx-lm folder or hub id in "
+                   "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
+                   "Hugging Face cache.")  # fmt: skip
     problem = page().switch_error
     if problem:
         st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")
