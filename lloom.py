@@ -249,7 +249,8 @@ class PageState:
     alternatives: Alternatives | None = None  # the last alternatives asked for
     alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
-    import_error: str | None = None
+    import_error: str | None = None  # why the last file could not be imported: said once
+    imported: str | None = None  # the title of the story the last import opened: said once
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
@@ -1052,14 +1053,21 @@ def rename(ws: session.Workspace, key: str) -> None:
 
 def import_ui(ws: session.Workspace) -> None:
     """Open an exported story (.json: the loom, or an older session) as a new story. In a
-    popover: a file drop zone in the sidebar cost the browser ~15 ms on every move."""
-    problem = page().import_error
+    popover: a file drop zone in the sidebar cost the browser ~15 ms on every move. What an
+    import did is said once, in a toast where the writer is looking (and a failure in the
+    sidebar too, until the next run): it never stays on into the next story."""
+    problem, opened = page().import_error, page().imported
+    page().import_error = page().imported = None
+    if opened:
+        st.toast(f"Imported and opened “{md(opened)}”.", icon="📥")
     with st.popover("📥 Import a story", width="stretch"):
         key = f"import_{page().imports}"
         st.file_uploader("Import a story (.json)", type=["json"], key=key,
                          on_change=import_file, args=(ws, key))  # fmt: skip
     if problem:
-        st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
+        said = md(problem[:1].upper() + problem[1:])  # it names the file and says why
+        st.toast(said, icon="⚠️")
+        st.error(said, icon="📄")
 
 
 def import_file(ws: session.Workspace, key: str) -> None:
@@ -1070,6 +1078,7 @@ def import_file(ws: session.Workspace, key: str) -> None:
     page().import_error = problem
     if problem is None:
         page().imports += 1  # a fresh uploader
+        page().imported = ws.title
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
