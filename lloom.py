@@ -32,6 +32,7 @@ from backends.mlx_batching import Cancelled
 from backends.shared import SharedBackend
 from lloom_find import find_ui
 from lloom_graphs import drawn_as, has_dot, search_source
+from lloom_take import take
 from weave import access, keys, present, session
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
@@ -941,8 +942,9 @@ def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
 
 
 def accept_row(row: Row) -> None:
-    """Without prefix space the box holds the whole text, its leading space included."""
-    row.ws.accept(row.piece, row.shown(), prefix_space=row.prefix_space)
+    """Without prefix space the box holds the whole text, its leading space included; after
+    an edit in the same click, `lloom_take` decides."""
+    take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
 def keep_row(row: Row) -> None:
