@@ -34,7 +34,9 @@ import lloom_steering
 from backends import Backend, BackendError, choose_backend
 from backends.base import Cancelled
 from backends.shared import SharedBackend
+from lloom_find import find_ui
 from lloom_graphs import drawn_as, has_dot, search_source
+from lloom_take import take
 from weave import access, keys
 from weave.bounds import bound_of, problem, shown
 from weave.config import ConfigError, Settings, load_settings
@@ -48,6 +50,7 @@ from weave.search.beams import SearchParams, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult
 from weave.search.tree import Suggestion
 from weave.view import present
+from weave.view.labels import ending
 from weave.view.present import code, md
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
@@ -258,7 +261,8 @@ class PageState:
     alternatives: Alternatives | None = None  # the last alternatives asked for
     alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
-    import_error: str | None = None
+    import_error: str | None = None  # why the last file could not be imported: said once
+    imported: str | None = None  # the title of the story the last import opened: said once
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
@@ -939,8 +943,9 @@ def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
 
 
 def accept_row(row: Row) -> None:
-    """Without prefix space the box holds the whole text, its leading space included."""
-    row.ws.accept(row.piece, row.shown(), prefix_space=row.prefix_space)
+    """Without prefix space the box holds the whole text, its leading space included; after
+    an edit in the same click, `lloom_take` decides."""
+    take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
 def keep_row(row: Row) -> None:
@@ -954,6 +959,7 @@ def sidebar_ui(
     """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
     in one line; the diagnostics folded in Details."""
     with st.sidebar:
+        find_ui(ws)
         if ws.started:
             story_info_ui(ws)
             bookmarks_ui(ws)
@@ -1001,7 +1007,7 @@ def switch_model_ui(settings: Settings) -> None:
     shared = shared_backend()
     found = models_here(settings.mlx.model)
     names = [m.name for m in found]
-    if shared.model not in names or len(names) < 2:
+    if shared.model not in names:
         return
     labels = {m.name: m.label for m in found}
     key = f"model_{shared.model}"  # a fresh picker once any tab has switched
@@ -1009,7 +1015,11 @@ def switch_model_ui(settings: Settings) -> None:
                  format_func=labels.get, on_change=switch_model, args=(key,),
                  help="The mlx-lm models found here: the settings' one, the embedded one "
                  "and the local Hugging Face cache's. Every tab on this server switches; "
-                 "your stories stay as they are.")  # fmt: skip
+                 "your stories stay as they are.", disabled=len(names) < 2)  # fmt: skip
+    if len(names) < 2:
+        st.caption("Only this model is here. To add one, name an mlx-lm folder or hub id in "
+                   "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
+                   "Hugging Face cache.")  # fmt: skip
     problem = page().switch_error
     if problem:
         st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")
@@ -1034,7 +1044,7 @@ def bookmarks_ui(ws: session.Workspace) -> None:
         return
     st.subheader("Bookmarks")
     for node_id in marked:
-        label = present.shorten(present.one_line(loom.text(node_id)[-40:]), 40)
+        label = ending(loom.text(node_id), 40)
         st.button(f"🔖 {label}", key=f"mark_{node_id}",
                   on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
                   width="stretch")  # fmt: skip
@@ -1046,14 +1056,21 @@ def rename(ws: session.Workspace, key: str) -> None:
 
 def import_ui(ws: session.Workspace) -> None:
     """Open an exported story (.json: the loom, or an older session) as a new story. In a
-    popover: a file drop zone in the sidebar cost the browser ~15 ms on every move."""
-    problem = page().import_error
+    popover: a file drop zone in the sidebar cost the browser ~15 ms on every move. What an
+    import did is said once, in a toast where the writer is looking (and a failure in the
+    sidebar too, until the next run): it never stays on into the next story."""
+    problem, opened = page().import_error, page().imported
+    page().import_error = page().imported = None
+    if opened:
+        st.toast(f"Imported and opened “{md(opened)}”.", icon="📥")
     with st.popover("📥 Import a story", width="stretch"):
         key = f"import_{page().imports}"
         st.file_uploader(IMPORT_LABEL, type=["json", "openloom"], key=key,
                          on_change=import_file, args=(ws, key))  # fmt: skip
     if problem:
-        st.error(f"**That file cannot be imported.** {md(problem)}", icon="📄")
+        said = md(problem[:1].upper() + problem[1:])  # it names the file and says why
+        st.toast(said, icon="⚠️")
+        st.error(said, icon="📄")
 
 
 IMPORT_LABEL = (
@@ -1070,6 +1087,7 @@ def import_file(ws: session.Workspace, key: str) -> None:
     page().import_error = problem
     if problem is None:
         page().imports += 1  # a fresh uploader
+        page().imported = ws.title
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None) -> None:

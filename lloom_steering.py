@@ -165,12 +165,28 @@ def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
         st.error(f"**The context cannot be built.** {md(str(e))}", icon="📝")
         return
     with st.popover("👁️ What the model sees", width="stretch"):
-        window = backend.context_length
-        of = f" of the model's {window:,}" if window else ""
-        st.caption(f"{context.token_count:,} tokens{of}.")
+        st.caption(f"{context.token_count:,} tokens{_of_window(backend)}.")
         fired = ", ".join(md(entry.label) for entry in context.fired)
         st.caption(f"Lorebook entries fired: {fired}." if fired else "No lorebook entry fired.")
         st.code(context.marked_text(), language=None, wrap_lines=True)
     if context.left_out:
-        st.caption(f"✂️ The story's first {context.left_out:,} tokens are left out: the "
-                   "whole does not fit the model's window.")  # fmt: skip
+        st.caption(f"✂️ The story's first {context.left_out:,} tokens are left out: "
+                   f"{_why_cut(backend)}.")  # fmt: skip
+
+
+def _of_window(backend: Backend) -> str:
+    window, length = backend.read_window, backend.context_length
+    if not window:
+        return ""
+    if length and window < length:
+        return f" of the {window:,} the model reads here (its window: {length:,})"
+    return f" of the model's {window:,}"
+
+
+def _why_cut(backend: Backend) -> str:
+    """Why a story's start is left out: the model's window, or the read window."""
+    window, length = backend.read_window, backend.context_length
+    if window and length and window < length:
+        return (f"the model reads at most the story's last {window:,} tokens here, so that "
+                "it opens in seconds ([mlx] read_window in config.toml)")  # fmt: skip
+    return "the whole does not fit the model's window"

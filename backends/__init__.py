@@ -77,6 +77,9 @@ def _mlx(settings: Settings, env: Mapping[str, str]) -> Backend:
         prefill_chunk=settings.mlx.prefill_chunk,
         batch_window=settings.mlx.batch_window_ms / 1000,
         dequantize_bytes=settings.mlx.dequantize_mb << 20,
+        read_window=settings.mlx.read_window,
+        kv_disk=settings.cache_dir / "kv",
+        kv_disk_bytes=settings.mlx.kv_disk_mb << 20,
     )
 
 

@@ -232,6 +232,12 @@ class Backend(ABC):
         """The model's context window in tokens, when known."""
         return None
 
+    @property
+    def read_window(self) -> int | None:
+        """The most tokens of a context's end this backend reads: the model's window, or
+        less where reading is slow (the MLX backend on a CPU); None when unknown."""
+        return self.context_length
+
     def check_ids(self, ids: Sequence[object]) -> None:
         """Raise a `BackendError` naming the first of `ids` that is not one of this model's
         token ids (not an int, negative, or past `vocab_size`): an id the model has no

@@ -34,6 +34,7 @@ it says they were skipped.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -163,7 +164,8 @@ def run(backend: Backend, ids: list[int], params: SearchParams):
 
 
 def main() -> None:
-    settings = load_settings()
+    # every figure here is of reading: none may come from a story kept on disk by a run before
+    settings = load_settings(env={**os.environ, "LLOOM_KV_DISK_MB": "0"})
     if sys.argv[1:] == ["models"]:
         path = ensure_embedded_model(settings.cache_dir)
         return models(settings.cache_dir / "bench-models", tokenizer=path)

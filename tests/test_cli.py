@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from weave.bounds import bound_of
+from weave.config import load_settings
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams
 
@@ -97,6 +98,33 @@ def test_readable_output_ranks_and_summarises():
         assert probability.endswith("%") and float(probability.strip("<%")) > 0
     assert "ranked by words; " in lines[-2] and "effective choices" in lines[-2]
     assert "suggestions in" in lines[-1] and "prefill tokens" in lines[-1]
+    # each row's figure is the page's: its share of the ranking score, all adding up to 100%
+    assert lines[-2].startswith("Figures: each suggestion's share")
+    shares = [float(line.split()[1].rstrip("%")) for line in lines[:-2]]
+    assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 100) < 0.1 * len(shares)
+    assert shares[0] > 1
+
+
+def test_a_reader_that_stops_early_ends_it_quietly(tmp_path):
+    """`python -m weave ... | head`: the pipe closes before the output is written."""
+    LoomStore(tmp_path).create("Once upon a time,")
+    for args in (["expand", "--story", "Once upon a time,", "--max-depth", "2"],
+                 ["loom", "list"]):  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "weave", *args], cwd=ROOT, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)},
+        )  # fmt: skip
+        process.stdout.close()  # the reader has gone before the first line
+        assert process.wait(timeout=300) == 0, args
+        assert process.stderr.read() == b"", args
+        process.stderr.close()
+
+
+def test_an_unknown_or_shortened_option_is_refused_by_name():
+    line = one_error_line(weave("expand", "--story", "x", "--cut", "0.3"))
+    assert line.startswith("error: unrecognized arguments: --cut 0.3"), line
+    line = one_error_line(weave("loom", "list", "--jsn"))
+    assert "--jsn" in line, line
 
 
 def test_errors_are_one_clear_line(tmp_path):
@@ -155,9 +183,14 @@ def test_the_help_states_the_bounds_the_search_checks():
     done = weave("expand", "--help")
     assert done.returncode == 0
     shown = " ".join(done.stdout.split())
+    settings = load_settings()
     for name in ("cutoff", "multiplier", "split_limit", "max_depth", "max_suggestions"):
-        assert f"({bound_of(SearchParams, name)})" in shown, name
-    assert "(1..100)" in shown and "{words,joint,lloom}" in shown
+        expected = f"({bound_of(SearchParams, name)}; default: {getattr(settings.search, name)})"
+        assert expected in shown, name
+    assert "(1..100; default: 25)" in shown and "{words,joint,lloom}" in shown
+    assert "(default: words)" in shown and "(default: yes)" in shown
+    assert "(1..1,000; default: 3)" in shown  # --note-depth
+    assert "SmolLM2-135M-Instruct: cutoff 0.1" in shown  # the [models] section that applies
 
 
 def test_settings_out_of_range_are_one_line_naming_where_they_came_from(tmp_path):
@@ -237,3 +270,32 @@ def test_loom_errors_are_one_clear_line(tmp_path):
     assert endless.returncode == 2 and endless.stderr.count("\n") == 1
     assert "/dev/zero is longer than 256 MiB" in endless.stderr
     assert json.loads(loom(tmp_path, "list", "--json").stdout) == []
+
+
+def test_loom_show_draws_a_child_under_its_parent(tmp_path):
+    store = LoomStore(tmp_path)
+    sid, _ = store.create("Once upon a time,")
+    steps = lambda lm: (lm.accept(" there").accept(" was").undo()  # noqa: E731
+                        .accept(" lived").accept(" a fox").undo().undo().keep(" were"))  # fmt: skip
+    loom_now = store.update(sid, steps)
+    done = loom(tmp_path, "show", sid)
+    assert done.returncode == 0, done.stderr
+    by_text = {n.text: n.id for n in loom_now.nodes.values()}
+    expected = [
+        "   {}",
+        "   ↳ {Once upon a time,}",
+        "*  ↳ { there}",  # the only child of the opening: the same column, drawn ↳
+        "     ├─ { was}",  # three children: one level in, joined
+        "     ├─ { lived}",
+        "     │  ↳ { a fox}",  # a child of " lived", not a sibling of it
+        "     └─ { were}",
+    ]
+    lines = [
+        line.replace(f"{node} {text!r}", "{" + text + "}")
+        for line, (text, node) in zip(
+            done.stdout.splitlines(),
+            sorted(by_text.items(), key=lambda item: done.stdout.index(item[1])),
+            strict=True,
+        )
+    ]
+    assert lines == expected

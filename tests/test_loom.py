@@ -88,8 +88,9 @@ def test_token_ids_of_a_path_are_known_only_when_every_node_has_them_for_that_mo
     assert loom.accept("d").token_ids(model="m") is None
 
 
-def test_title_is_the_first_words():
-    assert title_for("  Once\nupon   a time ") == "Once upon a time"
+def test_title_is_the_first_line():
+    assert title_for("  Once\nupon   a time ") == "Once"  # issue 34: its first line
+    assert title_for("\n\n  Once upon   a time,\nthere was") == "Once upon a time,"
     assert len(title_for("word " * 40)) == 48
     assert title_for(" \n\t ") == "Untitled"  # a whitespace-only story is never titled ""
 

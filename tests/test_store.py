@@ -178,7 +178,7 @@ def test_titles_list_rename_delete_restore_purge(tmp_path):
     second, _ = store.create("second story")
     store.update(first, lambda lm: lm.edit("Something else entirely"))
     assert [i.id for i in store.stories()] == [first, second]  # last changed first
-    assert store.info(first).title == "Once upon a time"  # its first words
+    assert store.info(first).title == "Once upon"  # its first line (issue 34)
     store.rename(first, "My fox tale")
     assert store.info(first).title == "My fox tale"
     with pytest.raises(InvalidInput, match="title needs a visible character; the old title"):
@@ -634,7 +634,7 @@ def test_loom_show_of_a_long_chain_grows_with_its_nodes_not_their_depth(tmp_path
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert len(lines) == n + 1 and len(shown.stdout) < 30 * (n + 1)  # one column: no indent
-    assert lines[-1] == f"*  c{n - 1} ' w'"
+    assert lines[-1] == f"*  ↳ c{n - 1} ' w'"  # an only child: its parent's column, ↳
 
 
 def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(tmp_path):
@@ -643,8 +643,9 @@ def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(t
     for i in range(20):  # a comb: each node branches, so each level is indented
         store.update(sid, lambda lm, i=i: lm.keep(f"x{i}").accept(f"b{i}"))
     lines = loom_cli(tmp_path, "show", sid).stdout.splitlines()
-    indents = [len(line) - len(line[3:].lstrip()) - 3 for line in lines]
-    assert max(indents) == 2 * 16 and "(20) " in lines[-1]  # MAX_INDENT levels, then said
+    # each level in: two spaces, then "│  " joining a branch to the siblings below it
+    drawn = [len(line[3:]) - len(line[3:].lstrip(" │├└─")) for line in lines]
+    assert max(drawn) == 5 * 16 and "(20) " in lines[-1]  # MAX_INDENT levels, then said
     assert lines[-1].startswith("* ") and lines[-1].endswith("'b19'")
 
 

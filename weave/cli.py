@@ -3,14 +3,18 @@
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
 suggestions (or, with --json, the search as one strict JSON object, `weave.search.codec`);
 `loom` lists, shows, exports and imports saved stories (`weave.loom.cli`). Errors, a
-mistyped command line's included, become one line on stderr and exit status 2; nothing
-else here knows about terminals. A story file is read up to MAX_STORY_BYTES.
+mistyped command line's included, become one line on stderr and exit status 2; an option
+is known by its whole name only (no abbreviations), and the help states each option's
+default and bounds. A reader that stops early (`| head`) ends the output quietly, exit
+status 0. Nothing else here knows about terminals. A story file is read up to
+MAX_STORY_BYTES.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -23,24 +27,30 @@ from weave.loom.formats import without_surrogates
 from weave.loom.store import StoreError
 from weave.search.beams import SearchParams, SearchResult, expand
 from weave.search.codec import search_to_dict
-from weave.search.tree import Score
 from weave.story import bans_cli, steering_cli
 from weave.story.bans import Guard
 from weave.story.model_context import fitted_context, sent_ids
-from weave.view.present import bar_shares, share_text, worth_text
+from weave.view.present import bar_caption, bar_shares, share_text, worth_text
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr, exit status 2."""
+    """An argument parser whose errors are one line on stderr, exit status 2, and which
+    takes an option by its whole name only: "--cut" is not "--cutoff" but an error naming
+    it (a script's typo would otherwise run with another option than the one meant)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    search, sections = _configured_search()
+    _in = lambda name: _bounds(search, name)  # noqa: E731
     parser = OneLineParser(prog="python -m weave", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ex = commands.add_parser("expand", help="suggest continuations of a story")
@@ -56,16 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-depth", type=int, help=f"tokens per suggestion ({_in('max_depth')})")
     ex.add_argument("--max-suggestions", type=int,
                     help=f"suggestions at most ({_in('max_suggestions')})")  # fmt: skip
+    stop = f"end beams at '.' or ',' (default: {'yes' if search.auto_stop else 'no'})"
     ex.add_argument("--auto-stop", action=argparse.BooleanOptionalAction, default=None,
-                    help="end beams at '.' or ','")  # fmt: skip
-    ex.add_argument(
-        "--score", choices=bound_of(SearchParams, "score").options, help="ranking score"
-    )
+                    help=stop)  # fmt: skip
+    ex.add_argument("--score", choices=bound_of(SearchParams, "score").options,
+                    help=f"ranking score (default: {search.score})")  # fmt: skip
     ex.add_argument("--chains", action=argparse.BooleanOptionalAction, default=None,
-                    help="use greedy-chain requests where the backend has them")  # fmt: skip
+                    help="use greedy-chain requests where the backend has them "
+                    "(default: yes, where it has them)")  # fmt: skip
     ex.add_argument("--backend", choices=["mlx", "llamacpp", "vllm", "openai"],
-                    help="override the configured backend")  # fmt: skip
+                    help="override the configured backend (default: as configured, "
+                    "else llama.cpp, vLLM, OpenAI by what is set, else mlx)")  # fmt: skip
     ex.add_argument("--json", action="store_true", help="print one JSON object")
+    ex.epilog = ("Defaults are config.toml's [search] (LLOOM_CONFIG names another file); a "
+                 "model's [models] section there overrides them for that model"
+                 f"{sections}.")  # fmt: skip
     steering_cli.add_arguments(ex)
     bans_cli.add_arguments(ex)
     loom_cli.add_parser(commands)
@@ -101,16 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
         return EXIT_ERROR
-    print(out if args.json else to_text(result, params.score))
-    return 0
+    return emit(out if args.json else to_text(result, params))
 
 
 def _loom(args: argparse.Namespace) -> int:
     try:
-        print(loom_cli.run(args))
+        out = loom_cli.run(args)
     except (StoreError, ConfigError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    return emit(out)
+
+
+def emit(text: str) -> int:
+    """Print `text`; a reader that has gone (`| head`) is no error: the rest goes nowhere
+    and the exit status is 0. Stdout is pointed at /dev/null so that Python's own flush at
+    exit does not fail on the closed pipe a second time."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
@@ -128,9 +153,24 @@ def _read_story(args: argparse.Namespace) -> str:
         raise ValueError(f"{args.story_file} is not UTF-8 text ({e.reason})") from e
 
 
-def _in(name: str) -> str:
-    """The bounds of SearchParams' field `name`, for the help."""
-    return str(bound_of(SearchParams, name))
+def _configured_search() -> tuple[SearchParams, str]:
+    """The [search] defaults the help states, and the [models] sections in words: the
+    settings', or the built-in defaults where the settings cannot be read (the error is
+    for a command that uses them to report)."""
+    try:
+        settings = load_settings()
+    except (ConfigError, OSError):
+        return SearchParams(), ""
+    sections = [
+        f"{name}: " + ", ".join(f"{key} {value}" for key, value in values.items())
+        for name, values in settings.model_search.items()
+    ]
+    return settings.search, f" ({'; '.join(sections)})" if sections else ""
+
+
+def _bounds(search: SearchParams, name: str) -> str:
+    """SearchParams' field `name`: its bounds and default, for the help."""
+    return f"{bound_of(SearchParams, name)}; default: {getattr(search, name)}"
 
 
 def _given(args: argparse.Namespace) -> dict:
@@ -155,16 +195,18 @@ def _given(args: argparse.Namespace) -> dict:
     return given
 
 
-def to_text(result: SearchResult, score: Score) -> str:
-    """The suggestions, one a line: rank, share of the ranking (the page's bar figure),
-    probability, text; then what the search cost and what its suggestions are worth."""
-    shares = bar_shares(result.suggestions, score)
+def to_text(result: SearchResult, params: SearchParams) -> str:
+    """The suggestions, one a line: rank, share of the ranking as the page's bar shows it
+    (`weave.view.present.bar_shares`), probability, text; then what the figures are, what
+    the search cost and what its suggestions are worth."""
+    shares = bar_shares(result.suggestions, params.score)
     lines = [
         f"{i:3d}. {share_text(share):>8}  p {share_text(s.probability):>8}  {s.text!r}"
         for i, (s, share) in enumerate(zip(result.suggestions, shares, strict=True), 1)
     ]
+    lines.append(bar_caption(params.score).replace("Bars: each", "Figures: each"))
     if result.suggestions:
-        lines.append(f"ranked by {score}; {worth_text(result.suggestions)}")
+        lines.append(f"ranked by {params.score}; {worth_text(result.suggestions)}")
     st = result.stats
     lines.append(
         f"{len(result.suggestions)} suggestions in {st.seconds:.2f} s "

@@ -13,6 +13,12 @@ forward there (`backends.mlx.batching`).
 On CPU every forward's attention is `backends.mlx.attention`'s (BLAS matmuls, numpy's
 vectorised softmax, the story's KV read once for all rows).
 
+On a CPU the model reads at most `CPU_READ_WINDOW` tokens of a context's end by default
+(`read_window`): reading runs at a few hundred tokens a second there, and a window of
+that size opens a long story in seconds. A context read at length is kept on disk
+(`backends.mlx.kv_disk`, when the backend is given a folder) and a later backend, after a
+restart, takes its KV from there instead of reading it again.
+
 Sampling (`sample`, for ramify) feeds n rows over the context's cached KV, shared as a
 search's depth shares it, one batched forward per drawn token, and files every sample's
 KV in the tree.
@@ -28,13 +34,14 @@ import math
 import queue
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlx.core as mx
+import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
 from backends.base import (
@@ -50,6 +57,7 @@ from backends.mlx.alternatives import token_alternatives
 from backends.mlx.attention import RowsCache, SharedPrefix, install
 from backends.mlx.batching import Batcher, Forward, always, usage_of
 from backends.mlx.head import last_logits
+from backends.mlx.kv_disk import DiskKV, model_fingerprint
 from backends.mlx.kv_tree import FragmentTree, Match, shared_prefix
 from backends.mlx.loading import load_checked
 from backends.mlx.numpy_views import writable
@@ -58,6 +66,14 @@ from backends.mlx.swiglu import install as install_swiglu
 from backends.mlx.weights import ModelInfo, prepare
 
 log = logging.getLogger(__name__)
+
+# The most tokens of a story's end the model reads on a CPU unless told otherwise. On two
+# loaded cores the embedded model read 1,024 tokens in 6.2 s (load ~4) and 2,048 in 12.8 s,
+# a search taking 2.5-3 s more: 1,024 keeps a first open with its search near 10 s on a
+# busy machine and well under it on a quiet one (bench/bench_long.py).
+CPU_READ_WINDOW = 1024
+KEEP_AT_LEAST = 256  # a prefill of fewer new tokens than this is not worth a file
+RESTORE_AT_LEAST = 32  # stored KV is read back only when it spares this many tokens
 
 
 @dataclass(frozen=True)
@@ -88,13 +104,19 @@ class MLXBackend(Backend):
         rows_attention: bool = True,
         batch_window: float = 0.02,
         dequantize_bytes: int = 4 << 30,
+        read_window: int | None = None,
+        kv_disk: Path | None = None,
+        kv_disk_bytes: int = 0,
     ):
         """`model_path`: an mlx-lm folder or hub id (`backends.mlx.loading`);
         `rows_attention=False` keeps mlx-lm's own attention (for comparisons);
         `batch_window`: seconds a forward may wait for the other sessions of the last
         batch to ask again, so that their rows join it (`backends.mlx.batching`);
         `dequantize_bytes`: the most float32 weights made at load from quantized or
-        half-precision ones on CPU (`backends.mlx.weights`)."""
+        half-precision ones on CPU (`backends.mlx.weights`); `read_window`: the most
+        tokens of a context's end the model reads (None: `CPU_READ_WINDOW` on a CPU, the
+        model's whole window elsewhere; 0: the whole window); `kv_disk`: a folder to keep
+        long contexts' KV in, at most `kv_disk_bytes` (None or 0: nothing is kept)."""
         super().__init__()
         self._worker = MLXWorker()
         try:
@@ -129,6 +151,13 @@ class MLXBackend(Backend):
         grouped = grouped and self._kv_shape[1] < self.model.args.num_attention_heads
         self._cache_class = GroupedBatchKVCache if grouped else BatchKVCache
         self._dtype = _activation_dtype(self.model)
+        if read_window is None and mx.default_device() == mx.cpu:
+            read_window = CPU_READ_WINDOW
+        self._read_window = read_window or None
+        self._disk = None
+        if kv_disk is not None and kv_disk_bytes > 0:
+            fingerprint = model_fingerprint(self.model_path, self._kv_shape, str(self._dtype))
+            self._disk = DiskKV(Path(kv_disk).expanduser(), fingerprint, kv_disk_bytes)
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -152,6 +181,13 @@ class MLXBackend(Backend):
     def heal_k(self) -> int:
         """The whole vocabulary: a healed depth keeps every allowed token, exactly."""
         return self._pieces_count
+
+    @property
+    def read_window(self) -> int | None:
+        """The model's window, or `read_window` tokens where that is less (see __init__)."""
+        if self._read_window is None or self._context_length is None:
+            return self._read_window or self._context_length
+        return min(self._read_window, self._context_length)
 
     def tokenize(self, text: str) -> list[int]:
         try:
@@ -185,7 +221,7 @@ class MLXBackend(Backend):
         one chunk or less is left to the search: there is no progress to show."""
         self.check_ids(context)
         ids = tuple(context)
-        done = self._worker.submit(lambda: self.tree.match(list(ids)).length).result()
+        done = self._worker.submit(self._restore, ids).result()
         if len(ids) - done <= self.prefill_chunk:
             return
         wanted = self._wanted()
@@ -193,7 +229,9 @@ class MLXBackend(Backend):
             if not wanted():
                 raise Cancelled(f"reading stopped after {done} of {len(ids)} tokens")
             done = min(done + self.prefill_chunk, len(ids))
-            _, forwards = self._worker.submit(self._call, {ids[:done]}, k).result()
+            # only the whole context is kept on disk, not each chunk on the way to it
+            job = ({ids[:done]}, k, False, done == len(ids))
+            _, forwards = self._worker.submit(self._call, *job).result()
             self.stats.add(**usage_of(forwards).__dict__)
             report(done, len(ids))
 
@@ -256,21 +294,24 @@ class MLXBackend(Backend):
         if not self._worker.stopped:
             self._worker.submit(self.tree.clear).result()
             self._worker.stop()
+        if self._disk is not None:
+            self._disk.close()
 
     def _call(
-        self, contexts: set[tuple[int, ...]], k: int, background: bool = False
+        self, contexts: set[tuple[int, ...]], k: int, background: bool = False, keep: bool = True
     ) -> tuple[dict, list[Forward]]:
+        """Answer `contexts` (`keep`: a context read at length may be kept on disk)."""
         self._forwards = []
         self.tree.ahead = background
         try:
-            answers = self._answer(contexts, k)
+            answers = self._answer(contexts, k, keep=keep and not background)
         finally:
             self.tree.ahead = False
         self.tree.evict()
         return answers, self._forwards
 
     # -- planning --------------------------------------------------------------------
-    def _answer(self, contexts: set[tuple[int, ...]], k: int) -> dict:
+    def _answer(self, contexts: set[tuple[int, ...]], k: int, *, keep: bool) -> dict:
         """Cached answers first, then prefills one by one, then one batched step for the rest."""
         answers: dict[tuple[int, ...], list[Candidate]] = {}
         pending = []
@@ -281,7 +322,7 @@ class MLXBackend(Backend):
             elif row.tail == 1 and row.reuse > 0:
                 pending.append(ids)
             else:
-                answers[ids] = self._prefill(ids, k)
+                answers[ids] = self._prefill(ids, k, keep=keep)
         steps = []
         for ids in pending:  # planned again: a prefill may have split the nodes they use
             row = self._plan(ids, k)
@@ -301,10 +342,14 @@ class MLXBackend(Backend):
         return _Row(ids, match, min(match.length, len(ids) - 1))
 
     # -- running ---------------------------------------------------------------------
-    def _prefill(self, ids: tuple[int, ...], k: int) -> list[Candidate]:
-        """Run a context's uncached tail in chunks; file each chunk as a fragment."""
+    def _prefill(self, ids: tuple[int, ...], k: int, *, keep: bool = True) -> list[Candidate]:
+        """Run a context's uncached tail in chunks, after what the disk holds of it; file
+        each chunk as a fragment; keep a context read at length on disk (`keep`)."""
         top: list[Candidate] = []
+        self._restore(ids)
         row = self._plan(ids, k)
+        if row.tail == 0:  # the disk held it all, with its candidates
+            return row.match.top[:k]
         start = row.reuse
         while start < len(ids):
             end = min(start + self.prefill_chunk, len(ids))
@@ -314,7 +359,35 @@ class MLXBackend(Backend):
             self.tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
             self._forwards.append(Forward((ids,), end - start, prefill=True))
             start = end
+        if keep and top:
+            self._keep(ids, top)
         return top
+
+    # -- the disk (backends.mlx.kv_disk) -------------------------------------------------
+    def _restore(self, ids: Sequence[int]) -> int:
+        """File in the tree what the disk holds of `ids` beyond what the tree holds;
+        return how many leading ids the tree then holds."""
+        held = self.tree.match(list(ids)).length
+        if self._disk is None or len(ids) - held < RESTORE_AT_LEAST:
+            return held
+        stored = self._disk.load(ids, more_than=held + RESTORE_AT_LEAST - 1)
+        if stored is None:
+            return held
+        top = None
+        if stored.top_ids is not None:
+            top = self._candidates(list(stored.top_ids), list(stored.top_logprobs))
+        keys, values = (_from_numpy(a, stored.dtype) for a in (stored.keys, stored.values))
+        self.tree.insert(list(stored.ids), 0, keys, values, top)
+        return len(stored.ids)
+
+    def _keep(self, ids: tuple[int, ...], top: list[Candidate]) -> None:
+        """Hand the context's KV to the disk when the disk lacks KEEP_AT_LEAST of it."""
+        if self._disk is None or len(ids) - self._disk.covered(ids) < KEEP_AT_LEAST:
+            return
+        keys, values = self.tree.gather(self.tree.match(list(ids)), len(ids))
+        dtype = str(keys.dtype).rsplit(".", 1)[-1]
+        best = ([c.token_id for c in top], [c.logprob for c in top])
+        self._disk.keep(ids, _to_numpy(keys), _to_numpy(values), dtype, best)
 
     def _step(self, rows: list[_Row], k: int) -> dict:
         """One batched forward: every row adds its last token to a cached prefix."""
@@ -617,6 +690,17 @@ def _kv_shape(model) -> tuple[int, int, int]:
 def _embedding_rows(model) -> int:
     """How many token ids the model's embedding table has rows for."""
     return model.model.embed_tokens.weight.shape[0]
+
+
+def _to_numpy(a: mx.array) -> np.ndarray:
+    """A copy numpy can hold (bfloat16, which numpy lacks, as its raw 16-bit words)."""
+    return np.array(a.view(mx.uint16) if a.dtype == mx.bfloat16 else a)
+
+
+def _from_numpy(a: np.ndarray, dtype: str) -> mx.array:
+    """`_to_numpy` undone, as an MLX array of `dtype`."""
+    array = mx.array(a)
+    return array.view(mx.bfloat16) if dtype == "bfloat16" else array
 
 
 def _activation_dtype(model) -> mx.Dtype:

@@ -6,7 +6,8 @@ the context is the node's ids followed by the suggestion's (a healed suggestion'
 place of the story's last ids it replaces, `Suggestion.after`), the ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
 would get after accepting it (`weave.search.beams` is a function of the backend's answers).
-A suggestion after which the search would not fit the model's window is left out: the
+A suggestion after which the search would not fit the backend's read window (the model's
+window, or less where reading is slow: `Backend.read_window`) is left out: the
 accepted node's context is then cut (`weave.story.context.build_context`), to ids
 look-ahead cannot know.
 It runs on a thread of its own, one suggestion after another, as the backend's
@@ -90,7 +91,7 @@ class LookAhead:
         False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
         may call it on its own worker thread."""
         plans = self.plans(
-            backend.model_name, context, suggestions, params, window=backend.context_length
+            backend.model_name, context, suggestions, params, window=backend.read_window
         )
         self.hold(after)
         with self._lock:
@@ -125,8 +126,8 @@ class LookAhead:
         window: int | None = None,
     ) -> list[Ahead]:
         """The searches `start` makes: after each of the first `rows` exact suggestions,
-        but those after which the search would not fit the model's `window` (its context
-        length; None: no limit)."""
+        but those after which the search would not fit the backend's `window` (its read
+        window; None: no limit)."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
         plans = [Ahead(model, s.after(tuple(context)), params) for s in exact]
         if window is None:

@@ -7,6 +7,9 @@
                                is its own, its provenance `weave.loom.provenance`'s JSON
                                ({"how": "unknown"} for a node made before it was kept);
                                without --json an outline, indented where the story branches
+    loom find TEXT [--json]    the nodes of every story where TEXT (case ignored) ends:
+                               [{"story", "title", "node", "before", "match", "after"}...]
+                               (`weave.loom.find`), at most --limit, latest story first
     loom export STORY_ID [--format lloom|openloom]
                                the whole loom as JSON on stdout (LLooM's, or Open Loom v2)
     loom import FILE [--format F]
@@ -34,24 +37,31 @@ from pathlib import Path
 from weave.access import writer_for
 from weave.config import load_settings
 from weave.interop.detect import CHOICES
+from weave.loom.find import MAX_FOUND
 from weave.loom.formats import MAX_BYTES
 from weave.loom.loom import Loom
 from weave.loom.store import InvalidInput, LoomStore
 from weave.story.steering import steering_in
 
 EXPORTS = ("lloom", "openloom")
+MAX_LIMIT = 1000  # `loom find --limit`: the most nodes a script may ask for at once
 MAX_INDENT = 16  # outline levels drawn as indentation; deeper lines say their level
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `loom` subcommand and its own subcommands."""
-    loom = commands.add_parser("loom", help="list, show, export, import and give stories")
+    loom = commands.add_parser("loom", help="list, show, find, export, import and give stories")
     actions = loom.add_subparsers(dest="loom_command", required=True)
     listing = actions.add_parser("list", help="the stories in the data folder")
     listing.add_argument("--json", action="store_true", help="print one JSON list")
     show = actions.add_parser("show", help="a story's nodes, cursor and bookmarks")
     show.add_argument("story_id")
     show.add_argument("--json", action="store_true", help="print one JSON object")
+    found = actions.add_parser("find", help="the nodes of every story that hold some text")
+    found.add_argument("text")
+    found.add_argument("--json", action="store_true", help="print one JSON list")
+    limit = f"the most nodes listed (1..{MAX_LIMIT:,}; default: {MAX_FOUND})"
+    found.add_argument("--limit", type=int, default=MAX_FOUND, help=limit)
     export = actions.add_parser("export", help="a story's whole loom as JSON on stdout")
     export.add_argument("story_id")
     export.add_argument(
@@ -92,6 +102,15 @@ def run(args: argparse.Namespace) -> str:
             shown["steering"] = steering_in(store.settings(args.story_id)).to_dict()
             return json.dumps(shown, ensure_ascii=False, allow_nan=False)
         return _outline(loom)
+    if args.loom_command == "find":
+        if not 1 <= args.limit <= MAX_LIMIT:
+            raise ValueError(
+                f"--limit must be a whole number in 1..{MAX_LIMIT:,}, not {args.limit}"
+            )
+        found = store.find(args.text, limit=args.limit)
+        if args.json:
+            return json.dumps([f.to_dict() for f in found], ensure_ascii=False, allow_nan=False)
+        return "\n".join(f"{f.story_id} {f.node_id}  {f.title}: {f.snippet!r}" for f in found)
     if args.loom_command == "export":
         if args.format == "openloom":
             return store.export_openloom(args.story_id)
@@ -128,17 +147,29 @@ def _shown(story_id: str, title: str, loom: Loom) -> dict:
 
 
 def _outline(loom: Loom) -> str:
-    """The tree, one node a line; '*' marks the cursor, '#' a bookmark. A child is indented
-    under its parent only where the parent branches, so a chain stays in one column, and
-    never past `MAX_INDENT` levels (a deeper line says its level): the output grows with
-    the nodes, not with their depth."""
-    lines, stack = [], [(loom.root, 0)]
+    """The tree, one node a line; '*' marks the cursor, '#' a bookmark. A node's only
+    child stays in its column, drawn "↳" (it continues its parent); where a node branches
+    its children are drawn one level in, "├─" and "└─" under it with "│" joining them, as
+    tree(1) draws folders. A child never looks like a sibling. Never more than
+    `MAX_INDENT` levels in (a deeper line says its level): the output grows with the
+    nodes, not with their depth."""
+    lines = []
+    stack = [(loom.root, "", "", 0)]  # (node, guides before it, its connector, branch level)
     while stack:
-        node_id, level = stack.pop()
-        cursor, marked = node_id == loom.cursor, node_id in loom.bookmarks
-        mark = ("*" if cursor else " ") + ("#" if marked else " ")
-        indent = "  " * min(level, MAX_INDENT) + (f"({level}) " if level > MAX_INDENT else "")
-        lines.append(f"{mark} {indent}{node_id} {loom.node(node_id).text!r}")
+        node_id, guides, connector, level = stack.pop()
+        mark = ("*" if node_id == loom.cursor else " ") + (
+            "#" if node_id in loom.bookmarks else " "
+        )
+        deep = f"({level}) " if level > MAX_INDENT else ""
+        lines.append(f"{mark} {guides}{connector}{deep}{node_id} {loom.node(node_id).text!r}")
         children = loom.children(node_id)
-        stack += [(c.id, level + (len(children) > 1)) for c in reversed(children)]
+        deeper = level < MAX_INDENT  # past it, lines stop moving right
+        below = guides + ({"├─ ": "│  ", "└─ ": "   "}.get(connector, "") if deeper else "")
+        if len(children) == 1:
+            stack.append((children[0].id, below, "↳ ", level))
+            continue
+        inner = below + ("  " if deeper else "")
+        for i, child in reversed(list(enumerate(children))):
+            last = i == len(children) - 1
+            stack.append((child.id, inner, "└─ " if last else "├─ ", level + 1))
     return "\n".join(lines)

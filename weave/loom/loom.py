@@ -46,8 +46,10 @@ def new_id() -> str:
 
 
 def title_for(text: str) -> str:
-    """A story's default title: its first words ("Untitled" when it has none)."""
-    words = " ".join(text.split()) or "Untitled"
+    """A story's default title: the words of its first line with any ("Untitled" when it
+    has none); the store numbers it where another story has it already."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    words = " ".join(line.split()) or "Untitled"
     return words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1] + "…"
 
 

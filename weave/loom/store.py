@@ -30,6 +30,7 @@ from weave.interop.detect import read_loom_file
 from weave.interop.foreign import Imported
 from weave.loom import store_rows as rows
 from weave.loom import store_writers as writers
+from weave.loom.find import MAX_FOUND, Found, find
 from weave.loom.formats import SavedStory, loom_document
 from weave.loom.loom import Loom, new_id
 from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
@@ -87,6 +88,12 @@ class LoomStore:
         with self._file.read() as db:
             rows.story_row(db, story_id)
             return rows.story_infos(db, story_id)[0]
+
+    def find(self, text: str, *, first: str | None = None, limit: int = MAX_FOUND) -> list[Found]:
+        """The nodes of the writer's stories where `text` ends (`weave.loom.find`), the story
+        `first`'s before the others', at most `limit`."""
+        with self._file.read() as db:
+            return find(rows.node_texts(db, first), text, limit=limit)
 
     def load(self, story_id: str) -> Loom:
         """The story's loom as stored now: every node, the stored cursor. Raises `StoryNotFound`."""

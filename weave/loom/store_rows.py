@@ -19,10 +19,12 @@ import json
 import math
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from weave.loom.find import StoryNodes
 from weave.loom.formats import MAX_SCORE, TOKEN_ID_LIMIT, SavedStory, finite_only
 from weave.loom.loom import KINDS, Loom, Node, title_for
 from weave.loom.provenance import Provenance
@@ -157,6 +159,26 @@ def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[Sto
                       r["deleted"] is not None) for r in found]  # fmt: skip
 
 
+def node_texts(db: sqlite3.Connection, first: str | None = None) -> Iterator[StoryNodes]:
+    """The nodes of each of the writer's stories not deleted, parent first (`weave.loom.find`):
+    the story `first` before the others, then the others last updated first."""
+    titles = {i.id: i.title for i in story_infos(db) if not i.deleted}
+    order = sorted(titles, key=lambda story_id: story_id != first)  # stable: updated first
+    for story_id in order:
+        found = db.execute("SELECT id, parent, text FROM nodes WHERE story_id = ? ORDER BY seq",
+                           (story_id,)).fetchall()  # fmt: skip
+        ids, parents, texts = (list(column) for column in zip(*found, strict=True))
+        yield StoryNodes(
+            story_id, titles[story_id], [_text(i) for i in ids],
+            [None if p is None else _text(p) for p in parents], [_text(t) for t in texts],
+        )  # fmt: skip
+
+
+def _text(value: object) -> str:
+    """`text_value`, with the common case first: a node's columns are almost always text."""
+    return value if isinstance(value, str) else text_value(value)
+
+
 def _title(title: Any, opening: bytes | None) -> str:
     """The title, else the first words of the opening (bytes that may end mid-character)."""
     opening_text = (opening or b"").decode("utf-8", "ignore")
@@ -195,6 +217,8 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     """A whole story (new or imported), less what `finite_only` leaves out."""
     story = finite_only(story)
     loom, now = story.loom, time.time()
+    if story.title is None:
+        story = replace(story, title=_numbered(db, loom))
     db.execute(
         "INSERT INTO stories (id, title, created, updated, settings, root, cursor, owner) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, writer())",
@@ -205,6 +229,18 @@ def insert_story(db: sqlite3.Connection, story_id: str, story: SavedStory) -> No
     _save_records(db, story_id, Loom({}, loom.root, loom.root), loom)
     shown = [(story_id, n, dumps(d, "the suggestions")) for n, d in story.suggestions.items()]
     db.executemany("INSERT INTO suggestions VALUES (?, ?, ?)", shown)
+
+
+def _numbered(db: sqlite3.Connection, loom: Loom) -> str | None:
+    """A new story's title when its first line is another story's title already: that
+    line and the first number free ("Once upon a time, (2)"); None (its first line,
+    read as it is listed) when no story of the writer's has it."""
+    first = next((n for n in loom.nodes.values() if n.parent == loom.root), None)
+    base = title_for(first.text if first is not None else "")
+    taken = {info.title for info in story_infos(db) if not info.deleted}
+    if base not in taken:
+        return None
+    return next(f"{base} ({n})" for n in range(2, len(taken) + 3) if f"{base} ({n})" not in taken)
 
 
 def _insert_nodes(db: sqlite3.Connection, story_id: str, nodes: list[Node], seq: int) -> None:

@@ -2,9 +2,10 @@
 
 `fitted_context` is where a story (text, and its ids where known) and its `Steering`
 become the `weave.story.context.Context` a search, a draw or the alternatives use: it asks
-`build_context` for at most the model's context length less the `room` the caller needs
-after it (a search's `max_depth`, a draw's `max_tokens`; 0 for alternatives), so where
-the whole is too long the story's start is cut, never the memory, the lore or the note,
+`build_context` for at most the backend's read window (`Backend.read_window`: the model's
+context length, or less where reading is slow) less the `room` the caller needs after it
+(a search's `max_depth`, a draw's `max_tokens`; 0 for alternatives), so where the whole
+is too long the story's start is cut, never the memory, the lore or the note,
 and `Context.left_out` says how many story tokens were left out.
 
 `sent_ids` are the ids a backend receives (`Backend.prompt_ids`): the context's own, or,
@@ -52,7 +53,7 @@ def fitted_context(
             no room for the story (the message says which to shorten).
         BackendError: the backend's tokenizer failed.
     """
-    length = backend.context_length
+    length = backend.read_window
     if length is not None and length - room < 1:
         raise ValueError(f"a depth of {room} tokens does not fit the model's {length} tokens")
     return build_context(

@@ -21,11 +21,14 @@ from weave.story.steering import DEFAULT_NOTE_DEPTH, MAX_NOTE_DEPTH, Steering
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--memory", default="", help="text always at the top of the context")
-    parser.add_argument("--note", default="", help="the author's note, a line near the end")
-    depth = f"the note goes before the story's last N lines (1..{MAX_NOTE_DEPTH:,})"
+    memory = "text always at the top of the context (default: none)"
+    parser.add_argument("--memory", default="", help=memory)
+    note = "the author's note, a line near the end (default: none)"
+    parser.add_argument("--note", default="", help=note)
+    depth = (f"the note goes before the story's last N lines (1..{MAX_NOTE_DEPTH:,}; "
+             f"default: {DEFAULT_NOTE_DEPTH})")  # fmt: skip
     parser.add_argument("--note-depth", type=int, default=DEFAULT_NOTE_DEPTH, help=depth)
-    lore = "a lorebook file: LLooM's JSON or SillyTavern world info"
+    lore = "a lorebook file: LLooM's JSON or SillyTavern world info (default: none)"
     parser.add_argument("--lore", type=Path, help=lore)
 
 

@@ -14,7 +14,8 @@ import graphviz
 
 from weave.loom.loom import Loom, Node
 from weave.loom.provenance import describe
-from weave.view.story_graph import StoryNode, opening, render_story_tree
+from weave.view.labels import apart
+from weave.view.story_graph import OPENING_CHARS, StoryNode, opening, render_story_tree
 
 
 def story_nodes(loom: Loom, notes: Mapping[str, str] | None = None) -> list[StoryNode]:
@@ -53,10 +54,14 @@ def story_tree(
 
 
 def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, opening words, a 🔖 when bookmarked, and
-    how it was made (a picker's options have no tooltip)."""
+    """A node as a picker lists it: its depth, what sets it apart from its siblings
+    (`weave.view.labels.apart`), a 🔖 when bookmarked, and how it was made (a picker's
+    options have no tooltip)."""
     node = loom.node(node_id)
-    depth = len(loom.path(node_id)) - 1
     mark = " 🔖" if node_id in loom.bookmarks else ""
-    made = f" — {describe(node.provenance)}" if node.parent is not None else ""
-    return f"{'·' * depth} {opening(node)}{mark}{made}"
+    if node.parent is None:
+        return f"{opening(node)}{mark}"
+    depth = len(loom.path(node_id)) - 1
+    others = [n.text for n in loom.children(node.parent) if n.id != node_id]
+    label = apart(node.text, others, OPENING_CHARS) or opening(node)
+    return f"{'·' * depth} {label}{mark} — {describe(node.provenance)}"

@@ -5,8 +5,8 @@ one-row suggestion (tokens shaded by probability), the story's tokens with their
 alternatives, the bars' shares, the search's status lines (live, when done, and under a
 node's suggestions: `shown_status`), the messages after an automatic accept or a thin
 search, and text made literal for markdown (`md`, `code`). The page (`lloom.py`) puts
-these strings into widgets; the plain-text ones go through `md` like any other text. This module does not search, rank or pool
-(`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
+these strings into widgets; the plain-text ones go through `md` like any other text.
+This module does not search, rank or pool (`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Pure: `render_story_tree(nodes, cursor=...) -> graphviz.Digraph`. It takes plain
 `StoryNode` values (id, parent id, the node's own text, on-current-path and bookmark
 flags), so it serves any loom without importing one. Each drawn node is labelled with
-the opening words of its text; the path to the cursor is highlighted, the cursor filled,
-bookmarks starred. It folds what would make the graph unreadable with the token graph's
-folding (`weave.view.folding`: its `Fit`, `shown` and `walk`):
+what sets its text apart from its siblings' (`weave.view.labels.apart`); the path to the
+cursor is highlighted, the cursor filled, bookmarks starred. It folds what would make
+the graph unreadable with the token graph's folding (`weave.view.folding`: its `Fit`,
+`shown` and `walk`):
 - runs of single-child nodes become one node (the cursor, a bookmark or a branch point
   ends a run); clicking it goes to the run's last node;
 - a path to the cursor longer than the columns keeps its end: what lies before becomes
@@ -27,6 +28,7 @@ import graphviz
 
 from weave.view import folding
 from weave.view.folding import Fit
+from weave.view.labels import apart
 from weave.view.render import BEST_COLOR, label, wrapped_label
 
 STORY_FIT = Fit(columns=6, children=4, nodes=30)
@@ -200,7 +202,10 @@ def _draw_child(graph, parent: str, name: str, run: _Run, tree: _Tree, fit: Fit,
 def _draw_run(graph, name: str, run: _Run, tree: _Tree, fit: Fit, url) -> None:
     target = run.last
     text = run.text()
-    opening = " ".join(text.split()) or ("␣" if text else START if target.parent is None else "∅")
+    first = run.nodes[0]
+    others = [node.text for node in tree.kids.get(first.parent, []) if node is not first]
+    opening = apart(text, others, len(text) + 1) if first.parent is not None else ""
+    opening = opening or ("␣" if text else START if target.parent is None else "∅")
     mark = BOOKMARK if any(node.bookmarked for node in run.nodes) else ""
     steps = f" ({len(run.nodes)} steps)" if len(run.nodes) > 1 else ""
     attrs = {
