@@ -6,7 +6,8 @@ alternatives, the bars' shares, the search's status lines (live, when done, and 
 node's suggestions: `shown_status`), the messages after an automatic accept or a thin
 search, and text made literal for markdown (`md`, `code`). The page (`lloom.py`) puts
 these strings into widgets; the plain-text ones go through `md` like any other text.
-This module does not search, rank or pool (`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
+This module does not search, rank or pool (`weave.search.beams`, `weave.search.tree`)
+and draws no graph (`weave.view.render`).
 """
 
 from __future__ import annotations
