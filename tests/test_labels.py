@@ -50,7 +50,10 @@ def test_the_story_tree_and_go_to_tell_siblings_apart():
         "…place of /towering sp…",
     }
     picked = [node_label(loom, n) for n in loom.nodes if loom.node(n).parent == loom.path()[1].id]
-    assert sorted(picked) == ["·· …place of towering spir…", "·· …quiet garden town."]
+    assert sorted(picked) == [  # then how each was made (`node_label`'s provenance)
+        "·· …place of towering spir… — unknown provenance",
+        "·· …quiet garden town. — unknown provenance",
+    ]
 
 
 def test_stories_that_open_alike_get_titles_told_apart(tmp_path):
