@@ -3,10 +3,13 @@
 `streamlit run lloom.py`. The page lays out widgets and calls the engine: the story is a
 loom (`weave.loom.loom`, kept by `weave.loom.store`), and each browser tab is a cursor over
 it (`weave.desk.session.Workspace`); the search is `weave.search.beams.expand`; what the page
-says about suggestions is `weave.view.present`'s, its keys are `weave.keys`'. The story page
-is a desk: the story (its end in view), the moves and the suggestions on the left, the tools (the
-steering panels among them: `lloom_steering`) and the graphs (`lloom_graphs`) on the
-right. The URL names the story and the node. The model is loaded once per process
+says about suggestions is `weave.view.present`'s, its keys are `weave.keys`'; a node's
+suggestions come through one door, `Offers.show`, whose answer the page draws. The story
+page is a desk: the story (its end in view), the moves and the suggestions on the left, the
+tools (sampling: `lloom_sampling`; the Alternatives dialog: `lloom_alternatives`; the
+steering panels: `lloom_steering`) and the graphs (`lloom_graphs`) on the right; the start
+page and the library are `lloom_library`'s, a session's state `lloom_state`'s, the CSS and
+script files in static/. The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
 """
@@ -29,7 +32,7 @@ import lloom_graphs
 import lloom_library
 import lloom_sampling
 import lloom_steering
-from backends import Backend, BackendError, choose_backend
+from backends import Backend, BackendError, Choice, choose_backend
 from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
@@ -685,22 +688,22 @@ def sidebar_ui(
 ) -> None:
     """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
     in one line; the diagnostics folded in Details."""
+    choice = choose_backend(settings)  # once a run: the line and Details both say it
     with st.sidebar:
         if ws.started:
             lloom_library.story_info_ui(ws)
             lloom_library.bookmarks_ui(ws)
             downloads_ui(ws, offer)
         import_ui(ws)
-        backend_line_ui(settings, backend)
+        backend_line_ui(settings, backend, choice)
         with st.expander("Details"):
-            details_ui(settings, ws, backend, offer)
+            details_ui(settings, ws, backend, offer, choice)
 
 
-def details_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: Offer | None
-) -> None:
+def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | None,
+               offer: Offer | None, choice: Choice) -> None:  # fmt: skip
     """How the backend was chosen, what this node's search and samples cost, the KV held."""
-    backend_info_ui(settings, backend)
+    backend_info_ui(settings, backend, choice)
     if offer is not None:
         stats_ui("This node's search", offer.result.stats)
     draw = ws.offers.draw(ws.cursor) if ws.started else None
@@ -712,18 +715,18 @@ def details_ui(
     st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
 
 
-def backend_line_ui(settings: Settings, backend: Backend | None) -> None:
+def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
     """The model and its backend, one line, and what the model is; on MLX, the models to
     switch to."""
     if backend is None:
-        st.markdown(f"🧠 **{choose_backend(settings).name}**: not available")
+        st.markdown(f"🧠 **{choice.name}**: not available")
     else:
         st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
         if backend.model_facts:
             st.caption(backend.model_facts)
         if backend.note:
             st.info(md(backend.note))
-    if choose_backend(settings).name == "mlx" and not login_configured():
+    if choice.name == "mlx" and not login_configured():
         switch_model_ui(settings)
 
 
@@ -773,9 +776,8 @@ def import_file(ws: session.Workspace, key: str) -> None:
         page().imports += 1  # a fresh uploader
 
 
-def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
+def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
     """Where the model runs and why this backend, and where its search defaults come from."""
-    choice = choose_backend(settings)
     if backend is not None:
         if backend.url:
             st.caption(f"Server: {code(backend.url)}")
