@@ -5,18 +5,21 @@
 and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`),
 and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
 `weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
-its keys are `weave.keys`'. The story page is a desk: the story (its end in view), the
-moves and the suggestions on the left, the tools (the steering and bans panels among
-them: `lloom_steering`, `lloom_bans`) and the graphs (`lloom_graphs`) on the right. The
-URL names the story and the node. The model is loaded once per process (`shared_backend`,
-`backends.shared`) and shared by every session; on MLX a writer may switch it. No
-algorithm lives here.
+its keys are `weave.keys`'; a node's suggestions come through one door, `Offers.show`,
+whose answer the page draws. The story page is a desk: the story (its end in view), the
+moves and the suggestions on the left, the tools (sampling: `lloom_sampling`; the
+Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_steering`,
+`lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
+are `lloom_library`'s, finding a branch `lloom_find`'s, taking a suggestion after an edit
+`lloom_take`'s, a session's state `lloom_state`'s, the CSS and script files in static/.
+The URL names the story and the node. The model is loaded once per process
+(`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
+switch it. No algorithm lives here.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,36 +30,37 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
+import lloom_alternatives
 import lloom_bans
 import lloom_graphs
 import lloom_hosts
+import lloom_library
+import lloom_sampling
 import lloom_steering
-from backends import Backend, BackendError, choose_backend
+from backends import Backend, BackendError, Choice, choose_backend
 from backends.base import Cancelled
 from backends.shared import SharedBackend
+from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
 from lloom_find import find_ui
 from lloom_graphs import drawn_as, has_dot, search_source
+from lloom_state import PageState, page
 from lloom_take import take
 from weave import access, keys
-from weave.bounds import bound_of, problem, shown
+from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
-from weave.desk.alternatives import Alternatives, branch_text
 from weave.desk.spot import Draw, Offer, Piece
 from weave.interop import openloom
 from weave.loom.library import open_store
-from weave.loom.store import LoomStore, StoreError, StoryInfo
+from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
-from weave.search.ramify import RamifyParams, RamifyResult
 from weave.search.tree import Suggestion
 from weave.view import present
-from weave.view.labels import ending
 from weave.view.present import code, md
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
     from backends.mlx.catalog import LocalModel
 
-OWN_STORY = "✍️ Write my own"
 SCORES = bound_of(SearchParams, "score").options
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 # Look-ahead begins no forward until this long after a script run begins, and after the one
@@ -65,8 +69,6 @@ ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 LOOKAHEAD_AFTER_S = 1.0
 LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
 # ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
-ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
-ALTERNATIVES_K = 8  # alternatives per token
 CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_auto_stop": "auto_stop",
     "cfg_max_depth": "max_depth",
@@ -85,13 +87,6 @@ SLIDERS = {  # widget key -> label, step, help; bounds: SearchParams' field's
     "cfg_split_limit": ("Split Limit", 1, "Children per beam at most (0: no limit)"),
 }  # fmt: skip
 DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
-SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, step, help; bounds: the field's
-    "smp_n": ("n", "Samples", 1, "Continuations to draw"),
-    "smp_temperature": ("temperature", "Temperature", 0.05, "0: always the most likely token"),
-    "smp_min_p": ("min_p", "Min-p", 0.01,
-                  "Drop tokens below this share of the top token's probability"),
-    "smp_max_tokens": ("max_tokens", "Max tokens", 1, "Tokens per sample at most"),
-}  # fmt: skip
 
 
 # -- shared, once per process ---------------------------------------------------------------
@@ -129,6 +124,12 @@ def shared_store() -> tuple[LoomStore, str | None]:
     return open_store(shared_settings().data_dir)
 
 
+@st.cache_resource(show_spinner=False)
+def static_text(name: str) -> str:
+    """A file of static/ (the desk's CSS, the story box's script), read once per process."""
+    return (Path(__file__).parent / "static" / name).read_text()
+
+
 # -- the page -------------------------------------------------------------------------------
 def main() -> None:
     st.set_page_config(
@@ -151,8 +152,8 @@ def main() -> None:
     else:
         with start_page.container():
             start_error_ui()
-            start_ui(settings, ws)
-            library_ui(ws)
+            lloom_library.start_ui(settings, ws)
+            lloom_library.library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
     if offer is not None and backend is not None and not ws.offers.error:
         look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
@@ -162,7 +163,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
     """The desk: left the story, the moves and the suggestions (the story's end and the
     first suggestions on the first screen); right the tools, the graphs and Go to. On a
     narrow screen the right column comes after. Returns the search it showed."""
-    st.html(DESK_CSS)
+    st.html(f"<style>{static_text('desk.css')}</style>")
     if ws.title:
         st.set_page_config(page_title=f"{ws.title} · LLooM")
     left, right = st.columns(2, gap="medium")
@@ -195,30 +196,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
             lloom_steering.context_ui(ws, backend, params.max_depth)
         lloom_graphs.graphs_ui(ws, offer)
     if page().alternatives_open and backend is not None:
-        alternatives_dialog(ws, backend)
+        lloom_alternatives.alternatives_dialog(ws, backend)
     return offer
-
-
-DESK_CSS = """<style>
-.stMainBlockContainer {padding: 3.2rem 1rem 2rem;}
-.st-key-suggestions {gap: 0.3rem;}
-.st-key-suggestions [data-testid="stMarkdownContainer"]:has(.share) {margin-bottom: 0;
-  display: flex; gap: 0.5rem; align-items: baseline;}
-.share {order: -1; flex: none; width: 3.2rem; font-size: 0.75rem; text-align: right;
-  padding-right: 0.25rem; background: linear-gradient(to right, #9ec5fe var(--filled),
-  transparent var(--filled)) bottom / 100% 3px no-repeat;}
-.share.ready::before {content: "⚡"; font-size: 0.65rem;}
-.lloom-graph {overflow-x: auto;}
-.lloom-graph svg {max-width: 100%; height: auto;}
-@media (min-width: 641px) {
-  .st-key-suggestions [data-testid="stHorizontalBlock"] {flex-wrap: nowrap;}
-  .st-key-suggestions [data-testid="stHorizontalBlock"] > :first-child {min-width: 0;}
-}
-@media (max-width: 640px) {
-  .st-key-suggestions [data-testid="stElementContainer"]:has(.share) {flex: 1 1 100% !important;}
-}
-</style>"""  # the desk's spacing: rows close together, each share a bar under its figure; a
-# row's text wraps within it, its buttons stay beside it (but on a phone, under it)
 
 
 def tools_ui(
@@ -230,7 +209,7 @@ def tools_ui(
     with config.popover("⚙️ Configuration", width="stretch"):
         chosen = config_ui(settings, backend, ws)
     with sampling.popover("🎲 Sampling", width="stretch"):
-        sample_settings_ui(settings)
+        lloom_sampling.sample_settings_ui(settings)
     alternatives.button("🔍 Alternatives", key="alt_show", width="stretch",
                         on_click=open_alternatives, disabled=backend is None or not ws.text,
                         help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
@@ -244,33 +223,6 @@ def settings_or_stop() -> Settings:
     except ConfigError as e:
         st.error(f"**LLooM's settings cannot be read.** {md(str(e))}", icon="⚙️")
         st.stop()
-
-
-@dataclass
-class PageState:
-    """What the page keeps for one browser session besides its widgets' values."""
-
-    ws: session.Workspace
-    url_read: bool = False  # the URL's story and node were opened (once per session)
-    url_missing: str | None = None  # a story the URL named that is not here (said once)
-    backend_error: str | None = None  # why the backend cannot be used (until retried)
-    confirm_delete: str | None = None  # the story whose deletion awaits a yes
-    confirm_purge: str | None = None
-    settings_for: str | None = None  # the story whose settings the sliders hold
-    story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
-    alternatives: Alternatives | None = None  # the last alternatives asked for
-    alternatives_open: bool = False  # the Alternatives dialog is open
-    imports: int = 0  # files imported (each import gets a fresh uploader)
-    import_error: str | None = None  # why the last file could not be imported: said once
-    imported: str | None = None  # the title of the story the last import opened: said once
-    switch_to: str | None = None  # the model picked, to load in this run
-    switch_error: str | None = None  # why the model picked last could not be loaded
-    all_rows: bool = False  # every suggestion listed, not the first LISTED
-
-
-def page() -> PageState:
-    """This browser session's state (`workspace` makes it)."""
-    return st.session_state.page
 
 
 def writer_or_stop(settings: Settings) -> access.Access:
@@ -417,78 +369,6 @@ def start_error_ui() -> None:
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
 
 
-def start_ui(settings: Settings, ws: session.Workspace) -> None:
-    st.title("🧶 LLooM")
-    st.caption("Weave a story with a language model, a few tokens at a time.")
-    choice = st.radio("Start from", [*settings.starting_stories, OWN_STORY], key="start_choice")
-    own = st.text_area("Your story", key="start_text", disabled=choice != OWN_STORY)
-    text = own if choice == OWN_STORY else choice
-    if st.button("Start", type="primary", key="start"):
-        if not text.strip():
-            st.warning("Write a few words first.")
-            return
-        if ws.start(text):
-            st.rerun()
-
-
-def library_ui(ws: session.Workspace) -> None:
-    """Saved stories to reopen (title, nodes, last edited), each deletable; then the deleted."""
-    entries = ws.library.stories()
-    if entries:
-        st.subheader("Your stories")
-    for entry in entries:
-        story_row(ws, entry)
-    deleted = ws.library.stories(deleted=True)
-    if deleted:
-        with st.expander(f"Deleted stories ({len(deleted)}): kept until purged"):
-            for entry in deleted:
-                deleted_row(ws, entry)
-
-
-def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
-    title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
-    title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
-    edited.caption(f"{entry.nodes} nodes · edited {when(entry.updated)}")
-    if page().confirm_delete != entry.id:
-        delete.button("🗑️ Delete", key=f"delete_{entry.id}",
-                      help="Delete (recoverable until purged)",
-                      on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
-        return
-    st.warning(f"Delete “{md(entry.title)}”? It stays recoverable until you purge it.")
-    yes, no = st.columns(2)
-    yes.button("Yes, delete", key=f"delete_yes_{entry.id}", on_click=confirm,
-               args=("confirm_delete", ws.library.delete, entry.id))  # fmt: skip
-    no.button("Cancel", key=f"delete_no_{entry.id}", on_click=ask, args=("confirm_delete", None))
-
-
-def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
-    title, restore, purge = st.columns([6, 2, 2], vertical_alignment="center")
-    title.markdown(f"{md(entry.title)} · deleted, edited {when(entry.updated)}")
-    restore.button(
-        "Restore", key=f"restore_{entry.id}", on_click=ws.library.restore, args=(entry.id,)
-    )
-    if page().confirm_purge != entry.id:
-        purge.button("Purge…", key=f"purge_{entry.id}", on_click=ask,
-                     args=("confirm_purge", entry.id))  # fmt: skip
-        return
-    purge.button("Purge forever", key=f"purge_yes_{entry.id}", type="primary",
-                 on_click=confirm, args=("confirm_purge", ws.library.purge, entry.id))  # fmt: skip
-
-
-def ask(flag: str, value: str | None) -> None:
-    """Set `flag` ("confirm_delete" or "confirm_purge"): the story awaiting a yes."""
-    setattr(page(), flag, value)
-
-
-def confirm(flag: str, action, story_id: str) -> None:
-    setattr(page(), flag, None)
-    action(story_id)
-
-
-def when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
-
-
 # -- configuration --------------------------------------------------------------------------
 def config_ui(
     settings: Settings, backend: Backend | None, ws: session.Workspace
@@ -519,36 +399,18 @@ def config_ui(
 
 
 def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
-    """A reopened story's saved settings set the widgets; one that is not a value its
-    widget can take (outside its bounds, say) is named in the story's notice, and the
-    default is kept: never clamped."""
-    saved, refused = ws.settings, []
-    for key, field in CONFIG_KEYS.items():
-        if field in saved:
-            value = widget_value(field, saved[field], like=getattr(defaults, field))
-            if value is None:
-                refused.append(f"{field} = {shown(saved[field])}")
-            else:
-                st.session_state[key] = value
+    """A reopened story's saved settings set the widgets; one its widget cannot take is
+    named in the story's notice, and the default is kept (`SearchParams.from_saved`)."""
+    saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
+    values, refused = SearchParams.from_saved(saved, defaults)
+    st.session_state.update({key: values[f] for key, f in CONFIG_KEYS.items() if f in values})
     for key, field in DISPLAY_KEYS.items():
-        if isinstance(saved.get(field), bool):
-            st.session_state[key] = saved[field]
+        if isinstance(ws.settings.get(field), bool):
+            st.session_state[key] = ws.settings[field]
     if refused:
         unusable = (f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
                     "in Configuration): the defaults are used instead.")  # fmt: skip
         ws.notice = f"{ws.notice} {unusable}" if ws.notice else unusable
-
-
-def widget_value(field: str, value, *, like):
-    """`value` as the widget for SearchParams' `field` takes it (of `like`'s type, an int
-    made a float for a float, inside the field's bounds), or None when it cannot be."""
-    number = isinstance(like, float) and isinstance(value, int) and not isinstance(value, bool)
-    if type(value) is not type(like) and not number:
-        return None
-    bound = bound_of(SearchParams, field)
-    if bound is not None and problem(field, value, bound):
-        return None
-    return float(value) if number else value
 
 
 def stop_ui() -> None:
@@ -599,23 +461,8 @@ def story_ui(ws: session.Workspace) -> None:
     st.text_area("Story", key="story_text", height=130, on_change=apply_edit, args=(ws,),
                  label_visibility="collapsed", placeholder="Write the story here",
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
-    st.html(STORY_END_JS.replace("LENGTH", str(len(ws.text))), unsafe_allow_javascript=True)
-
-
-# The story box shows its end: after each change of the story (its length is in the
-# markup, so the script runs again), unless the writer is typing in it. Polled briefly,
-# as the box may receive its new text after this runs.
-STORY_END_JS = """<span data-story-length="LENGTH" hidden></span><script>
-(() => {
-  let tries = 0;
-  const scroll = () => {
-    const box = document.querySelector("textarea[aria-label='Story']");
-    if (box && document.activeElement !== box) box.scrollTop = box.scrollHeight;
-    if (++tries < 10) setTimeout(scroll, 50);
-  };
-  scroll();
-})();
-</script>"""
+    end_js = static_text("story_end.html").replace("LENGTH", str(len(ws.text)))
+    st.html(end_js, unsafe_allow_javascript=True)
 
 
 def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None) -> Draw | None:
@@ -648,7 +495,7 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
                             disabled=backend is None or not ws.text,
                             help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
     if clicked:
-        sample(ws, backend, sample_params(settings))
+        lloom_sampling.sample(ws, backend, lloom_sampling.sample_params(settings))
     return ws.offers.draw(ws.cursor)
 
 
@@ -709,38 +556,9 @@ def error_ui(ws: session.Workspace) -> None:
 
 
 # -- samples (n8loom's ramify) ----------------------------------------------------------------
-def sample_settings_ui(settings: Settings) -> None:
-    """The sampler's sliders (🎲 Sample draws with them)."""
-    for key, (field, label, step, help_text) in SAMPLE_SLIDERS.items():
-        bound = bound_of(RamifyParams, field)
-        st.session_state.setdefault(key, getattr(settings.sample, field))
-        st.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
-
-
-def sample_params(settings: Settings) -> RamifyParams:
-    values = {spec[0]: st.session_state[key] for key, spec in SAMPLE_SLIDERS.items()}
-    return replace(settings.sample, **values)
-
-
-def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
-    with st.status("Sampling…", expanded=False) as status:
-        report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
-        draw = ws.offers.sample(backend, ws.spot, params, progress=report)
-        if draw is None:
-            status.update(label="No samples: see below", state="error")
-        else:
-            status.update(label=drawn(draw.result), state="complete")
-
-
-def drawn(result: RamifyResult) -> str:
-    s, n = result.stats, len(result.samples)
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
-
-
 def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
     """The samples drawn here, each with its log-probability, editable, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {drawn(draw.result)}")
+    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
     space = "p" if prefix_space else "n"
     for i, sample in enumerate(draw.result.samples):
         row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
@@ -750,72 +568,6 @@ def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
                        help="Its tokens' log-probabilities, summed")  # fmt: skip
             text_box(row, "Sample")
         take_buttons(row, line, line)
-
-
-# -- alternatives at any token --------------------------------------------------------------
-def open_alternatives() -> None:
-    page().alternatives_open = True
-
-
-def close_alternatives() -> None:
-    page().alternatives_open = False
-
-
-@st.dialog("🔍 Alternatives at any token", width="large", on_dismiss=close_alternatives)
-def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
-    """The story's last tokens shaded by their probability; pick one, then one of the
-    model's alternatives there, and the loom branches at that token (the dialog closes)."""
-    if not page().alternatives_open:
-        st.rerun()  # branched: the whole page, on the new branch
-    shown = page().alternatives
-    if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
-        with st.spinner("Reading the story's tokens…"):
-            shown = ws.offers.alternatives(backend, ws.spot, k=ALTERNATIVES_K,
-                                           last=ALTERNATIVE_TOKENS)  # fmt: skip
-        page().alternatives = shown
-    if shown.unsupported:
-        st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
-                "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
-        return
-    if shown.error is not None:
-        st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
-        return
-    alternatives_picker(ws, shown)
-
-
-def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
-    rows = shown.rows
-    st.markdown(present.story_tokens_html(rows), unsafe_allow_html=True)
-    st.caption("Shaded by the probability the model gave each token (hover for it and the "
-               "likeliest alternatives).")  # fmt: skip
-    token, choice, go = st.columns([3, 3, 2], vertical_alignment="bottom")
-    at = token.selectbox("Token", range(len(rows)), index=len(rows) - 1, key="alt_token",
-                         format_func=lambda i: token_label(rows[i], i))  # fmt: skip
-    row = rows[at]
-    banned = lloom_bans.banned_alternatives(ws, rows, at)  # marked, still offered
-    pick = choice.selectbox(
-        "Alternative",
-        range(len(row.top)),
-        key=f"alt_choice_{at}",
-        format_func=lambda i: (
-            ("🚫 " if i in banned else "") + present.alternative_label(row.top[i])
-        ),
-    )
-    go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
-              args=(ws, shown, row, row.top[pick]),
-              help="A new branch: the story up to this token, then the alternative")  # fmt: skip
-
-
-def token_label(row, i: int) -> str:
-    return f"{i + 1}. {present.editable_text(row.text) or '∅'}"
-
-
-def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
-    try:
-        ws.edit(branch_text(ws.text, shown.rows, row, choice), how="alternative")
-        close_alternatives()
-    except ValueError as e:  # the tokens do not spell this story's end
-        page().alternatives = shown.failed(str(e))
 
 
 # -- suggestions ----------------------------------------------------------------------------
@@ -958,23 +710,23 @@ def sidebar_ui(
 ) -> None:
     """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
     in one line; the diagnostics folded in Details."""
+    choice = choose_backend(settings)  # once a run: the line and Details both say it
     with st.sidebar:
         find_ui(ws)
         if ws.started:
-            story_info_ui(ws)
-            bookmarks_ui(ws)
+            lloom_library.story_info_ui(ws)
+            lloom_library.bookmarks_ui(ws)
             downloads_ui(ws, offer)
         import_ui(ws)
-        backend_line_ui(settings, backend)
+        backend_line_ui(settings, backend, choice)
         with st.expander("Details"):
-            details_ui(settings, ws, backend, offer)
+            details_ui(settings, ws, backend, offer, choice)
 
 
-def details_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: Offer | None
-) -> None:
+def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | None,
+               offer: Offer | None, choice: Choice) -> None:  # fmt: skip
     """How the backend was chosen, what this node's search and samples cost, the KV held."""
-    backend_info_ui(settings, backend)
+    backend_info_ui(settings, backend, choice)
     if offer is not None:
         stats_ui("This node's search", offer.result.stats)
     draw = ws.offers.draw(ws.cursor) if ws.started else None
@@ -986,18 +738,18 @@ def details_ui(
     st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
 
 
-def backend_line_ui(settings: Settings, backend: Backend | None) -> None:
+def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
     """The model and its backend, one line, and what the model is; on MLX, the models to
     switch to."""
     if backend is None:
-        st.markdown(f"🧠 **{choose_backend(settings).name}**: not available")
+        st.markdown(f"🧠 **{choice.name}**: not available")
     else:
         st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
         if backend.model_facts:
             st.caption(backend.model_facts)
         if backend.note:
             st.info(md(backend.note))
-    if choose_backend(settings).name == "mlx" and not login_configured():
+    if choice.name == "mlx" and not login_configured():
         switch_model_ui(settings)
 
 
@@ -1027,31 +779,6 @@ def switch_model_ui(settings: Settings) -> None:
 
 def switch_model(key: str) -> None:
     page().switch_to = st.session_state[key]  # loaded in the run, under a spinner
-
-
-def story_info_ui(ws: session.Workspace) -> None:
-    st.subheader("Story")
-    key = f"title_{ws.story_id}"
-    st.text_input("Title", value=ws.title, key=key, on_change=rename, args=(ws, key))
-    st.button("📚 All stories · new story", key="close", on_click=ws.close)
-
-
-def bookmarks_ui(ws: session.Workspace) -> None:
-    """The bookmarked nodes, oldest first; a click goes there."""
-    loom = ws.loom
-    marked = [node_id for node_id in loom.nodes if node_id in loom.bookmarks]
-    if not marked:
-        return
-    st.subheader("Bookmarks")
-    for node_id in marked:
-        label = ending(loom.text(node_id), 40)
-        st.button(f"🔖 {label}", key=f"mark_{node_id}",
-                  on_click=ws.go, args=(node_id,), disabled=node_id == ws.cursor,
-                  width="stretch")  # fmt: skip
-
-
-def rename(ws: session.Workspace, key: str) -> None:
-    ws.rename(st.session_state[key])
 
 
 def import_ui(ws: session.Workspace) -> None:
@@ -1090,9 +817,8 @@ def import_file(ws: session.Workspace, key: str) -> None:
         page().imported = ws.title
 
 
-def backend_info_ui(settings: Settings, backend: Backend | None) -> None:
+def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
     """Where the model runs and why this backend, and where its search defaults come from."""
-    choice = choose_backend(settings)
     if backend is not None:
         if backend.url:
             st.caption(f"Server: {code(backend.url)}")

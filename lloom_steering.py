@@ -5,7 +5,7 @@ edit, switch off, delete, import a SillyTavern world-info file); every change is
 with the story at once (`Workspace.set_steering`). `context_ui` shows the context the
 search at this node uses: its text with each part marked, its tokens against the
 model's window, how much of the story's start was left out, and the entries that fired.
-Widgets only: the values are `weave.story.steering`'s, the context `Workspace.context`'s.
+Widgets only: the values are `weave.story.steering`'s, the context `Offers.context`'s.
 """
 
 from __future__ import annotations

@@ -226,3 +226,12 @@ def test_properties(seed, cutoff, multiplier, split_limit, max_depth, max_sugges
         assert all(s.score == pytest.approx(s.logprob) for s in result.suggestions)
     plain = expand(FakeBackend(seed=seed), STORY, params)
     assert [s.to_dict() for s in plain.suggestions] == [s.to_dict() for s in result.suggestions]
+
+
+def test_saved_settings_stand_in_for_the_defaults_only_where_their_fields_take_them():
+    defaults = SearchParams()
+    saved = {"cutoff": 1, "max_depth": 99, "score": "lloom", "auto_stop": "yes", "other": 1}
+    values, refused = SearchParams.from_saved(saved, defaults)
+    assert values == {"cutoff": 1.0, "score": "lloom"} and type(values["cutoff"]) is float
+    assert refused == ("max_depth = 99", "auto_stop = 'yes'")  # never clamped: named
+    assert SearchParams.from_saved({}, defaults) == ({}, ())

@@ -255,7 +255,9 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     )
 
 
-# Environment variable -> (section, key, type). The one place the environment is read.
+# Environment variable -> (section, key, type): the variables the settings take, laid over
+# them in `apply_environment`. Not every variable: the backend registry reads OPENAI_API_KEY
+# (a secret, never a setting) when it chooses and builds a backend (`backends`).
 ENVIRONMENT = {
     "LLOOM_MODEL": ("mlx", "model", str),
     "LLOOM_CACHE_DIR": ("mlx", "cache_dir", str),

@@ -8,9 +8,9 @@ suggestions kept per node (`loom_document` writes it, `read_document` reads it).
 Reading trusts nothing: the file is parsed with a bound on its size and nesting
 (`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, and each number is checked
 where it enters: times since the epoch, scores within `MAX_SCORE`, token ids in
-0..`TOKEN_ID_LIMIT` (whether a model has them is the session's to check). Suggestions or
-settings holding NaN or an infinity are not kept (`finite_only`). Pure: no files, no
-SQLite. Every problem with a document is a `ValueError` saying what is wrong.
+0..`TOKEN_ID_LIMIT` (whether a model has them is `weave.story.token_ids.usable`'s to
+check). Suggestions or settings holding NaN or an infinity are not kept (`finite_only`).
+Pure: no files, no SQLite. Every problem with a document is a `ValueError` saying what is wrong.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ continues); the cutoff is scaled by the multiplier after each depth. The search 
 it takes a backend and parameters and returns a token tree with ranked suggestions. It
 does no I/O of its own, reads no environment and knows nothing of pages.
 
-The rules, precisely (see ARCHITECTURE.md):
+The rules, precisely:
 - a beam's first candidate always continues; each further one only while p >= cutoff,
   the beam has fewer than `split_limit` children (0 = no limit) and there is room;
 - at most `max_depth` tokens; auto-stop ends a beam once its text, after any stop
@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import get_args
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
-from weave.bounds import bounded, check_bounds, one_of
+from weave.bounds import bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.search.healing import Constraint, Healing, heal, narrowed
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 from weave.story.bans import Guard, GuardState, Pruned
@@ -61,6 +61,40 @@ class SearchParams:
 
     def __post_init__(self) -> None:
         check_bounds(self)
+
+    @classmethod
+    def from_saved(
+        cls, saved: Mapping[str, Any], defaults: SearchParams
+    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """What of a story's saved settings can stand in for `defaults`' fields.
+
+        Returns (values, refused): each saved field's value where its field takes it (of
+        the default's type, an int made a float for a float, within the field's bounds),
+        and "field = value" for each saved one it cannot take, whose default stays: a
+        saved value is never clamped. Keys that are not fields are not read; both follow
+        `saved`'s order.
+        """
+        values, refused, names = {}, [], {f.name for f in fields(cls)}
+        for name, saved_value in saved.items():
+            if name in names:
+                value = _as_field(name, saved_value, like=getattr(defaults, name))
+                if value is None:
+                    refused.append(f"{name} = {shown(saved_value)}")
+                else:
+                    values[name] = value
+        return values, tuple(refused)
+
+
+def _as_field(name: str, value: Any, *, like: Any) -> Any:
+    """`value` as SearchParams' field `name` takes it (of `like`'s type, an int made a
+    float for a float, inside the field's bounds), or None when it cannot be."""
+    number = isinstance(like, float) and isinstance(value, int) and not isinstance(value, bool)
+    if type(value) is not type(like) and not number:
+        return None
+    bound = bound_of(SearchParams, name)
+    if bound is not None and problem(name, value, bound):
+        return None
+    return float(value) if number else value
 
 
 @dataclass(frozen=True)

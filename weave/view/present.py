@@ -3,21 +3,23 @@
 Owns how model text is shown (whitespace made visible, every character escaped), the
 one-row suggestion (tokens shaded by probability), the story's tokens with their
 alternatives, the bars' shares, the search's status lines (live, when done, and under a
-node's suggestions: `shown_status`), the messages after an automatic accept or a thin
-search, and text made literal for markdown (`md`, `code`). The page (`lloom.py`) puts
-these strings into widgets; the plain-text ones go through `md` like any other text.
-This module does not search, rank or pool (`weave.search.beams`, `weave.search.tree`)
-and draws no graph (`weave.view.render`).
+node's suggestions: `shown_status`), a draw's, dates as shown (`when`), the messages after
+an automatic accept or a thin search, and text made literal for markdown (`md`, `code`).
+The page (`lloom.py`) puts these strings into widgets; the plain-text ones go through
+`md` like any other text. This module does not search, rank or pool
+(`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
 """
 
 from __future__ import annotations
 
 import math
+import time
 import unicodedata
 from collections.abc import Sequence
 
 from backends.base import TokenAlternatives
 from weave.search.beams import Progress, SearchParams, SearchResult, SearchStats
+from weave.search.ramify import RamifyResult
 from weave.search.tree import Score, Suggestion, without_prefix_space
 from weave.search.worth import worth
 
@@ -278,6 +280,18 @@ def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> s
     if result is None or source not in ("searched", "ahead", "kept"):
         return None
     return f"✔️ {md(search_status(result, ahead=source == 'ahead'))}"
+
+
+def draw_status(result: RamifyResult) -> str:
+    """A draw's one-line summary: its samples, time and speed."""
+    s, n = result.stats, len(result.samples)
+    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
+    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
+
+
+def when(seconds: float) -> str:
+    """A time since the epoch as the page shows it: local date, hours and minutes."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
 
 
 def first_status(story: str) -> str:

@@ -1,0 +1,39 @@
+"""What the page keeps for one browser session besides its widgets' values: `PageState`,
+and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library`,
+`lloom_alternatives`). Made once per session by `lloom.workspace`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from weave.desk import session
+from weave.desk.alternatives import Alternatives
+
+
+@dataclass
+class PageState:
+    """What the page keeps for one browser session besides its widgets' values."""
+
+    ws: session.Workspace
+    url_read: bool = False  # the URL's story and node were opened (once per session)
+    url_missing: str | None = None  # a story the URL named that is not here (said once)
+    backend_error: str | None = None  # why the backend cannot be used (until retried)
+    confirm_delete: str | None = None  # the story whose deletion awaits a yes
+    confirm_purge: str | None = None
+    settings_for: str | None = None  # the story whose settings the sliders hold
+    story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
+    alternatives: Alternatives | None = None  # the last alternatives asked for
+    alternatives_open: bool = False  # the Alternatives dialog is open
+    imports: int = 0  # files imported (each import gets a fresh uploader)
+    import_error: str | None = None  # why the last file could not be imported: said once
+    imported: str | None = None  # the title of the story the last import opened: said once
+    switch_to: str | None = None  # the model picked, to load in this run
+    switch_error: str | None = None  # why the model picked last could not be loaded
+    all_rows: bool = False  # every suggestion listed, not the first LISTED
+
+
+def page() -> PageState:
+    """This browser session's state (`workspace` makes it)."""
+    return st.session_state.page
