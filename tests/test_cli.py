@@ -60,7 +60,9 @@ def test_expand_every_option_from_a_file(tmp_path):
     assert done.returncode == 0, done.stderr
     suggestions = json.loads(done.stdout)["suggestions"]
     assert 1 <= len(suggestions) <= 7
-    assert all(len(s["token_ids"]) == 5 for s in suggestions)  # no auto-stop: full depth
+    # No auto-stop: full depth, after the word " the" given back to heal (weave.healing).
+    assert all(len(s["token_ids"]) == 5 + s["healed"] for s in suggestions)
+    assert json.loads(done.stdout)["typed"] == " the"
 
 
 def test_readable_output_ranks_and_summarises():

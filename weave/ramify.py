@@ -115,7 +115,7 @@ def ramify(
     samples = [
         Sample(d.token_ids, d.text[len(typed) :], d.logprob, stats, given_back)
         for d in drawn
-        if d.text.startswith(typed) and len(d.text) > len(typed)
+        if d.text.startswith(typed)  # a healed draw spelled what was typed, as it was typed
     ]
     if progress is not None:
         longest = max((len(s.token_ids) for s in samples), default=0)
