@@ -83,9 +83,10 @@ def test_expand_every_option_from_a_file(tmp_path):
     assert done.returncode == 0, done.stderr
     suggestions = json.loads(done.stdout)["suggestions"]
     assert 1 <= len(suggestions) <= 7
-    # No auto-stop: full depth, past the story's last word re-spelled (healed: "the" may be
-    # a word begun, as "theatre" is).
+    # No auto-stop: full depth, after the word " the" given back to heal (it may be a word
+    # begun, as "theatre" is: weave.search.healing).
     assert all(len(s["token_ids"]) == 5 + s["healed"] for s in suggestions)
+    assert json.loads(done.stdout)["typed"] == " the"
 
 
 def test_readable_output_ranks_and_summarises():

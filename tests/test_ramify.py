@@ -242,6 +242,7 @@ def test_a_reply_without_the_drawn_tokens_is_a_clear_error():
     routes = {
         "/props": (200, {"total_slots": 2, "model_path": "/models/x.gguf"}),
         "/tokenize": (200, {"tokens": []}),
+        "/detokenize": (200, {"content": "Once."}),  # read for healing: nothing to heal
         "/completion": (200, {"content": " and then", "completion_probabilities": []}),
     }
     with serving(routes=routes) as url, pytest.raises(BackendError, match="return_tokens"):

@@ -121,7 +121,7 @@ def ramify(
     samples = [
         Sample(d.token_ids, d.text[len(typed) :], d.logprob, stats, given_back)
         for d in drawn
-        if d.text.startswith(typed) and len(d.text) > len(typed)
+        if d.text.startswith(typed)  # a healed draw spelled what was typed, as it was typed
     ]
     pruned = []
     if guard is not None:
