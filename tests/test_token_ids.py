@@ -231,7 +231,9 @@ def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path
             ids = ws.offers.contexts.ids.path_ids(fresh, ws.loom, "b")
             assert fresh.detokenize(list(ids)) == "Once upon a time, there was"
             offer = ws.offers.suggest(fresh, ws.spot, SearchParams(max_depth=2))
-            assert ws.offers.error is None and offer is not None and offer.result.suggestions
+            # searched from the last boundary, the story's own last word healed (the stub
+            # server's candidates need not spell it, so there may be no suggestion)
+            assert ws.offers.error is None and offer is not None and offer.result.typed == " was"
         finally:
             first.close()
             again.close()
