@@ -19,7 +19,6 @@ switch it. No algorithm lives here.
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +31,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 import backends
 import lloom_alternatives
 import lloom_bans
+import lloom_files
 import lloom_graphs
 import lloom_hosts
 import lloom_library
@@ -42,7 +42,6 @@ from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
 from lloom_find import find_ui
-from lloom_graphs import drawn_as, has_dot, search_source
 from lloom_state import PageState, page
 from lloom_take import take
 from weave import access, keys
@@ -50,7 +49,6 @@ from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
 from weave.desk.spot import Draw, Offer, Piece
-from weave.interop import openloom
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
@@ -716,8 +714,8 @@ def sidebar_ui(
         if ws.started:
             lloom_library.story_info_ui(ws)
             lloom_library.bookmarks_ui(ws)
-            downloads_ui(ws, offer)
-        import_ui(ws)
+            lloom_files.downloads_ui(ws, offer)
+        lloom_files.import_ui(ws)
         backend_line_ui(settings, backend, choice)
         with st.expander("Details"):
             details_ui(settings, ws, backend, offer, choice)
@@ -781,42 +779,6 @@ def switch_model(key: str) -> None:
     page().switch_to = st.session_state[key]  # loaded in the run, under a spinner
 
 
-def import_ui(ws: session.Workspace) -> None:
-    """Open an exported story (.json: the loom, or an older session) as a new story. In a
-    popover: a file drop zone in the sidebar cost the browser ~15 ms on every move. What an
-    import did is said once, in a toast where the writer is looking (and a failure in the
-    sidebar too, until the next run): it never stays on into the next story."""
-    problem, opened = page().import_error, page().imported
-    page().import_error = page().imported = None
-    if opened:
-        st.toast(f"Imported and opened “{md(opened)}”.", icon="📥")
-    with st.popover("📥 Import a story", width="stretch"):
-        key = f"import_{page().imports}"
-        st.file_uploader(IMPORT_LABEL, type=["json", "openloom"], key=key,
-                         on_change=import_file, args=(ws, key))  # fmt: skip
-    if problem:
-        said = md(problem[:1].upper() + problem[1:])  # it names the file and says why
-        st.toast(said, icon="⚠️")
-        st.error(said, icon="📄")
-
-
-IMPORT_LABEL = (
-    "Import a story (.json: LLooM, Open Loom, socketteer loom, Loomsidian, "
-    "ExoLoom, MiniLoom, basemode-loom, mikupad)"
-)
-
-
-def import_file(ws: session.Workspace, key: str) -> None:
-    upload = st.session_state.get(key)
-    if upload is None:
-        return
-    problem = ws.import_file(upload.getvalue())
-    page().import_error = problem
-    if problem is None:
-        page().imports += 1  # a fresh uploader
-        page().imported = ws.title
-
-
 def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
     """Where the model runs and why this backend, and where its search defaults come from."""
     if backend is not None:
@@ -842,38 +804,6 @@ def stats_ui(title: str, s: SearchStats) -> None:
         f"- forward calls: **{s.forward_calls}**\n- model tokens: **{s.model_tokens}**\n"
         f"- prefill tokens: **{s.prefill_tokens}**\n- seconds: **{s.seconds:.2f}**"
     )
-
-
-def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
-    """The story shown (.txt, .md), the whole loom (.json), and this node's search."""
-    st.subheader("Downloads")
-    text, title = ws.text, ws.title
-    one, two = st.columns(2)
-    download(one, "Story .txt", text, "story.txt", "text/plain")
-    download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
-    if not ws.pending:  # the export is the store's: it holds what is saved
-        download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-        download(two, "Open Loom v2", ws.export_openloom, "story.openloom",
-                 openloom.MEDIA_TYPE)  # fmt: skip
-    if offer is None:
-        return
-    tree = lambda: json.dumps(offer.result.tree.to_dict(), ensure_ascii=False, indent=1,  # noqa: E731
-                              allow_nan=False)  # fmt: skip
-    download(two, "Tree .json", tree, "tree.json", "application/json")
-    source = search_source(ws, offer)
-    download(one, "Graph .dot", source, "lloom.dot", "text/vnd.graphviz")
-    if has_dot():
-        download(two, "Graph .png", lambda: drawn_as(source, "png"), "lloom.png", "image/png")
-        download(one, "Graph .svg", lambda: drawn_as(source, "svg"), "lloom.svg",
-                 "image/svg+xml")  # fmt: skip
-    else:
-        st.caption("PNG and SVG need graphviz's `dot` (apt-get install graphviz).")
-
-
-def download(column, label: str, data, file_name: str, mime: str) -> None:
-    """A download that does not rerun the page (data may be a function, run on click)."""
-    key = "dl_" + file_name.replace(".", "_").replace("-", "_")
-    column.download_button(label, data, file_name, mime, key=key, on_click="ignore")
 
 
 if __name__ == "__main__":
