@@ -112,7 +112,7 @@ class NoCache(Wrapped):
         logits = self.inner.model(mx.array([ctx]))[0, -1].astype(mx.float32)
         logprobs = logits - mx.logsumexp(logits)
         order = mx.argsort(-logprobs)[:k]
-        return self.inner._candidates(order.tolist(), logprobs[order].tolist())
+        return self.inner.net.candidates(order.tolist(), logprobs[order].tolist())
 
 
 class Recorder(Wrapped):
@@ -452,8 +452,8 @@ def _memory(backend: MLXBackend, ids: list[int], result) -> None:
 
 
 def _bytes_per_token(backend: MLXBackend) -> int:
-    layers, heads, head_dim = backend._kv_shape
-    return 2 * layers * heads * head_dim * backend._dtype.size
+    layers, heads, head_dim = backend.net.kv_shape
+    return 2 * layers * heads * head_dim * backend.net.dtype.size
 
 
 def _count_tree_tokens(node) -> int:

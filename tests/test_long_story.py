@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from backends import create_backend
-from backends.mlx.backend import CPU_READ_WINDOW, KEEP_AT_LEAST, MLXBackend
+from backends.mlx.backend import CPU_READ_WINDOW, MLXBackend
 from backends.mlx.kv_disk import DiskKV
+from backends.mlx.kv_keep import KEEP_AT_LEAST
 from weave.config import ConfigError, load_settings
 from weave.search.beams import SearchParams, expand
 from weave.story.model_context import fitted_context

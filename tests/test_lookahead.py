@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 
 from backends.base import Cancelled
-from backends.mlx.backend import MLXWorker
 from backends.mlx.batching import Batcher, Forward
+from backends.mlx.worker import MLXWorker
 from tests.fake_backend import FakeBackend
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.desk.lookahead import LookAhead

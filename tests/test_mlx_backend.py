@@ -256,7 +256,7 @@ def test_concurrent_callers_get_their_own_answers(mlx_backend):
 
 def test_tokens_carry_their_bytes_so_split_characters_join(mlx_backend):
     ids = mlx_backend.tokenize("A dragon 🐉 slept.")
-    pieces = b"".join(mlx_backend._pieces[i] for i in ids)
+    pieces = b"".join(mlx_backend.net.pieces[i] for i in ids)
     assert pieces.decode("utf-8") == "A dragon 🐉 slept."
     assert mlx_backend.detokenize(ids) == "A dragon 🐉 slept."
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from backends.mlx.backend import MLXWorker
 from backends.mlx.batching import Batcher, Forward
+from backends.mlx.worker import MLXWorker
 
 HOUR = 3600.0
 

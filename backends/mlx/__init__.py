@@ -1,11 +1,13 @@
 """The MLX backend: an mlx-lm model in this process, as a package.
 
 `backend.MLXBackend` is the adapter the registry builds (`backends.create_backend`); the
-rest serve it alone: the worker's request batching (`batching`), the KV fragment tree
-(`kv_tree`), CPU attention, SwiGLU, the head and each row's ranking on numpy
-(`attention`, `swiglu`, `head`, `ranking`, `numpy_views`, routed into mlx-lm by
-`cpu_routes`), finding and loading a model (`loading`, `weights`, `catalog`), the
-alternatives at a text's tokens (`alternatives`) and OpenBLAS (`openblas`).
+rest serve it alone: the worker thread (`worker`), its request batching (`batching`), the
+forwards over the KV fragment tree (`forward`, `kv_tree`, with the disk: `kv_disk`,
+`kv_keep`), ramify's samples (`sampling`), token bytes (`tokens`), CPU attention, SwiGLU,
+the head and each row's ranking on numpy (`attention`, `swiglu`, `head`, `ranking`,
+`numpy_views`, routed into mlx-lm by `cpu_routes`), finding and loading a model
+(`loading`, `weights`, `catalog`), the alternatives at a text's tokens (`alternatives`)
+and OpenBLAS (`openblas`).
 
 OpenBLAS must be in the process before mlx is imported, and this package's modules import
 mlx at their top: so the package's first import loads it (`openblas.preload`), before
