@@ -27,6 +27,8 @@ from scripts.screenshot import (
     wait_idle,
 )
 from weave.config import load_settings
+from weave.view.labels import apart
+from weave.view.story_graph import OPENING_CHARS
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [
@@ -131,8 +133,9 @@ def test_branch_go_back_other_branch_switch_and_reload(page):
     assert branch(page) == "branch 2 of 2"
     click(page, "◀ Previous")  # the first branch, kept
     assert branch(page) == "branch 1 of 2" and first in story_text(page)
-    tree = tree_text(page)
-    assert opening(first) in tree and opening(second) in tree
+    tree = tree_text(page)  # each branch labelled by what sets it apart from the other
+    for mine, other in ((first, second), (second, first)):
+        assert apart(mine, [other], OPENING_CHARS)[:10] in tree
     page.wait_for_url("**/?story=*&node=*")
     url, shown = page.url, story_text(page)
     page.reload()
