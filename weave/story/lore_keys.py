@@ -24,7 +24,7 @@ from weave.story.phrases import Phrase, PhraseSet
 if TYPE_CHECKING:
     from weave.story.steering import LoreEntry
 
-KEPT = 4  # compiled lorebooks kept (a tab or two's stories; the largest is ~100 MB)
+KEPT = 4  # compiled lorebooks kept (a tab or two's stories; the largest the caps allow ~200 MB)
 
 
 @lru_cache(maxsize=KEPT)
