@@ -23,19 +23,22 @@ How a literal phrase matches (the lorebook's rules, `weave.steering`):
 How it is done, and why (measured in bench/bench_lorebook.py):
   - One pass: the folded phrases' first `ANCHOR` characters (a shorter phrase is its own
     anchor) are the words of Aho–Corasick automata in C (pyahocorasick), so one scan
-    reports every anchor at every position; each anchor found is checked against the
-    phrases that begin with it by a dict lookup per length of those phrases (`_Anchor`),
-    then against their case and word edges. Two automata, each scanned on its own: the short anchors
-    (whole phrases such as names and words, common in prose) and the full-length ones
-    (the start of a long phrase, rare in prose). `last_found` reads the text in chunks
-    from the end back and, once few of an automaton's anchors are left unfound, builds
-    one of those few for the rest (a common word found near the end then costs nothing
-    further back). Only anchors go into the automata: the whole phrases of the largest
-    lorebook the caps allow (200,000 keys of 200 characters) make tens of millions of
-    nodes, a minute's build and gigabytes; their anchors make a second's build.
-  - Piece by piece: an Aho–Corasick automaton over the folded phrases (a piece's
-    characters walk its goto and fail links), the last few characters kept for the case
-    and word-edge checks.
+    reports every anchor at every position; an anchor that must start a word and does
+    not is passed over, the others are checked against the phrases that begin with them
+    by a dict lookup per length (`_Anchor`), then against case and word edges. Phrases
+    that match alike (the same key in many entries) are looked for once. Two automata,
+    each scanned on its own: the short anchors (whole phrases such as names and words,
+    common in prose) and the full-length ones (the start of a long phrase, rare in
+    prose). `last_found` reads the text in chunks from the end back and, once few of an
+    automaton's anchors are left unfound, builds one of those few for the rest (a common
+    word found near the end then costs nothing further back). Only anchors go into the
+    automata: the whole phrases of the largest lorebook the caps allow (200,000 keys of
+    200 characters) make tens of millions of nodes, a minute's build and gigabytes; their
+    anchors make a build of seconds.
+  - Piece by piece: an Aho–Corasick automaton in Python over the folded phrases (a
+    piece's characters walk its goto and fail links), the last few characters kept for
+    the case and word-edge checks. Its state is a node number, so every beam carries its
+    own and a beam's children each go on from it (pyahocorasick's state cannot be copied).
   - Regular expressions (piece by piece only) are compiled once; each step searches the
     last `REGEX_WINDOW` characters before the piece plus the piece, and counts a match
     that ends inside the piece (bounded work per step; a match longer than the window is
