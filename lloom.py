@@ -10,8 +10,9 @@ whose answer the page draws. The story page is a desk: the story (its end in vie
 moves and the suggestions on the left, the tools (sampling: `lloom_sampling`; the
 Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_steering`,
 `lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
-are `lloom_library`'s, finding a branch `lloom_find`'s, taking a suggestion after an edit
-`lloom_take`'s, a session's state `lloom_state`'s, the CSS and script files in static/.
+are `lloom_library`'s, finding a branch `lloom_find`'s, a suggestion's or a sample's row
+`lloom_rows`', taking one after an edit `lloom_take`'s, a session's state `lloom_state`'s,
+the CSS and script files in static/.
 The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
@@ -20,7 +21,7 @@ switch it. No algorithm lives here.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,13 +43,13 @@ from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
 from lloom_find import find_ui
+from lloom_rows import ACCEPT, Row, offer_row
 from lloom_state import PageState, page
-from lloom_take import take
 from weave import access, keys
 from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
-from weave.desk.spot import Draw, Offer, Piece
+from weave.desk.spot import Draw, Offer
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
@@ -60,7 +61,6 @@ if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads 
     from backends.mlx.catalog import LocalModel
 
 SCORES = bound_of(SearchParams, "score").options
-ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 # Look-ahead begins no forward until this long after a script run begins, and after the one
 # that drew the suggestions: its forwards took the CPU from the browser still drawing the
 # page (bench_page.py).
@@ -179,8 +179,6 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         offer = search_ui(ws, backend, params, prefix_space)
         error_ui(ws)
         lone_ui(ws)
-        if draw is not None:
-            samples_ui(ws, draw, prefix_space)
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
@@ -188,6 +186,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
             suggestions_ui(ws, offer, prefix_space, shading, ready)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
+        if draw is not None:  # below the suggestions: they stay on the first screen
+            lloom_sampling.samples_ui(ws, draw, prefix_space)
         st.caption(keys.key_line())
     with right:
         with seen:
@@ -553,21 +553,6 @@ def error_ui(ws: session.Workspace) -> None:
             st.warning(md(notice), icon="⚠️")
 
 
-# -- samples (n8loom's ramify) ----------------------------------------------------------------
-def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
-    """The samples drawn here, each with its log-probability, editable, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
-    space = "p" if prefix_space else "n"
-    for i, sample in enumerate(draw.result.samples):
-        row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
-        line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
-        with line:
-            st.caption(f"log-p {sample.logprob:.1f}",
-                       help="Its tokens' log-probabilities, summed")  # fmt: skip
-            text_box(row, "Sample")
-        take_buttons(row, line, line)
-
-
 # -- suggestions ----------------------------------------------------------------------------
 def lone_ui(ws: session.Workspace) -> None:
     """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
@@ -589,7 +574,7 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,
                    ready: set[tuple[int, ...]]) -> None:  # fmt: skip
-    """Ranked suggestions, one row each: the share, the text (a box while ✏️ Edit is on),
+    """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
     📌 Keep and ➜ Take, the first nine with their keys; ⚡ by the share of those whose
     next suggestions look-ahead has made (`ready`). The first LISTED, until the writer
     lists them all.
@@ -606,19 +591,16 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
         st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
     space = "p" if prefix_space else "n"
-    editing = st.session_state.get("edit_rows", False)
     rows = list(zip(suggestions, shares, strict=True))
     with st.container(key="suggestions", gap=None):
         for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing,
+            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading,
                            ahead=suggestion.token_ids in ready)  # fmt: skip
     with st.container(horizontal=True, vertical_alignment="center"):
         more_rows_ui(len(suggestions))
-        st.toggle("✏️ Edit suggestions", key="edit_rows",
-                  help="Each suggestion becomes a box to change before taking it")  # fmt: skip
-        st.caption(f"{present.bar_caption(offer.params.score)} 📌 keeps one as a branch "
-                   f"without moving, {ACCEPT} takes it.")  # fmt: skip
+        st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one in its row "
+                   f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it.")  # fmt: skip
 
 
 def more_rows_ui(count: int) -> None:
@@ -637,69 +619,16 @@ def list_all(value: bool) -> None:
     page().all_rows = value
 
 
-@dataclass(frozen=True)
-class Row:
-    """One offered continuation on the page: where it came from, and its widgets' key."""
-
-    ws: session.Workspace
-    piece: Piece
-    key: str
-    prefix_space: bool
-
-    def shown(self) -> str | None:
-        """The text as the writer left it in the row (None: unedited)."""
-        box = st.session_state.get(self.key)
-        return None if box is None else present.typed_text(box)
-
-
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool, editing: bool, *, ahead: bool = False) -> None:  # fmt: skip
-    """One suggestion: its share (the figure over a bar as long as its part of the best
-    one's), its text, 📌 Keep and ➜ Take. No tooltips: each costs the browser a second copy
-    of its button."""
-    line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
-    with line:
-        if editing:
-            shown = present.shown_text(suggestion.text, prefix_space=row.prefix_space)
-            st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
-                          label_visibility="collapsed", width="stretch",
-                          help="↵ is a new line, ␣ a space at the start")  # fmt: skip
-        else:
-            html = present.suggestion_html(suggestion, prefix_space=row.prefix_space,
-                                           shading=shading)  # fmt: skip
-            part, filled = share
-            ready = ' ready" title="Its next suggestions are ready' if ahead else ""
-            st.markdown(f'{html}<span class="share{ready}" style="--filled: {filled:.0%}">'
-                        f"{present.share_html(part)}</span>", unsafe_allow_html=True,
-                        width="stretch")  # fmt: skip
-        take_buttons(row, line, line, rank)
-
-
-def text_box(row: Row, label: str) -> None:
-    """The offered text, editable (prefix space: shown without its leading space)."""
-    shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
-    st.text_input(label, value=present.editable_text(shown), key=row.key,
-                  label_visibility="collapsed", width="stretch")  # fmt: skip
-
-
-def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
-    """📌 Keep as a branch (disabled once kept), ➜ Take; the n-th suggestion's keys."""
-    kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
-    take, hold = (keys.accept_key(rank), keys.keep_key(rank)) if rank is not None else (None, None)
-    keep.button("📌 Keep", key=f"{row.key}_keep", width=136, on_click=keep_row, args=(row,),
-                disabled=kept, shortcut=hold)  # fmt: skip
-    go.button(f"{ACCEPT} Take", key=f"{row.key}_go", width=96, on_click=accept_row, args=(row,),
-              shortcut=take)  # fmt: skip
-
-
-def accept_row(row: Row) -> None:
-    """Without prefix space the box holds the whole text, its leading space included; after
-    an edit in the same click, `lloom_take` decides."""
-    take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
-
-
-def keep_row(row: Row) -> None:
-    row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
+                   shading: bool, *, ahead: bool = False) -> None:  # fmt: skip
+    """One suggestion's row (`lloom_rows`): its share, the figure over a bar as long as
+    its part of the best one's; its text, each token shaded by its probability."""
+    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
+    part, filled = share
+    ready = ' ready" title="Its next suggestions are ready' if ahead else ""
+    figure = (f'<span class="share{ready}" style="--filled: {filled:.0%}">'
+              f"{present.share_html(part)}</span>")  # fmt: skip
+    offer_row(row, html, figure, rank)
 
 
 # -- the sidebar ----------------------------------------------------------------------------
