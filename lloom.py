@@ -65,6 +65,7 @@ SCORES = bound_of(SearchParams, "score").options
 # that drew the suggestions: its forwards took the CPU from the browser still drawing the
 # page (bench_page.py).
 LOOKAHEAD_AFTER_S = 1.0
+MARKS_EVERY_S = 2.0  # how often the ⚡ marks are redrawn while the writer reads
 LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
 # ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -182,8 +183,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
-            ready = ws.offers.ahead_ready(backend, ws.spot, offer) if backend else set()
-            suggestions_ui(ws, offer, prefix_space, shading, ready)
+            suggestions_ui(ws, offer, prefix_space, shading)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         if draw is not None:  # below the suggestions: they stay on the first screen
@@ -570,14 +570,26 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
     rows = settings.lookahead_rows(backend.name)
     ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
                          after=LOOKAHEAD_AFTER_S)  # fmt: skip
+    if rows:
+        ahead_marks_ui(ws, backend, offer)
 
 
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,
-                   ready: set[tuple[int, ...]]) -> None:  # fmt: skip
+@st.fragment(run_every=MARKS_EVERY_S)
+def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> None:
+    """⚡ by the share of each suggestion whose next suggestions look-ahead has made: a style
+    rule per such row, redrawn every MARKS_EVERY_S by itself (a fragment: neither the story
+    box nor the rows are drawn again, so typing and reading go on undisturbed)."""
+    ready = ws.offers.ahead_ready(backend, ws.spot, offer)
+    ranks = [i for i, s in enumerate(offer.result.suggestions) if s.token_ids in ready]
+    rules = "".join(f'.share[data-rank="{i}"]::before {{content: "⚡"}}' for i in ranks)
+    st.html(f"<style>{rules}</style>")
+
+
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
+                   shading: bool) -> None:  # fmt: skip
     """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
-    📌 Keep and ➜ Take, the first nine with their keys; ⚡ by the share of those whose
-    next suggestions look-ahead has made (`ready`). The first LISTED, until the writer
-    lists them all.
+    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`). The
+    first LISTED, until the writer lists them all.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -595,8 +607,7 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
     with st.container(key="suggestions", gap=None):
         for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading,
-                           ahead=suggestion.token_ids in ready)  # fmt: skip
+            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
         more_rows_ui(len(suggestions))
         st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one in its row "
@@ -620,13 +631,12 @@ def list_all(value: bool) -> None:
 
 
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool, *, ahead: bool = False) -> None:  # fmt: skip
+                   shading: bool) -> None:  # fmt: skip
     """One suggestion's row (`lloom_rows`): its share, the figure over a bar as long as
     its part of the best one's; its text, each token shaded by its probability."""
     html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
     part, filled = share
-    ready = ' ready" title="Its next suggestions are ready' if ahead else ""
-    figure = (f'<span class="share{ready}" style="--filled: {filled:.0%}">'
+    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}">'
               f"{present.share_html(part)}</span>")  # fmt: skip
     offer_row(row, html, figure, rank)
 

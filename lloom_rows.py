@@ -40,23 +40,21 @@ class Row:
 def offer_row(row: Row, text_html: str, figure_html: str, rank: int | None = None) -> None:
     """One row: `figure_html` (a `<span class="share">`) before `text_html`, or the row's
     box while ✏️ Edit is on for it; then ✏️, 📌 Keep and ➜ Take (the n-th suggestion's keys
-    when `rank` is given). No other tooltips: each costs the browser a second copy of its
-    button."""
+    when `rank` is given). No tooltips on the buttons: each costs the browser a second copy
+    of its button."""
     if page().editing_row == row.key:
         edit_row(row, figure_html, rank)
         return
     line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
     with line:
         st.markdown(f"{text_html}{figure_html}", unsafe_allow_html=True, width="stretch")
-        # the one tooltip: ✏️ has no words
-        line.button("✏️", key=f"{row.key}_edit", on_click=edit, args=(row.key,), width=44,
-                    help="Edit it here; Enter takes it")  # fmt: skip
+        line.button("✏️ Edit", key=f"{row.key}_edit", on_click=edit, args=(row.key,), width=84)
         take_buttons(row, line, line, rank)
 
 
 def edit_row(row: Row, figure_html: str, rank: int | None) -> None:
-    """The row as a box holding its text (whitespace marked), Enter to take it; ✕ closes
-    it unchanged."""
+    """The row as a box holding its text (whitespace marked), Enter to take it; ✕ Close
+    leaves it unchanged."""
     shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
     take_key, hold = row_keys(rank)
     form = st.form(f"{row.key}_form", border=False, enter_to_submit=True)
@@ -70,8 +68,8 @@ def edit_row(row: Row, figure_html: str, rank: int | None) -> None:
                               on_click=accept_row, args=(row,), shortcut=take_key)  # fmt: skip
         st.form_submit_button("📌 Keep", key=f"{row.key}_keep", width=136, on_click=keep_row,
                               args=(row,), shortcut=hold)  # fmt: skip
-        st.form_submit_button("✕", key=f"{row.key}_close", on_click=edit, args=(None,),
-                              width=44, help="Close it, unchanged")  # fmt: skip
+        st.form_submit_button("✕ Close", key=f"{row.key}_close", on_click=edit, args=(None,),
+                              width=96)  # fmt: skip
 
 
 def edit(key: str | None) -> None:
