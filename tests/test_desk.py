@@ -5,7 +5,7 @@ its key from `weave.keys`, the n-th suggestion's buttons theirs, and every butto
 words. The rest runs in real headless Chromium on the real embedded model at 1280×800:
 after Start at least five suggestions and the story's end are in view, with one accept
 button per suggestion; `1` takes the top suggestion and Undo's key brings the story back;
-keys typed into the story box stay text.
+keys typed into the story box stay text; a suggestion edited in its row is taken by Enter.
 """
 
 from __future__ import annotations
@@ -211,3 +211,19 @@ def test_a_long_storys_last_line_is_in_view(browser, server):
         assert page.locator(STORY).evaluate(LAST_LINE_IN_VIEW)  # scrolled to its end
     finally:
         context.close()
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_suggestion_edited_in_its_row_is_taken_by_enter(laptop):
+    laptop.get_by_role("button", name="✏️ Edit").nth(1).click()
+    box = laptop.locator("[data-testid='stForm'] input")
+    box.wait_for()
+    assert box.evaluate("el => el.getBoundingClientRect().bottom <= innerHeight")  # in view
+    box.fill("the fox ran home")
+    box.press("Enter")
+    laptop.wait_for_function(
+        "([selector, before]) => document.querySelector(selector).value !== before",
+        arg=[STORY, FIRST],
+    )
+    assert story_text(laptop).removeprefix(FIRST).lstrip().startswith("the fox ran home")
