@@ -373,12 +373,13 @@ def config_ui(
 ) -> tuple[SearchParams, bool, bool]:
     """The Configuration popover; returns the search parameters and the display choices.
 
-    The values start from the model's defaults, or from what the story saved; every
-    change is saved with the story.
+    The values start from the model's defaults (`[search]` and its `[models]` section),
+    but for those the writer set, saved with the story (any that differs from the model's
+    default): a story continued with another model takes that model's for the rest.
     """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if page().settings_for != ws.story_id:
-        page().settings_for = ws.story_id
+    if page().settings_for != (ws.story_id, defaults):  # another story, or another model
+        page().settings_for = (ws.story_id, defaults)
         load_settings_into_widgets(ws, defaults)
     for key, field in CONFIG_KEYS.items():
         st.session_state.setdefault(key, getattr(defaults, field))
@@ -392,16 +393,19 @@ def config_ui(
     with show:
         prefix_space, shading = display_ui()
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
-    ws.remember_settings({**values, "prefix_space": prefix_space, "shading": shading})
+    chosen = {field: v for field, v in values.items() if v != getattr(defaults, field)}
+    ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
     return replace(defaults, **values), prefix_space, shading
 
 
 def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
-    """A reopened story's saved settings set the widgets; one its widget cannot take is
-    named in the story's notice, and the default is kept (`SearchParams.from_saved`)."""
+    """A reopened story's saved settings set the widgets, `defaults` the others; a saved
+    one its widget cannot take is named in the story's notice, and the default is used
+    (`SearchParams.from_saved`)."""
     saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
     values, refused = SearchParams.from_saved(saved, defaults)
-    st.session_state.update({key: values[f] for key, f in CONFIG_KEYS.items() if f in values})
+    st.session_state.update({key: values.get(f, getattr(defaults, f))
+                             for key, f in CONFIG_KEYS.items()})  # fmt: skip
     for key, field in DISPLAY_KEYS.items():
         if isinstance(ws.settings.get(field), bool):
             st.session_state[key] = ws.settings[field]

@@ -1020,6 +1020,36 @@ def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_d
     assert '[models."SmolLM2-135M-Instruct"]' in captions
 
 
+class Renamed(StoryFake):
+    """The fake model, under whatever name a test gives it (another model loaded)."""
+
+    name_now = "fake-model"
+
+    @property
+    def model_name(self) -> str:
+        return self.name_now
+
+
+def test_a_story_continued_with_another_model_takes_its_section_but_the_writers_values(
+    data_dir, monkeypatch
+):
+    backend = Renamed(seed=1)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
+    at = started()
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # [search]'s
+    at.slider(key="cfg_max_depth").set_value(7).run()  # the writer's own
+    assert "cutoff" not in workspace(at).settings  # the model's default: not the writer's
+    backend.name_now = "SmolLM2-135M-Instruct"  # [models."SmolLM2-135M-Instruct"] cutoff 0.1
+    at.run()
+    assert not at.exception
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)
+    assert at.slider(key="cfg_max_depth").value == 7
+    assert offer(at).params.cutoff == pytest.approx(0.1) and offer(at).params.max_depth == 7
+    again = app(story=at.query_params["story"])  # reopened under the new model: the same
+    assert again.slider(key="cfg_cutoff").value == pytest.approx(0.1)
+    assert again.slider(key="cfg_max_depth").value == 7
+
+
 # -- a page a writer enjoys (issue 14) --------------------------------------------------------
 def bars(at: AppTest) -> list[str]:
     """Each row's share, the figure over its bar."""
