@@ -21,7 +21,7 @@ from weave.desk import session
 from weave.desk.spot import Offer
 from weave.interop.foreign import node_notes
 from weave.loom.loom import Loom
-from weave.view.loom_view import node_label, story_tree
+from weave.view.loom_view import go_to_labels, story_tree
 from weave.view.render import render_tree
 
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
@@ -53,13 +53,14 @@ def loom_ui(ws: session.Workspace) -> None:
 
 
 def go_to_ui(ws: session.Workspace) -> None:
-    """A picker to go to any node of the story tree, the folded ones too. One widget for
-    every node: a move sets its value (a new widget each move cost the browser a remount)."""
-    loom = ws.loom
+    """A picker to go to any run of the story tree (as the tree draws it: a run of single
+    children, auto-accepted ones among them, is one entry), the folded ones too. One widget
+    for every node: a move sets its value (a new widget each move cost the browser a
+    remount)."""
+    labels = go_to_labels(ws.loom)
     if st.session_state.get(GO_TO) != ws.cursor:
         st.session_state[GO_TO] = ws.cursor
-    st.selectbox("Go to", list(loom.nodes), key=GO_TO,
-                 format_func=lambda node_id: node_label(loom, node_id),
+    st.selectbox("Go to", list(labels), key=GO_TO, format_func=labels.__getitem__,
                  on_change=pick_node, args=(ws,), help="Any node of the story tree")  # fmt: skip
 
 
