@@ -5,7 +5,8 @@ source, itself cached per search and per tree), and only the tab shown is built;
 browser only shows it, parsing it itself (`svg_html`). Without graphviz's `dot`,
 Streamlit's chart lays the DOT out in the browser. The DOT is `weave.view.render`'s (a search's
 token tree) and `weave.view.story_graph`'s (the story tree, each node a link, through
-`weave.view.loom_view`). Widgets only.
+`weave.view.loom_view`); a click on a story tree node moves in the session, not by the
+link (static/tree_click.html). Widgets only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import graphviz
 import streamlit as st
@@ -26,6 +28,8 @@ from weave.view.render import render_tree
 
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
 GO_TO = "go_to"  # the Go to picker's key
+TREE_PICK = "tree_pick"  # the hidden box a click on the story tree posts its node to
+TREE_CLICK = Path(__file__).resolve().parent / "static" / "tree_click.html"
 READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
 
 
@@ -46,10 +50,20 @@ def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
 
 
 def loom_ui(ws: session.Workspace) -> None:
-    """The story tree, the current path highlighted; a click on a node goes there."""
+    """The story tree, the current path highlighted; a click on a node goes there in this
+    session (static/tree_click.html posts it to a hidden box: no reload, the tab stays)."""
     loom = ws.loom
     show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
                             loom, node_notes(ws.settings)))  # fmt: skip
+    st.text_input("Story tree node", key=TREE_PICK, on_change=pick_tree_node, args=(ws,),
+                  label_visibility="collapsed")  # fmt: skip
+    st.html(TREE_CLICK.read_text(), unsafe_allow_javascript=True)
+
+
+def pick_tree_node(ws: session.Workspace) -> None:
+    node_id, st.session_state[TREE_PICK] = st.session_state[TREE_PICK], ""  # the next click too
+    if node_id in ws.loom.nodes:
+        ws.go(node_id)
 
 
 def go_to_ui(ws: session.Workspace) -> None:
