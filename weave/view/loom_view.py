@@ -64,9 +64,9 @@ def go_to_labels(loom: Loom) -> dict[str, str]:
 
 def node_label(loom: Loom, node_id: str, first: str | None = None) -> str:
     """A node (or the run of single children from `first` down to it) as a picker lists
-    it: its (first node's) depth, what sets its text apart from its siblings' (`weave.view.labels.apart`),
-    a 🔖 when bookmarked, how its first node was made (a picker's options have no tooltip),
-    and how many pieces a run holds."""
+    it: its first node's depth, what sets its text apart from its siblings'
+    (`weave.view.labels.apart`), a 🔖 when bookmarked, how its first node was made (a
+    picker's options have no tooltip), and how many pieces a run holds."""
     node, start = loom.node(node_id), loom.node(first or node_id)
     mark = " 🔖" if node_id in loom.bookmarks else ""
     if start.parent is None:
