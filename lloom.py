@@ -10,8 +10,9 @@ whose answer the page draws. The story page is a desk: the story (its end in vie
 moves and the suggestions on the left, the tools (sampling: `lloom_sampling`; the
 Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_steering`,
 `lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
-are `lloom_library`'s, finding a branch `lloom_find`'s, taking a suggestion after an edit
-`lloom_take`'s, a session's state `lloom_state`'s, the CSS and script files in static/.
+are `lloom_library`'s, finding a branch `lloom_find`'s, a suggestion's or a sample's row
+`lloom_rows`', taking one after an edit `lloom_take`'s, a session's state `lloom_state`'s,
+the CSS and script files in static/.
 The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
@@ -20,7 +21,7 @@ switch it. No algorithm lives here.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,13 +43,13 @@ from backends.base import Cancelled
 from backends.shared import SharedBackend
 from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
 from lloom_find import find_ui
+from lloom_rows import ACCEPT, Row, offer_row
 from lloom_state import PageState, page
-from lloom_take import take
 from weave import access, keys
 from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
-from weave.desk.spot import Draw, Offer, Piece
+from weave.desk.spot import Draw, Offer
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
@@ -60,11 +61,11 @@ if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads 
     from backends.mlx.catalog import LocalModel
 
 SCORES = bound_of(SearchParams, "score").options
-ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
 # Look-ahead begins no forward until this long after a script run begins, and after the one
 # that drew the suggestions: its forwards took the CPU from the browser still drawing the
 # page (bench_page.py).
 LOOKAHEAD_AFTER_S = 1.0
+MARKS_EVERY_S = 2.0  # how often the ⚡ marks are redrawn while the writer reads
 LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
 # ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -179,15 +180,14 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         offer = search_ui(ws, backend, params, prefix_space)
         error_ui(ws)
         lone_ui(ws)
-        if draw is not None:
-            samples_ui(ws, draw, prefix_space)
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
-            ready = ws.offers.ahead_ready(backend, ws.spot, offer) if backend else set()
-            suggestions_ui(ws, offer, prefix_space, shading, ready)
+            suggestions_ui(ws, offer, prefix_space, shading)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
+        if draw is not None:  # below the suggestions: they stay on the first screen
+            lloom_sampling.samples_ui(ws, draw, prefix_space)
         st.caption(keys.key_line())
     with right:
         with seen:
@@ -373,12 +373,13 @@ def config_ui(
 ) -> tuple[SearchParams, bool, bool]:
     """The Configuration popover; returns the search parameters and the display choices.
 
-    The values start from the model's defaults, or from what the story saved; every
-    change is saved with the story.
+    The values start from the model's defaults (`[search]` and its `[models]` section),
+    but for those the writer set, saved with the story (any that differs from the model's
+    default): a story continued with another model takes that model's for the rest.
     """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if page().settings_for != ws.story_id:
-        page().settings_for = ws.story_id
+    if page().settings_for != (ws.story_id, defaults):  # another story, or another model
+        page().settings_for = (ws.story_id, defaults)
         load_settings_into_widgets(ws, defaults)
     for key, field in CONFIG_KEYS.items():
         st.session_state.setdefault(key, getattr(defaults, field))
@@ -392,16 +393,19 @@ def config_ui(
     with show:
         prefix_space, shading = display_ui()
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
-    ws.remember_settings({**values, "prefix_space": prefix_space, "shading": shading})
+    chosen = {field: v for field, v in values.items() if v != getattr(defaults, field)}
+    ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
     return replace(defaults, **values), prefix_space, shading
 
 
 def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
-    """A reopened story's saved settings set the widgets; one its widget cannot take is
-    named in the story's notice, and the default is kept (`SearchParams.from_saved`)."""
+    """A reopened story's saved settings set the widgets, `defaults` the others; a saved
+    one its widget cannot take is named in the story's notice, and the default is used
+    (`SearchParams.from_saved`)."""
     saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
     values, refused = SearchParams.from_saved(saved, defaults)
-    st.session_state.update({key: values[f] for key, f in CONFIG_KEYS.items() if f in values})
+    st.session_state.update({key: values.get(f, getattr(defaults, f))
+                             for key, f in CONFIG_KEYS.items()})  # fmt: skip
     for key, field in DISPLAY_KEYS.items():
         if isinstance(ws.settings.get(field), bool):
             st.session_state[key] = ws.settings[field]
@@ -553,21 +557,6 @@ def error_ui(ws: session.Workspace) -> None:
             st.warning(md(notice), icon="⚠️")
 
 
-# -- samples (n8loom's ramify) ----------------------------------------------------------------
-def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
-    """The samples drawn here, each with its log-probability, editable, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
-    space = "p" if prefix_space else "n"
-    for i, sample in enumerate(draw.result.samples):
-        row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
-        line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
-        with line:
-            st.caption(f"log-p {sample.logprob:.1f}",
-                       help="Its tokens' log-probabilities, summed")  # fmt: skip
-            text_box(row, "Sample")
-        take_buttons(row, line, line)
-
-
 # -- suggestions ----------------------------------------------------------------------------
 def lone_ui(ws: session.Workspace) -> None:
     """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
@@ -585,14 +574,26 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
     rows = settings.lookahead_rows(backend.name)
     ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
                          after=LOOKAHEAD_AFTER_S)  # fmt: skip
+    if rows:
+        ahead_marks_ui(ws, backend, offer)
 
 
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool,
-                   ready: set[tuple[int, ...]]) -> None:  # fmt: skip
-    """Ranked suggestions, one row each: the share, the text (a box while ✏️ Edit is on),
-    📌 Keep and ➜ Take, the first nine with their keys; ⚡ by the share of those whose
-    next suggestions look-ahead has made (`ready`). The first LISTED, until the writer
-    lists them all.
+@st.fragment(run_every=MARKS_EVERY_S)
+def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> None:
+    """⚡ by the share of each suggestion whose next suggestions look-ahead has made: a style
+    rule per such row, redrawn every MARKS_EVERY_S by itself (a fragment: neither the story
+    box nor the rows are drawn again, so typing and reading go on undisturbed)."""
+    ready = ws.offers.ahead_ready(backend, ws.spot, offer)
+    ranks = [i for i, s in enumerate(offer.result.suggestions) if s.token_ids in ready]
+    rules = "".join(f'.share[data-rank="{i}"]::before {{content: "⚡"}}' for i in ranks)
+    st.html(f"<style>{rules}</style>")
+
+
+def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
+                   shading: bool) -> None:  # fmt: skip
+    """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
+    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`). The
+    first LISTED, until the writer lists them all.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -606,19 +607,15 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool, shad
         st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
     space = "p" if prefix_space else "n"
-    editing = st.session_state.get("edit_rows", False)
     rows = list(zip(suggestions, shares, strict=True))
     with st.container(key="suggestions", gap=None):
         for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading, editing,
-                           ahead=suggestion.token_ids in ready)  # fmt: skip
+            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
         more_rows_ui(len(suggestions))
-        st.toggle("✏️ Edit suggestions", key="edit_rows",
-                  help="Each suggestion becomes a box to change before taking it")  # fmt: skip
-        st.caption(f"{present.bar_caption(offer.params.score)} 📌 keeps one as a branch "
-                   f"without moving, {ACCEPT} takes it.")  # fmt: skip
+        st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one in its row "
+                   f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it.")  # fmt: skip
 
 
 def more_rows_ui(count: int) -> None:
@@ -637,69 +634,15 @@ def list_all(value: bool) -> None:
     page().all_rows = value
 
 
-@dataclass(frozen=True)
-class Row:
-    """One offered continuation on the page: where it came from, and its widgets' key."""
-
-    ws: session.Workspace
-    piece: Piece
-    key: str
-    prefix_space: bool
-
-    def shown(self) -> str | None:
-        """The text as the writer left it in the row (None: unedited)."""
-        box = st.session_state.get(self.key)
-        return None if box is None else present.typed_text(box)
-
-
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool, editing: bool, *, ahead: bool = False) -> None:  # fmt: skip
-    """One suggestion: its share (the figure over a bar as long as its part of the best
-    one's), its text, 📌 Keep and ➜ Take. No tooltips: each costs the browser a second copy
-    of its button."""
-    line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
-    with line:
-        if editing:
-            shown = present.shown_text(suggestion.text, prefix_space=row.prefix_space)
-            st.text_input("Suggestion", value=present.editable_text(shown), key=row.key,
-                          label_visibility="collapsed", width="stretch",
-                          help="↵ is a new line, ␣ a space at the start")  # fmt: skip
-        else:
-            html = present.suggestion_html(suggestion, prefix_space=row.prefix_space,
-                                           shading=shading)  # fmt: skip
-            part, filled = share
-            ready = ' ready" title="Its next suggestions are ready' if ahead else ""
-            st.markdown(f'{html}<span class="share{ready}" style="--filled: {filled:.0%}">'
-                        f"{present.share_html(part)}</span>", unsafe_allow_html=True,
-                        width="stretch")  # fmt: skip
-        take_buttons(row, line, line, rank)
-
-
-def text_box(row: Row, label: str) -> None:
-    """The offered text, editable (prefix space: shown without its leading space)."""
-    shown = present.shown_text(row.piece.text, prefix_space=row.prefix_space)
-    st.text_input(label, value=present.editable_text(shown), key=row.key,
-                  label_visibility="collapsed", width="stretch")  # fmt: skip
-
-
-def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
-    """📌 Keep as a branch (disabled once kept), ➜ Take; the n-th suggestion's keys."""
-    kept = row.ws.loom.child_with_text(row.piece.node_id, row.piece.text) is not None
-    take, hold = (keys.accept_key(rank), keys.keep_key(rank)) if rank is not None else (None, None)
-    keep.button("📌 Keep", key=f"{row.key}_keep", width=136, on_click=keep_row, args=(row,),
-                disabled=kept, shortcut=hold)  # fmt: skip
-    go.button(f"{ACCEPT} Take", key=f"{row.key}_go", width=96, on_click=accept_row, args=(row,),
-              shortcut=take)  # fmt: skip
-
-
-def accept_row(row: Row) -> None:
-    """Without prefix space the box holds the whole text, its leading space included; after
-    an edit in the same click, `lloom_take` decides."""
-    take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
-
-
-def keep_row(row: Row) -> None:
-    row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
+                   shading: bool) -> None:  # fmt: skip
+    """One suggestion's row (`lloom_rows`): its share, the figure over a bar as long as
+    its part of the best one's; its text, each token shaded by its probability."""
+    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
+    part, filled = share
+    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}">'
+              f"{present.share_html(part)}</span>")  # fmt: skip
+    offer_row(row, html, figure, rank)
 
 
 # -- the sidebar ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ source, itself cached per search and per tree), and only the tab shown is built;
 browser only shows it, parsing it itself (`svg_html`). Without graphviz's `dot`,
 Streamlit's chart lays the DOT out in the browser. The DOT is `weave.view.render`'s (a search's
 token tree) and `weave.view.story_graph`'s (the story tree, each node a link, through
-`weave.view.loom_view`). Widgets only.
+`weave.view.loom_view`); a click on a story tree node moves in the session, not by the
+link (static/tree_click.html). Widgets only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import graphviz
 import streamlit as st
@@ -21,11 +23,13 @@ from weave.desk import session
 from weave.desk.spot import Offer
 from weave.interop.foreign import node_notes
 from weave.loom.loom import Loom
-from weave.view.loom_view import node_label, story_tree
+from weave.view.loom_view import go_to_labels, story_tree
 from weave.view.render import render_tree
 
 TOKEN_TREE, STORY_TREE = "🔎 This search's token tree", "🌳 Story tree"
 GO_TO = "go_to"  # the Go to picker's key
+TREE_PICK = "tree_pick"  # the hidden box a click on the story tree posts its node to
+TREE_CLICK = Path(__file__).resolve().parent / "static" / "tree_click.html"
 READABLE = 0.86  # px per pt of a graph's width: its 13-pt labels stay at 11 px or more
 
 
@@ -46,20 +50,31 @@ def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
 
 
 def loom_ui(ws: session.Workspace) -> None:
-    """The story tree, the current path highlighted; a click on a node goes there."""
+    """The story tree, the current path highlighted; a click on a node goes there in this
+    session (static/tree_click.html posts it to a hidden box: no reload, the tab stays)."""
     loom = ws.loom
     show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
                             loom, node_notes(ws.settings)))  # fmt: skip
+    st.text_input("Story tree node", key=TREE_PICK, on_change=pick_tree_node, args=(ws,),
+                  label_visibility="collapsed")  # fmt: skip
+    st.html(TREE_CLICK.read_text(), unsafe_allow_javascript=True)
+
+
+def pick_tree_node(ws: session.Workspace) -> None:
+    node_id, st.session_state[TREE_PICK] = st.session_state[TREE_PICK], ""  # the next click too
+    if node_id in ws.loom.nodes:
+        ws.go(node_id)
 
 
 def go_to_ui(ws: session.Workspace) -> None:
-    """A picker to go to any node of the story tree, the folded ones too. One widget for
-    every node: a move sets its value (a new widget each move cost the browser a remount)."""
-    loom = ws.loom
+    """A picker to go to any run of the story tree (as the tree draws it: a run of single
+    children, auto-accepted ones among them, is one entry), the folded ones too. One widget
+    for every node: a move sets its value (a new widget each move cost the browser a
+    remount)."""
+    labels = go_to_labels(ws.loom)
     if st.session_state.get(GO_TO) != ws.cursor:
         st.session_state[GO_TO] = ws.cursor
-    st.selectbox("Go to", list(loom.nodes), key=GO_TO,
-                 format_func=lambda node_id: node_label(loom, node_id),
+    st.selectbox("Go to", list(labels), key=GO_TO, format_func=labels.__getitem__,
                  on_change=pick_node, args=(ws,), help="Any node of the story tree")  # fmt: skip
 
 

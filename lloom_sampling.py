@@ -1,18 +1,22 @@
 """🎲 Sampling on the page: the sampler's sliders, the parameters they give, and drawing
-at this node under a status. Widgets only: the draw is `Offers.sample`'s (n8loom's ramify,
-`weave.search.ramify`); its samples are listed by `lloom.samples_ui` beside the suggestions.
+at this node under a status, and the samples drawn here listed below the suggestions, best
+first, one full-width row each (`lloom_rows`, as the suggestions are). Widgets only: the
+draw is `Offers.sample`'s (n8loom's ramify, `weave.search.ramify`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import streamlit as st
 
 from backends import Backend
+from lloom_rows import Row, offer_row
 from weave.bounds import bound_of
 from weave.config import Settings
 from weave.desk import session
+from weave.desk.spot import Draw
 from weave.search.ramify import RamifyParams
 from weave.view import present
 
@@ -46,3 +50,18 @@ def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> Non
             status.update(label="No samples: see below", state="error")
         else:
             status.update(label=present.draw_status(draw.result), state="complete")
+
+
+def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
+    """The samples drawn here, best (highest log-probability) first: each its log-p over a
+    bar as long as its probability's part of the best one's, its text, ✏️, 📌 and ➜."""
+    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
+    space = "p" if prefix_space else "n"
+    ranked = sorted(enumerate(draw.result.samples), key=lambda s: -s[1].logprob)
+    with st.container(key="samples", gap=None):
+        for i, sample in ranked:  # the key keeps the draw's order: a box keeps its sample
+            row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
+            filled = math.exp(sample.logprob - ranked[0][1].logprob)
+            figure = (f'<span class="share" title="Its tokens\' log-probabilities, summed" '
+                      f'style="--filled: {filled:.0%}">{sample.logprob:.1f}</span>')  # fmt: skip
+            offer_row(row, present.sample_html(sample.text, prefix_space=prefix_space), figure)

@@ -22,7 +22,7 @@ class PageState:
     backend_error: str | None = None  # why the backend cannot be used (until retried)
     confirm_delete: str | None = None  # the story whose deletion awaits a yes
     confirm_purge: str | None = None
-    settings_for: str | None = None  # the story whose settings the sliders hold
+    settings_for: tuple | None = None  # (story, model's defaults) the sliders were set for
     story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
     alternatives: Alternatives | None = None  # the last alternatives asked for
     alternatives_open: bool = False  # the Alternatives dialog is open
@@ -32,6 +32,7 @@ class PageState:
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
+    editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
 
 
 def page() -> PageState:

@@ -1,4 +1,5 @@
-"""Lorebook matching: which entries fire on a 100 KB story, per search, old rules vs one pass.
+"""Lorebook matching: which entries fire on a 100 KB story, per search: the rules of
+old, the one pass before (a trie-shaped regular expression) and now (C automata).
 
 The story is bench/long_story.txt repeated to 100,000 characters (prose). Keys are
 phrases of one to three of its words (so that many fire) and, for the largest lorebook,
@@ -9,14 +10,14 @@ Cases, from issue 31 item 8:
   deep       1,000 entries x 3 keys, each scanning 100,000 characters;
   largest    the largest lorebook the caps allow: 1,000 entries x (100 + 100 secondary)
              keys of 200 characters, each scanning 100,000 characters.
-Printed per case, side by side:
-  old        the rules before: one regular-expression search per key (for `largest`,
+Printed per case, side by side, in ms:
+  old        the rules of old: one regular-expression search per key (for `largest`,
              measured on 10 entries and scaled by 100: the whole would take minutes);
-  one pass   `Steering.fired` (weave.story.lore_keys): median of REPEATS searches, and its
-             compile time once per lorebook change;
-  AC pass    the same phrases read by the pure-Python Aho-Corasick automaton that reads
-             beams piece by piece (`PhraseSet.advance` over the whole scanned text): why
-             the one pass is a trie-shaped regular expression instead.
+  before     the one pass as it was at commit BEFORE (weave/story/phrases.py and
+             lore_keys.py read from git): median of REPEATS searches, and its compile
+             time once per lorebook change;
+  now        `Steering.fired` (weave.story.lore_keys): the same, side by side;
+  RSS        the process's resident memory grown by compiling it now (MB).
 
     .venv/bin/python bench/bench_lorebook.py
 """
@@ -25,18 +26,21 @@ from __future__ import annotations
 
 import random
 import re
+import resource
 import statistics
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from weave.story.phrases import Phrase, PhraseSet  # noqa: E402
 from weave.story.steering import MAX_KEY_CHARS, MAX_KEYS, MAX_SCAN_CHARS, LoreEntry, Steering  # noqa: E402
 
 REPEATS = 5
+BEFORE = "892ab33"  # the last commit with the regular-expression one pass
 STORY_CHARS = 100_000
 
 
@@ -87,6 +91,28 @@ def lorebooks(words: list[str], rng: random.Random) -> dict[str, tuple[LoreEntry
     }
 
 
+def module_at(commit: str, path: str, name: str, **replacing: types.ModuleType):
+    """The module `path` as it was at `commit`, its imports of `replacing`'s modules
+    (by their dotted names, dots written as `__`) reading those instead."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    swapped = {k.replace("__", "."): m for k, m in replacing.items()}
+    saved = {k: sys.modules[k] for k in swapped}
+    sys.modules.update(swapped)
+    try:
+        exec(compile(source, f"{commit}:{path}", "exec"), module.__dict__)
+    finally:
+        sys.modules.update(saved)
+    return module
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 1e6
+
+
 def timed(run) -> tuple[float, object]:
     started = time.perf_counter()
     out = run()
@@ -98,36 +124,32 @@ def main() -> None:
     story = (prose * (STORY_CHARS // len(prose) + 1))[:STORY_CHARS]
     words = re.findall(r"[A-Za-z']+", prose)
     rng = random.Random(5)
-    print(f"story: {len(story):,} characters; times in ms")
-    print(f"{'case':8} {'keys':>7} {'fired':>5} {'old':>10} {'one pass':>9} {'compile':>8} "
-          f"{'AC pass':>8} {'old/one':>8}")  # fmt: skip
+    old_phrases = module_at(BEFORE, "weave/story/phrases.py", "before_phrases")
+    before = module_at(BEFORE, "weave/story/lore_keys.py", "before_lore_keys",
+                       weave__story__phrases=old_phrases)  # fmt: skip
+    print(f"story: {len(story):,} characters; times in ms; before = commit {BEFORE}")
+    print(f"{'case':8} {'keys':>7} {'fired':>5} {'old':>10} {'before':>8} {'now':>6} "
+          f"{'before/now':>10} {'compile before':>14} {'now':>6} {'RSS MB':>6}")  # fmt: skip
     for name, lore in lorebooks(words, rng).items():
         keys = sum(len(e.keys) + len(e.secondary_keys) for e in lore)
         sample = lore if name != "largest" else lore[:10]
         old_s, old_fired = timed(lambda s=sample: [e for e in s if old_fires(e, story)])
         old_s *= len(lore) / len(sample)
+        compile_before, compiled_before = timed(lambda lo=lore: before.LoreKeys(lo))
+        grown = rss_mb()
         steering = Steering(lore=lore)
-        compile_s, _ = timed(lambda st=steering: st.fired(""))
-        runs = [timed(lambda st=steering: st.fired(story)) for _ in range(REPEATS)]
-        one_s = statistics.median(s for s, _ in runs)
-        fired = runs[0][1]
+        compile_now, _ = timed(lambda st=steering: st.fired(""))
+        grown = rss_mb() - grown
+        runs_before = [timed(lambda cb=compiled_before: cb.fired(story)) for _ in range(REPEATS)]
+        runs_now = [timed(lambda st=steering: st.fired(story)) for _ in range(REPEATS)]
+        before_s = statistics.median(s for s, _ in runs_before)
+        now_s = statistics.median(s for s, _ in runs_now)
+        fired = runs_now[0][1]
         assert [e for e in fired if e in sample] == old_fired, "the one pass disagrees"
-        ac = ac_pass(lore, story)
-        print(f"{name:8} {keys:>7,} {len(fired):>5} {old_s * 1e3:>10,.0f} {one_s * 1e3:>9.1f} "
-              f"{compile_s * 1e3:>8,.0f} {ac:>8} {old_s / one_s:>7,.0f}x")  # fmt: skip
-
-
-def ac_pass(lore: tuple[LoreEntry, ...], story: str) -> str:
-    """The automaton's pass over the scanned text, in ms; not built for the largest
-    lorebook (an automaton of 40 million characters' nodes in Python objects)."""
-    keys = [k for e in lore for k in (*e.keys, *e.secondary_keys)]
-    if len(keys) > 10_000:
-        return "-"
-    phrases = PhraseSet([Phrase(k) for k in keys])
-    phrases.begin("")  # the automaton, built once
-    reach = story[-max(e.scan_chars for e in lore) :]
-    seconds, _ = timed(lambda: phrases.advance(phrases.begin(""), reach))
-    return f"{seconds * 1e3:.1f}"
+        assert runs_before[0][1] == fired, "before and now disagree"
+        print(f"{name:8} {keys:>7,} {len(fired):>5} {old_s * 1e3:>10,.0f} {before_s * 1e3:>8.1f} "
+              f"{now_s * 1e3:>6.1f} {before_s / now_s:>9.1f}x {compile_before * 1e3:>14,.0f} "
+              f"{compile_now * 1e3:>6,.0f} {grown:>6.0f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ its key from `weave.keys`, the n-th suggestion's buttons theirs, and every butto
 words. The rest runs in real headless Chromium on the real embedded model at 1280×800:
 after Start at least five suggestions and the story's end are in view, with one accept
 button per suggestion; `1` takes the top suggestion and Undo's key brings the story back;
-keys typed into the story box stay text.
+keys typed into the story box stay text; a suggestion edited in its row is taken by Enter;
+a click in the story tree moves there without loading the page again, its tab kept.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from bench.page_probe import FULLY_IN_VIEW, LAST_LINE_IN_VIEW, STATUS
 from scripts.screenshot import (
     ACCEPT,
     STORY,
+    STORY_TREE,
     launch_browser,
     running_app,
+    show_story_tree,
     start_first_story,
     story_text,
     wait_idle,
@@ -211,3 +214,41 @@ def test_a_long_storys_last_line_is_in_view(browser, server):
         assert page.locator(STORY).evaluate(LAST_LINE_IN_VIEW)  # scrolled to its end
     finally:
         context.close()
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_suggestion_edited_in_its_row_is_taken_by_enter(laptop):
+    laptop.get_by_role("button", name="✏️ Edit").nth(1).click()
+    box = laptop.locator("[data-testid='stForm'] input")
+    box.wait_for()
+    assert box.evaluate("el => el.getBoundingClientRect().bottom <= innerHeight")  # in view
+    box.fill("the fox ran home")
+    box.press("Enter")
+    laptop.wait_for_function(
+        "([selector, before]) => document.querySelector(selector).value !== before",
+        arg=[STORY, FIRST],
+    )
+    assert story_text(laptop).removeprefix(FIRST).lstrip().startswith("the fox ran home")
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_click_in_the_story_tree_moves_there_in_the_same_page(laptop):
+    laptop.mouse.click(5, 400)  # the margin: no box has the focus
+    laptop.keyboard.press("1")
+    laptop.wait_for_function(
+        "([selector, before]) => document.querySelector(selector).value !== before",
+        arg=[STORY, FIRST],
+    )
+    wait_idle(laptop)
+    show_story_tree(laptop)
+    laptop.evaluate("window.lloomSamePage = true")  # a reload would forget it
+    start = laptop.locator(".lloom-graph svg g.node").filter(has_text="(start)")
+    start.locator("a").first.click()
+    laptop.wait_for_function("s => document.querySelector(s).value === ''", arg=STORY)
+    wait_idle(laptop)
+    assert laptop.evaluate("window.lloomSamePage === true")
+    tab = laptop.get_by_role("tab", name=STORY_TREE)
+    assert tab.get_attribute("aria-selected") == "true"  # the tab stays where it was
+    assert laptop.locator(".lloom-graph svg").count() == 1  # the tree drawn again, there

@@ -9,7 +9,7 @@ import re
 from weave.loom.loom import Loom
 from weave.loom.store import LoomStore
 from weave.view.labels import apart, ending
-from weave.view.loom_view import node_label, story_nodes
+from weave.view.loom_view import go_to_labels, node_label, story_nodes
 from weave.view.story_graph import render_story_tree
 
 CITY = "city of Nova Haven was a"
@@ -54,6 +54,21 @@ def test_the_story_tree_and_go_to_tell_siblings_apart():
         "·· …place of towering spir… — unknown provenance",
         "·· …quiet garden town. — unknown provenance",
     ]
+
+
+def test_a_run_of_single_children_is_one_entry_in_go_to_as_in_the_story_tree():
+    loom = Loom.new("Once upon a time,")
+    opened = loom.cursor
+    for piece in (" the fox", " ran", " home."):  # as lone suggestions are taken by themselves
+        loom = loom.accept(piece)
+    run_end = loom.cursor
+    loom = loom.go(opened).accept(" a cat sat.")
+    labels = go_to_labels(loom)
+    assert list(labels) == [loom.root, opened, run_end, loom.cursor]  # tree order
+    assert labels[run_end] == "·· the fox ran home. — unknown provenance · 3 pieces"
+    assert labels[loom.cursor] == "·· a cat sat. — unknown provenance"
+    drawn = render_story_tree(story_nodes(loom), cursor=loom.cursor).source
+    assert len(re.findall(r"^\ts\d+ \[", drawn, re.M)) == 4  # the run one node there too
 
 
 def test_stories_that_open_alike_get_titles_told_apart(tmp_path):

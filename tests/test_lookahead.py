@@ -21,6 +21,7 @@ from weave.desk.session import Workspace
 from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams, expand
+from weave.story.bans import BanRule, Bans, Guard
 from weave.view import present
 
 STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)
@@ -432,3 +433,37 @@ def test_suggest_again_searches_anew_even_where_look_ahead_made_it(tmp_path):
     calls = len(backend.calls)
     offer = ws.offers.suggest(backend, ws.spot, PARAMS)
     assert len(backend.calls) > calls and not ws.offers.from_ahead(offer)
+
+
+def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search(tmp_path):
+    """Issue 33: look-ahead searched without the story's bans, so it was not used under them."""
+    bans = Bans((BanRule("the"),))
+    backend, ws = FakeBackend(seed=5), Workspace(LoomStore(tmp_path))
+    assert ws.start("a b")
+    ws.set_bans(bans)
+    shown = ws.offers.suggest(backend, ws.spot, PARAMS)
+    ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
+    ws.ahead.join(timeout=30)
+    top = shown.result.suggestions[0]
+    assert ws.offers.ahead_ready(backend, ws.spot, shown) == {
+        s.token_ids for s in shown.result.suggestions[:2]
+    }
+    ws.accept(shown.piece(top), None, prefix_space=False)
+    calls = len(backend.calls)
+    offer = ws.offers.suggest(backend, ws.spot, PARAMS)
+    assert len(backend.calls) == calls and ws.offers.from_ahead(offer)  # nothing asked anew
+    story = ws.spot.loom.text(ws.cursor)
+    ids = ws.offers.contexts.ids.path_ids(backend, ws.spot.loom, ws.cursor)
+    guarded = expand(FakeBackend(seed=5), ids, PARAMS, guard=Guard(bans, story))
+    assert same_search(offer.result, guarded) and offer.result.pruned == guarded.pruned
+
+    def banned_in(result) -> int:
+        find = bans.compiled().banned.find
+        return sum(
+            any(h.end > len(story) for h in find(story + s.text)) for s in result.suggestions
+        )
+
+    assert banned_in(searched(FakeBackend(seed=5), ids)) > 0  # without the bans: "the" is there
+    assert banned_in(offer.result) == 0 and offer.result.pruned
+    ws.set_bans(Bans())  # under other bans (none), look-ahead's search is not that one
+    assert not ws.offers.ahead.ready(backend.model_name, ids, PARAMS)

@@ -349,22 +349,23 @@ def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
 
 
 @pytest.mark.slow
-def test_a_ten_thousand_token_story_stays_within_the_cap(embedded_model_path):
-    """The cap holds while a 10,000-token story is read and searched, with another
+def test_an_eight_thousand_token_story_stays_within_the_cap(embedded_model_path):
+    """The cap holds while an 8,000-token story (near the model's 8,192-token window: a
+    search is sent no more, `weave.story.context` cuts) is read and searched, with another
     story's fragments in the tree to make room from."""
     probe = MLXBackend(embedded_model_path)
     probe.top_logprobs([probe.tokenize(STORY)], 1)
     per_token = probe.cache_bytes // len(probe.tokenize(STORY))
-    cap = per_token * 10_100  # the story and a hundred tokens more
+    cap = per_token * 8_100  # the story and a hundred tokens more
     backend = MLXBackend(embedded_model_path, kv_cache_bytes=cap, prefill_chunk=512)
     params = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10)
     expand(backend, backend.tokenize(STORY * 20), params)  # ~400 tokens to make room from
-    story = backend.tokenize(STORY * 600)[:10_000]
+    story = backend.tokenize(STORY * 600)[:8_000]
     held = []
     backend.read_ahead(story, 5, lambda read, tokens: held.append(backend.cache_bytes))
     assert held and max(held) <= cap
     result = expand(backend, story, params)
-    assert len(result.suggestions) > 1
+    assert result.suggestions  # (a story of one passage repeated: the model is sure of it)
     assert backend.cache_bytes <= cap
 
 

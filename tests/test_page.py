@@ -31,6 +31,7 @@ from weave.desk import session
 from weave.desk.spot import Offer, Piece
 from weave.loom.store import LoomStore
 from weave.view import present
+from weave.view.loom_view import go_to_labels
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
 FIRST = "Once upon a time,"
@@ -93,9 +94,10 @@ def read_row(row_html: str) -> str:
 
 
 def edit_box(at: AppTest, index: int):
-    """Turn ✏️ Edit suggestions on; row `index`'s text box."""
-    at.toggle(key="edit_rows").set_value(True).run()
-    return at.text_input(key=rows(at)[index])
+    """Click row `index`'s ✏️; its text box, in its place."""
+    key = rows(at)[index]
+    at.button(key=f"{key}_edit").click().run()
+    return at.text_input(key=key)
 
 
 def accept(at: AppTest, index: int) -> AppTest:
@@ -231,7 +233,7 @@ def test_accept_adds_a_child_holding_exactly_the_suggestion(fake):
 def test_an_edited_suggestion_is_accepted_as_edited(fake):
     at = started()
     had_space = offer(at).result.suggestions[1].text.startswith(" ")
-    edit_box(at, 1).set_value("my own words").run()
+    edit_box(at, 1).set_value("my own words")  # sent with the form: by ➜ Take (or Enter)
     accept(at, 1)
     assert not at.exception
     space = " " if had_space else ""
@@ -424,7 +426,18 @@ def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefil
 
 
 def samples(at: AppTest) -> list[str]:
-    return [box.value for box in at.text_input if box.key.startswith("smp_")]
+    """The sample rows' texts, in the order listed."""
+    return [read_row(m.value) for m in at.markdown if m.value.startswith('<div class="sample"')]
+
+
+def sample_rows(at: AppTest) -> list[str]:
+    """The sample rows' widget keys, in the order listed."""
+    return [b.key[: -len("_go")] for b in at.button
+            if b.key and b.key.startswith("smp_") and b.key.endswith("_go")]  # fmt: skip
+
+
+def best_first(drawn: list) -> list:
+    return sorted(drawn, key=lambda s: -s.logprob)
 
 
 @pytest.mark.slow
@@ -438,9 +451,10 @@ def test_samples_are_drawn_here_taken_or_kept_as_sampled_branches(data_dir):
     drawn = workspace(at).offers.draw(workspace(at).cursor).result.samples
     assert len(samples(at)) == 3 and all(s.token_ids for s in drawn)
     assert "This node's samples" in " ".join(h.value for h in at.sidebar.subheader)
-    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
-    at.button(key=f"{boxes_[1].key}_keep").click().run()
-    at.button(key=f"{boxes_[0].key}_go").click().run()
+    drawn = best_first(drawn)
+    keys_ = sample_rows(at)
+    at.button(key=f"{keys_[1]}_keep").click().run()
+    at.button(key=f"{keys_[0]}_go").click().run()
     loom = workspace(at).loom
     taken = loom.path()[2]
     assert taken.kind == "sampled" and taken.token_ids == drawn[0].token_ids
@@ -464,18 +478,34 @@ def test_samples_are_taken_or_kept_as_branches_and_stay_at_their_node(fake):
     assert not at.exception and len(samples(at)) == 3
     start, drawn = (
         workspace(at).cursor,
-        workspace(at).offers.draw(workspace(at).cursor).result.samples,
+        best_first(workspace(at).offers.draw(workspace(at).cursor).result.samples),
     )
-    boxes_ = [b for b in at.text_input if b.key.startswith("smp_")]
-    at.button(key=f"{boxes_[2].key}_keep").click().run()
+    assert samples(at) == [s.text.removeprefix(" ") for s in drawn]  # best first, whole
+    assert not [box for box in at.text_input if box.key.startswith("smp_")]  # rows, not boxes
+    values = [m.value for m in at.markdown]
+    below = values.index(next(v for v in values if v.startswith('<div class="sample"')))
+    assert below > max(values.index(row) for row in shaded(at))  # under the suggestions
+    keys_ = sample_rows(at)
+    at.button(key=f"{keys_[2]}_keep").click().run()
     assert workspace(at).cursor == start and len(samples(at)) == 3  # kept: nothing moved
-    at.button(key=f"{boxes_[0].key}_go").click().run()
+    at.button(key=f"{keys_[0]}_go").click().run()
     taken = workspace(at).loom.path()[2]
     assert (taken.kind, taken.text, taken.token_ids) == ("sampled", drawn[0].text,
                                                          drawn[0].token_ids)  # fmt: skip
     assert samples(at) == []  # not shown at another node
     undo_to(at, start)
     assert len(samples(at)) == 3  # back where they were drawn
+
+
+def test_a_sample_edited_in_its_row_is_taken_as_edited(fake):
+    at = draw_samples(started(), 2)
+    key = sample_rows(at)[1]
+    at.button(key=f"{key}_edit").click().run()
+    at.text_input(key=key).set_value("my own words")
+    at.button(key=f"{key}_go").click().run()  # the form's first button: what Enter presses
+    taken = workspace(at).loom.path()[2]
+    assert not at.exception and taken.kind == "sampled"
+    assert taken.text.strip() == "my own words" and story(at).startswith(FIRST)
 
 
 def test_a_failed_draw_keeps_the_story_and_the_suggestions(fake):
@@ -541,9 +571,11 @@ def test_the_story_tree_highlights_the_path_and_a_picked_node_is_gone_to(fake):
         drawn = drawn_node(tree, node.id)
         assert 'stroke="#d6336c"' in drawn  # highlighted
         assert f'href="?story={at.query_params["story"]}&amp;node={node.id}"' in drawn
-    go_to(at, loom.path()[1].id)
-    assert story(at) == FIRST and not at.exception
-    assert at.query_params["node"] == loom.path()[1].id
+    entries = go_to_labels(loom)  # a run (FIRST and what was taken after it) is one entry
+    target = next(n for n in entries if n not in (loom.root, loom.cursor))
+    go_to(at, target)
+    assert story(at) == loom.text(target) and story(at).startswith(FIRST) and not at.exception
+    assert at.query_params["node"] == target
 
 
 def test_bookmarks_are_listed_jumped_to_and_removed(fake):
@@ -991,6 +1023,36 @@ def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_d
     assert '[models."SmolLM2-135M-Instruct"]' in captions
 
 
+class Renamed(StoryFake):
+    """The fake model, under whatever name a test gives it (another model loaded)."""
+
+    name_now = "fake-model"
+
+    @property
+    def model_name(self) -> str:
+        return self.name_now
+
+
+def test_a_story_continued_with_another_model_takes_its_section_but_the_writers_values(
+    data_dir, monkeypatch
+):
+    backend = Renamed(seed=1)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
+    at = started()
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # [search]'s
+    at.slider(key="cfg_max_depth").set_value(7).run()  # the writer's own
+    assert "cutoff" not in workspace(at).settings  # the model's default: not the writer's
+    backend.name_now = "SmolLM2-135M-Instruct"  # [models."SmolLM2-135M-Instruct"] cutoff 0.1
+    at.run()
+    assert not at.exception
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)
+    assert at.slider(key="cfg_max_depth").value == 7
+    assert offer(at).params.cutoff == pytest.approx(0.1) and offer(at).params.max_depth == 7
+    again = app(story=at.query_params["story"])  # reopened under the new model: the same
+    assert again.slider(key="cfg_cutoff").value == pytest.approx(0.1)
+    assert again.slider(key="cfg_max_depth").value == 7
+
+
 # -- a page a writer enjoys (issue 14) --------------------------------------------------------
 def bars(at: AppTest) -> list[str]:
     """Each row's share, the figure over its bar."""
@@ -1004,11 +1066,14 @@ def test_one_row_per_suggestion_editable_in_place(fake):
     assert len(shaded(at)) == len(rows(at)) == len(bars(at)) == listed >= 5
     assert all("background-color" in row for row in shaded(at))  # shaded by probability
     assert not [box for box in at.text_input if box.key.startswith("sg_")]  # no second copy
-    box = edit_box(at, 2)  # ✏️ Edit suggestions: each row's text becomes a box, in its place
+    box = edit_box(at, 2)  # ✏️: that row's text becomes a box, in its place
     assert box.value == present.editable_text(ranked[2].text.removeprefix(" "))
-    assert not shaded(at) and len(rows(at)) == listed
-    at.toggle(key="edit_rows").set_value(False).run()  # shaded again
+    assert len(shaded(at)) == listed - 1 and len(rows(at)) == len(bars(at)) + 1 == listed
+    assert [b.key for b in at.text_input if b.key.startswith("sg_")] == [rows(at)[2]]
+    assert "Enter takes it" in box.help
+    at.button(key=f"{rows(at)[2]}_close").click().run()  # ✕: shaded again, nothing taken
     assert len(shaded(at)) == listed and "sg_" not in str([b.key for b in at.text_input])
+    assert workspace(at).loom.children(workspace(at).cursor) == []
 
 
 def test_the_first_rows_are_listed_until_the_writer_asks_for_all(fake):

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from weave.story.lore_keys import lore_keys
 from weave.story.phrases import REGEX_WINDOW, Phrase, PhraseSet
 from weave.story.steering import MAX_KEY_CHARS, MAX_KEYS, LoreEntry, Steering
 
@@ -47,6 +48,14 @@ def test_find_reports_overlapping_and_nested_occurrences():
     hits = found(phrases, "the great met a", 0)
     assert ("the great", "the great") in hits and ("great met", "great met") in hits
     assert hits.count(("a", "a")) == 2  # in "great" and alone
+
+
+def test_phrases_that_match_alike_are_all_found():
+    phrases = [Phrase("Mira"), Phrase("mira"), Phrase("Mira", case_sensitive=True),
+               Phrase("MIRA", case_sensitive=True), Phrase("mira", whole_words=False)]  # fmt: skip
+    ps = PhraseSet(phrases)
+    assert [h.phrase for h in ps.find("Mira and Miranda")] == [0, 1, 2, 4, 4]
+    assert ps.last_found("Mira and Miranda") == {0: 0, 1: 0, 2: 0, 4: 9}
 
 
 def test_find_starts_at_start_but_reads_the_word_edge_before_it():
@@ -197,3 +206,11 @@ def test_the_largest_lorebook_the_caps_allow_does_not_hang_a_search():
     fired = steering.fired(story)
     assert time.perf_counter() - started < 5.0  # a loose bound: bench/bench_lorebook.py measures it
     assert lore[3] in fired
+
+
+def test_a_lorebook_equal_to_one_compiled_is_not_compiled_again():
+    lore = (LoreEntry(("Mira", "the king"), "lore"), LoreEntry(("oak",), "tree"))
+    again = Steering.from_dict(Steering(lore=lore).to_dict()).lore  # equal, not the same
+    assert again == lore and again[0] is not lore[0]
+    assert lore_keys(again) is lore_keys(lore)
+    assert lore_keys(lore[:1]) is not lore_keys(lore)

@@ -310,6 +310,7 @@ def test_an_unverified_address_names_nobody_and_a_verified_one_takes_its_stories
     garden, _ = local.as_writer(ALICE).create("Alice's garden of forking paths.")
     with sqlite3.connect(local.path) as db:  # as schema 4 kept it: by address
         db.execute("DROP TABLE writers")
+        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
         db.execute("PRAGMA user_version = 4")
     db.close()
     provider_user(provider, "mallory", ALICE, verified=False)

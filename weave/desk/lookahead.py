@@ -6,6 +6,8 @@ the context is the node's ids followed by the suggestion's (a healed suggestion'
 place of the story's last ids it replaces, `Suggestion.after`), the ids the accepted
 node's path will have, with the same parameters, so the result is the search the writer
 would get after accepting it (`weave.search.beams` is a function of the backend's answers).
+Under the story's bans (`weave.story.bans`) each search is guarded as the writer's
+would be: by a guard reading the story's text with the suggestion taken (`Ahead.text`).
 A suggestion after which the search would not fit the backend's read window (the model's
 window, or less where reading is slow: `Backend.read_window`) is left out: the
 accepted node's context is then cut (`weave.story.context.build_context`), to ids
@@ -15,8 +17,8 @@ background work (`Backend.background`: on MLX writers' requests are served first
 the work is dropped once no longer wanted), and it stops between depths once the writer
 acts (`cancel`, or a new `start`). While the page redraws (`hold`) it waits between
 depths: on a machine of two cores its forwards would take the CPU from the browser. Each
-finished search is kept under (model, context ids, parameters), the key a search after
-the accept has, where `weave.desk.offers.Offers` finds it (`take`); an edited
+finished search is kept under (model, context ids, parameters, bans), the key a search
+after the accept has, where `weave.desk.offers.Offers` finds it (`take`); an edited
 suggestion's node has other ids, so it searches normally.
 
 This module knows nothing of pages, stores or node ids, and shows nothing: the tab's
@@ -28,15 +30,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backends.base import Backend, BackendError, Cancelled
 from weave.lru import LRU
 from weave.search.beams import Progress, SearchParams, SearchResult, expand
 from weave.search.tree import Suggestion
+from weave.story.bans import Bans, Guard
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
 PAUSE_S = 0.05  # how often a run waiting (to begin, or out a hold) checks it is still wanted
+NO_BANS = Bans()
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,14 @@ class Ahead:
     model: str
     context: tuple[int, ...]
     params: SearchParams
+    bans: Bans = NO_BANS  # the story's bans, which guard the search
+    # The story's text the search continues (the guard reads it); not part of the key:
+    # the context's ids end with the same text.
+    text: str = field(default="", compare=False, repr=False)
+
+    def guard(self) -> Guard | None:
+        """The guard of the search (None: no bans), as `weave.desk.spot.Spot.guard`'s."""
+        return Guard(self.bans, self.text) if self.bans.active else None
 
 
 class _Dropped(Exception):
@@ -83,16 +95,20 @@ class LookAhead:
         *,
         alive: Callable[[], bool] = always,
         after: float = 0.0,
+        bans: Bans = NO_BANS,
+        text: str = "",
     ) -> None:
         """Search from the first `rows` exact suggestions after `context`, in their order,
         on a thread, the first request `after` seconds from now (a page finishes drawing
         the suggestions before the model takes the CPU); whatever ran before stops at its
         next depth, unless it runs for these very searches (then it goes on). `alive()`
         False (the tab is gone) stops it too; it must be cheap and thread-safe: a backend
-        may call it on its own worker thread."""
+        may call it on its own worker thread. Under `bans`, each search is guarded as if
+        the story, now ending in `text`, ended in `text` and the suggestion."""
         plans = self.plans(
-            backend.model_name, context, suggestions, params, window=backend.read_window
-        )
+            backend.model_name, context, suggestions, params,
+            window=backend.read_window, bans=bans, text=text,
+        )  # fmt: skip
         self.hold(after)
         with self._lock:
             plans = [plan for plan in plans if plan not in self._done]
@@ -124,12 +140,14 @@ class LookAhead:
         params: SearchParams,
         *,
         window: int | None = None,
+        bans: Bans = NO_BANS,
+        text: str = "",
     ) -> list[Ahead]:
         """The searches `start` makes: after each of the first `rows` exact suggestions,
         but those after which the search would not fit the backend's `window` (its read
-        window; None: no limit)."""
+        window; None: no limit), under `bans` after `text` and the suggestion's."""
         exact = [s for s in suggestions if s.exact and s.token_ids][: self.rows]
-        plans = [Ahead(model, s.after(tuple(context)), params) for s in exact]
+        plans = [Ahead(model, s.after(tuple(context)), params, bans, text + s.text) for s in exact]
         if window is None:
             return plans
         return [plan for plan in plans if len(plan.context) + params.max_depth <= window]
@@ -145,14 +163,19 @@ class LookAhead:
         with self._lock:
             self._generation += 1
 
-    def take(self, model: str, context: Sequence[int], params: SearchParams) -> SearchResult | None:
-        """The finished search after `context` with `params` by `model`, if look-ahead made it."""
-        key = Ahead(model, tuple(context), params)
+    def take(
+        self, model: str, context: Sequence[int], params: SearchParams, bans: Bans = NO_BANS
+    ) -> SearchResult | None:
+        """The finished search after `context` with `params` by `model` under `bans`, if
+        look-ahead made it."""
+        key = Ahead(model, tuple(context), params, bans)
         with self._lock:
             return self._done.get(key)
 
-    def ready(self, model: str, context: Sequence[int], params: SearchParams) -> bool:
-        return self.take(model, context, params) is not None
+    def ready(
+        self, model: str, context: Sequence[int], params: SearchParams, bans: Bans = NO_BANS
+    ) -> bool:
+        return self.take(model, context, params, bans) is not None
 
     def running(self) -> bool:
         thread = self._thread
@@ -178,8 +201,9 @@ class LookAhead:
                     if not self._held(wanted):
                         return
                     result = expand(
-                        backend, list(plan.context), plan.params, progress=between_depths
-                    )
+                        backend, list(plan.context), plan.params,
+                        progress=between_depths, guard=plan.guard(),
+                    )  # fmt: skip
                     self._keep(plan, result)
         except (_Dropped, Cancelled, BackendError, ValueError):
             # Dropped or failed: nothing is kept, and a writer who accepts one of these

@@ -5,9 +5,9 @@ draws, and the model's alternatives at the story's tokens.
 latest few per (node, parameters, steering in force) and per node (`weave.lru`); a search
 is also saved beside its node and read back from there, but never shown under other
 steering than it was made under (`Spot.in_force`), nor under other bans: the story's
-bans (`weave.story.bans`) guard its searches and draws alike and key them too
-(look-ahead, made without them, is not used under them). `show` answers the page's one question,
-"what does this node offer with these parameters?": search now, take look-ahead's search,
+bans (`weave.story.bans`) guard its searches, look-ahead's and draws alike and key them
+too. `show` answers the page's one question, "what does this node offer with these
+parameters?": search now, take look-ahead's search,
 show the kept one or, after a failure, the node's earlier ones; a `Shown` says which.
 Everything sent is the steered context (`Offers.context`). The values (`Shown` among them) are
 `weave.desk.spot`'s, a search's JSON `weave.search.codec`'s, the alternatives
@@ -121,7 +121,8 @@ class Offers:
     def _ready_ahead(self, backend: Backend, spot: Spot, params: SearchParams) -> bool:
         """Whether look-ahead made this search before it was asked (no forward, no wait)."""
         try:
-            return self.ahead.ready(backend.model_name, self._sent(backend, spot, params), params)
+            ids = self._sent(backend, spot, params)
+            return self.ahead.ready(backend.model_name, ids, params, spot.bans)
         except (BackendError, ValueError):
             return False
 
@@ -141,9 +142,7 @@ class Offers:
         node_id, forced, self.forced = spot.node_id, self.forced, False
         try:
             ids = self._sent(backend, spot, params)
-            # Look-ahead searches without the bans: its searches do not count under them.
-            ahead = not forced and not spot.bans.active
-            found = self.ahead.take(backend.model_name, ids, params) if ahead else None
+            found = None if forced else self.ahead.take(backend.model_name, ids, params, spot.bans)
             result = found or expand(backend, ids, params, progress=progress, guard=spot.guard())
         except (BackendError, ValueError) as e:
             self.error, self.failed = str(e), _key(spot, params)
@@ -173,7 +172,8 @@ class Offers:
         except (BackendError, ValueError):  # the writer's own next search says why
             return
         suggestions = offer.result.suggestions
-        self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after)
+        self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after,
+                         bans=spot.bans, text=spot.loom.text(spot.node_id))  # fmt: skip
 
     def hold_look_ahead(self, seconds: float) -> None:
         """The page is drawing: look-ahead begins no forward for `seconds` (it goes on
@@ -190,7 +190,7 @@ class Offers:
             return set()
         model = backend.model_name
         return {s.token_ids for s in offer.result.suggestions
-                if self.ahead.ready(model, s.after(ids), offer.params)}  # fmt: skip
+                if self.ahead.ready(model, s.after(ids), offer.params, spot.bans)}  # fmt: skip
 
     def from_ahead(self, offer: Offer) -> bool:
         """Whether `offer` came from look-ahead (made while the writer read its parent's)."""

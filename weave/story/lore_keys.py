@@ -6,17 +6,31 @@ and `fired(story_text)` reads the story's end once, as far back as the entry tha
 furthest (`scan_chars`), then applies each entry's own scan start and secondary-key logic
 to the hits. The rules are `LoreEntry.fires`'s (`weave.steering`'s docstring); this module
 only makes them cost one pass for the whole lorebook instead of a scan per key.
+
+`lore_keys(entries)` is the compiled keys of a lorebook, cached by its content (the last
+`KEPT` lorebooks): a story's steering is a new value whenever it is read from the store or
+its memory or note is edited, and the largest lorebook the caps allow takes a second or
+two to compile (bench/bench_lorebook.py), so that is paid once per lorebook, not per value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from weave.story.phrases import Phrase, PhraseSet
 
 if TYPE_CHECKING:
     from weave.story.steering import LoreEntry
+
+KEPT = 4  # compiled lorebooks kept (a tab or two's stories; the largest the caps allow ~200 MB)
+
+
+@lru_cache(maxsize=KEPT)
+def lore_keys(entries: tuple[LoreEntry, ...]) -> LoreKeys:
+    """The keys of `entries` compiled, or found compiled for a lorebook equal to it."""
+    return LoreKeys(entries)
 
 
 class LoreKeys:
@@ -25,49 +39,55 @@ class LoreKeys:
     def __init__(self, entries: Sequence[LoreEntry]) -> None:
         self.entries = tuple(entries)
         phrases: list[Phrase] = []
-        # Per entry: the phrase indices of its primary keys and of its secondary keys.
-        self._owners: list[tuple[range, range]] = []
-        for entry in self.entries:
-            spans = []
-            for keys in (entry.keys, entry.secondary_keys):
-                first = len(phrases)
-                phrases += [
-                    Phrase(k.strip(), entry.case_sensitive, entry.whole_words)
-                    for k in keys
-                    if k.strip()  # a blank key is no key
-                ]
-                spans.append(range(first, len(phrases)))
-            self._owners.append((spans[0], spans[1]))
+        self._owner: list[tuple[int, bool]] = []  # per phrase: its entry, and if secondary
+        self._secondaries: list[int] = []  # per entry: how many secondary keys it has
+        for e, entry in enumerate(self.entries):
+            primary, secondary = (
+                [k.strip() for k in keys if k.strip()]  # a blank key is no key
+                for keys in (entry.keys, entry.secondary_keys)
+            )
+            for keys, is_secondary in ((primary, False), (secondary, True)):
+                phrases += [Phrase(k, entry.case_sensitive, entry.whole_words) for k in keys]
+                self._owner += [(e, is_secondary)] * len(keys)
+            self._secondaries.append(len(secondary))
         self._phrases = PhraseSet(phrases)
         self._reach = max((e.scan_chars for e in self.entries), default=0)
 
     def fired(self, story_text: str) -> tuple[LoreEntry, ...]:
         """The entries that go into the context of a story ending in `story_text`, in the
-        lorebook's order."""
-        found = self._phrases.last_found(story_text, max(0, len(story_text) - self._reach))
+        lorebook's order. Costs the one pass and a step per key found, not per key."""
+        end = len(story_text)
+        found = self._phrases.last_found(story_text, max(0, end - self._reach))
+        keyed: set[int] = set()  # the entries one of whose keys is in their scan
+        seen = [0] * len(self.entries)  # per entry: its secondary keys in its scan
+        for i, at in found.items():
+            e, secondary = self._owner[i]
+            if at >= end - self.entries[e].scan_chars:
+                if secondary:
+                    seen[e] += 1
+                else:
+                    keyed.add(e)
         return tuple(
             entry
-            for entry, owners in zip(self.entries, self._owners, strict=True)
-            if _fires(entry, owners, found, max(0, len(story_text) - entry.scan_chars))
+            for e, entry in enumerate(self.entries)
+            if _fires(entry, e in keyed, seen[e], self._secondaries[e])
         )
 
 
-def _fires(
-    entry: LoreEntry, owners: tuple[range, range], found: dict[int, int], start: int
-) -> bool:
+def _fires(entry: LoreEntry, keyed: bool, seen: int, secondaries: int) -> bool:
+    """Whether `entry` fires, one of its keys found (`keyed`) and `seen` of its
+    `secondaries` secondary keys."""
     if not entry.enabled or not entry.text:
         return False
     if entry.constant:
         return True
-    primary, secondary = owners
-    if not any(found.get(i, -1) >= start for i in primary):
+    if not keyed:
         return False
-    seen = [found.get(i, -1) >= start for i in secondary]
-    if not seen:
+    if not secondaries:
         return True
     return {
-        "and_any": any(seen),
-        "and_all": all(seen),
-        "not_any": not any(seen),
-        "not_all": not all(seen),
+        "and_any": seen > 0,
+        "and_all": seen == secondaries,
+        "not_any": seen == 0,
+        "not_all": seen < secondaries,
     }[entry.logic]

@@ -21,17 +21,24 @@ How a literal phrase matches (the lorebook's rules, `weave.steering`):
     and end count as word edges: scanned piece by piece, a phrase at the end of the text
     so far has matched (its next piece cannot undo that).
 How it is done, and why (measured in bench/bench_lorebook.py):
-  - One pass: the folded phrases' first `ANCHOR` characters are one regular expression
-    shaped as a trie (`(?=(ab(?:c|d)…))`), so `re` tries every phrase at every position
-    in C in a single scan (two: phrases that must start a word are looked for only where
-    a word starts, behind `(?<!\\w)`); each anchor found is checked against the phrases
-    that begin with it by a dict lookup per length (`_AnchorIndex`). An alternation of
-    whole phrases takes `re` tens of seconds to compile for the largest lorebook the
-    caps allow (200,000 keys of 200 characters); a pure Python Aho–Corasick pass over
-    100,000 characters costs seconds under load (bench/bench_lorebook.py prints both).
-  - Piece by piece: an Aho–Corasick automaton over the folded phrases (a piece's
-    characters walk its goto and fail links), the last few characters kept for the case
-    and word-edge checks.
+  - One pass: the folded phrases' first `ANCHOR` characters (a shorter phrase is its own
+    anchor) are the words of Aho–Corasick automata in C (pyahocorasick), so one scan
+    reports every anchor at every position; an anchor that must start a word and does
+    not is passed over, the others are checked against the phrases that begin with them
+    by a dict lookup per length (`_Anchor`), then against case and word edges. Phrases
+    that match alike (the same key in many entries) are looked for once. Two automata,
+    each scanned on its own: the short anchors (whole phrases such as names and words,
+    common in prose) and the full-length ones (the start of a long phrase, rare in
+    prose). `last_found` reads the text in chunks from the end back and, once few of an
+    automaton's anchors are left unfound, builds one of those few for the rest (a common
+    word found near the end then costs nothing further back). Only anchors go into the
+    automata: the whole phrases of the largest lorebook the caps allow (200,000 keys of
+    200 characters) make tens of millions of nodes, a minute's build and gigabytes; their
+    anchors make a build of seconds.
+  - Piece by piece: an Aho–Corasick automaton in Python over the folded phrases (a
+    piece's characters walk its goto and fail links), the last few characters kept for
+    the case and word-edge checks. Its state is a node number, so every beam carries its
+    own and a beam's children each go on from it (pyahocorasick's state cannot be copied).
   - Regular expressions (piece by piece only) are compiled once; each step searches the
     last `REGEX_WINDOW` characters before the piece plus the piece, and counts a match
     that ends inside the piece (bounded work per step; a match longer than the window is
@@ -41,12 +48,14 @@ This module knows nothing of lorebooks, bans or searches.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-ANCHOR = 8  # characters of each phrase in the one-pass expression
+import ahocorasick
+
+ANCHOR = 16  # characters of each phrase in the one-pass automata
 CHUNK = 1_024  # `last_found` reads the last this many characters first, then twice as many
 NARROW = 512  # `last_found` looks for the anchors left anew where at most this many are
 REGEX_WINDOW = 200  # characters before a piece a regular expression may read back
@@ -114,12 +123,31 @@ class PhraseSet:
         self.phrases = tuple(phrases)
         self._folded = tuple(fold(p.text) for p in self.phrases)
         self._regexes = tuple(_compile(r, i) for i, r in enumerate(regexes))
-        # Two passes: phrases that must start a word are looked for only where one starts
-        # (most positions are inside words), the others everywhere.
-        edge = [p.whole_words and is_word_char(p.text[0]) for p in self.phrases]
+        # Per phrase: whether it must start a word, and end one (its whole-word edges).
+        self._edges = tuple(
+            (p.whole_words and is_word_char(p.text[0]), p.whole_words and is_word_char(p.text[-1]))
+            for p in self.phrases
+        )
+        # The short anchors (whole phrases) and the full-length ones (a long phrase's
+        # start), each its own automaton: see the module docstring.
+        # The one pass looks for one phrase of each set that match alike (the same key in
+        # many entries: "the" in a hundred), its twins found with it.
+        self._twins: dict[int, list[int]] = {}  # such a phrase -> its twins, where it has
+        alike: dict[tuple, int] = {}
+        for i, phrase in enumerate(self.phrases):
+            form = (self._folded[i], self._edges[i], phrase.case_sensitive and phrase.text)
+            first = alike.setdefault(form, i)
+            if first != i:
+                self._twins.setdefault(first, []).append(i)
+        self._by_text: dict[str, list[int]] = {}  # a folded phrase -> those phrases
+        for i in alike.values():
+            self._by_text.setdefault(self._folded[i], []).append(i)
+        del alike
+        starting = {f for f, ids in self._by_text.items() if all(self._edges[i][0] for i in ids)}
+        anchors = _anchors(self._by_text, starting)
         self._passes = [
-            _Pass(self._folded, [i for i, e in enumerate(edge) if e == starts], lead)
-            for starts, lead in ((True, r"(?<!\w)"), (False, ""))
+            _Pass([a for a in anchors if (len(a.text) < ANCHOR) == short])
+            for short in (True, False)
         ]
         self._built: _Automaton | None = None  # the lorebook never reads piece by piece
         longest = max((len(f) for f in self._folded), default=0)
@@ -134,9 +162,11 @@ class PhraseSet:
         before `start` still counts for the word-edge check), in the text's order."""
         folded = fold(text)
         hits = [
-            Hit(i, at, end)
+            Hit(twin, at, end)
             for scan in self._passes
-            for i, at, end in self._walk(scan, folded, text, start, len(text))
+            for anchor, at in scan.hits(text, folded, start, len(text))
+            for i, end in self._matches(anchor, folded, text, at)
+            for twin in (i, *self._twins.get(i, ()))
         ]
         return sorted(hits, key=lambda h: (h.start, h.end, h.phrase))
 
@@ -147,39 +177,38 @@ class PhraseSet:
         folded = fold(text)
         found: dict[int, int] = {}
         for scan in self._passes:
-            index = scan.index
-            remaining = dict(index.counts)  # per anchor: its phrases not yet found
-            hi, size, left = len(text), CHUNK, len(index.anchor_of)
+            done: dict[str, int] = {}  # per anchor: how many of its phrases are found
+            hi, size, left = len(text), CHUNK, len(scan.anchors)  # left: anchors not done
             while hi > start and left:
                 lo = max(start, hi - size)
-                latest: dict[int, int] = {}
-                for i, at, _ in self._walk(scan, folded, text, lo, hi, remaining):
-                    if i not in found:
-                        latest[i] = at
-                for i, at in latest.items():
+                latest: dict[int, tuple[int, _Anchor]] = {}
+                for anchor, at in scan.hits(text, folded, lo, hi):
+                    if done.get(anchor.text, 0) == anchor.phrases:
+                        continue
+                    for n in anchor.lengths:
+                        for i in self._by_text.get(folded[at : at + n], ()):
+                            if i not in found and self._holds(i, text, at, at + n):
+                                latest[i] = at, anchor  # hits come in the text's order
+                for i, (at, anchor) in latest.items():
                     found[i] = at
-                    remaining[index.anchor_of[i]] -= 1
-                left -= len(latest)
+                    done[anchor.text] = done.get(anchor.text, 0) + 1
+                    left -= done[anchor.text] == anchor.phrases
                 hi, size = lo, size * 2
-                scan = scan.narrowed(remaining)
+                scan = scan.narrowed(done, left)
+        for i, twins in self._twins.items():
+            if i in found:
+                found.update(dict.fromkeys(twins, found[i]))
         return found
 
-    def _walk(self, scan: _Pass, folded: str, text: str, lo: int, hi: int, remaining=None):
-        """(phrase, start, end) of each occurrence of `scan`'s phrases starting in
-        [lo, hi), skipping the anchors `remaining` counts none left for."""
-        index = scan.index
-        if not index.anchor_of:
-            return
-        for m in scan.rx.finditer(folded, lo):
-            at = m.start()
-            if at >= hi:
-                return
-            for anchor in index.chain[m.group(1)]:
-                if remaining is not None and not remaining[anchor]:
-                    continue
-                for i, end in index.matches(anchor, folded, at):
-                    if self._holds(i, text, at, end):
-                        yield i, at, end
+    def _matches(
+        self, anchor: _Anchor, folded: str, text: str, at: int
+    ) -> Iterator[tuple[int, int]]:
+        """(phrase, end) of each phrase beginning with `anchor`, found at `at`, that
+        `folded` holds there and that matches there with its case and word edges."""
+        for n in anchor.lengths:
+            for i in self._by_text.get(folded[at : at + n], ()):
+                if self._holds(i, text, at, at + n):
+                    yield i, at + n
 
     # -- a beam, piece by piece --------------------------------------------------------
     def begin(self, before: str = "") -> Scan:
@@ -216,17 +245,17 @@ class PhraseSet:
 
     def _holds(self, i: int, text: str, start: int, end: int | None) -> bool:
         """Whether phrase `i`, folded-matched at `text[start:end]` (`end` None: a partial
-        match running to the text's end), also matches its case and word edges."""
+        match running to the text's end), also matches its word edges and case."""
+        starts_word, ends_word = self._edges[i]
+        if starts_word and start > 0 and is_word_char(text[start - 1]):
+            return False
+        if ends_word and end is not None and end < len(text) and is_word_char(text[end]):
+            return False
         phrase = self.phrases[i]
-        stop = len(text) if end is None else end
-        if phrase.case_sensitive and text[start:stop] != phrase.text[: stop - start]:
-            return False
-        if not phrase.whole_words:
+        if not phrase.case_sensitive:
             return True
-        if start > 0 and is_word_char(phrase.text[0]) and is_word_char(text[start - 1]):
-            return False
-        after = end is not None and end < len(text) and is_word_char(text[end])
-        return not (after and is_word_char(phrase.text[-1]))
+        stop = len(text) if end is None else end
+        return text[start:stop] == phrase.text[: stop - start]
 
 
 def _compile(pattern: str, i: int) -> re.Pattern[str]:
@@ -239,104 +268,66 @@ def _compile(pattern: str, i: int) -> re.Pattern[str]:
     return rx
 
 
+class _Anchor(NamedTuple):
+    """The first ANCHOR folded characters of some phrases (a shorter phrase is its own
+    anchor): the lengths of the distinct folded phrases it begins, how many of the
+    phrases the one pass looks for (one of each set of twins) it begins, and whether they
+    all must start a word (a hit inside a word is then passed over at once: "he" inside
+    "the", the most common hit in prose)."""
+
+    text: str
+    lengths: tuple[int, ...]
+    phrases: int
+    starts_word: bool
+
+
+def _anchors(by_text: dict[str, list[int]], starting: set[str]) -> list[_Anchor]:
+    """The anchors of the folded phrases `by_text` (the phrases each one is), `starting`
+    the folded phrases whose phrases all must start a word."""
+    lengths: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
+    edge: dict[str, bool] = {}
+    for folded, ids in by_text.items():
+        anchor = folded[:ANCHOR]
+        lengths.setdefault(anchor, set()).add(len(folded))
+        counts[anchor] = counts.get(anchor, 0) + len(ids)
+        edge[anchor] = edge.get(anchor, True) and folded in starting
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per set of lengths
+    anchors = []
+    for anchor, ns in lengths.items():
+        key = tuple(sorted(ns))
+        anchors.append(_Anchor(anchor, shared.setdefault(key, key), counts[anchor], edge[anchor]))
+    return anchors
+
+
 class _Pass:
-    """One pass of `PhraseSet.find`: the phrases `ids`, their anchors as one expression
-    (behind `lead`, a condition on where they may start) and their index."""
+    """One automaton of the one pass: `anchors`, each its own word and value."""
 
-    def __init__(self, folded: Sequence[str], ids: list[int], lead: str) -> None:
-        self.index = _AnchorIndex(folded, ids)
-        self.lead, self.anchors = lead, len(self.index.roots)
-        self.rx = _anchor_rx(lead, list(self.index.roots))
+    def __init__(self, anchors: Sequence[_Anchor]) -> None:
+        self.anchors = tuple(anchors)
+        self._automaton = ahocorasick.Automaton()
+        for anchor in self.anchors:
+            self._automaton.add_word(anchor.text, anchor)
+        self._automaton.make_automaton()
 
-    def narrowed(self, remaining: dict[str, int]) -> _Pass:
-        """This pass looking only for the anchors `remaining` counts phrases left for,
-        where they are few (common keys found, a rare one left: the rest of the story is
-        then scanned in C with next to no hits); else this pass as it is."""
-        left = [anchor for anchor, n in remaining.items() if n]
-        if len(left) > NARROW or len(left) * 4 > self.anchors:
+    def hits(self, text: str, folded: str, lo: int, hi: int) -> Iterator[tuple[_Anchor, int]]:
+        """(anchor, where it starts) for each anchor that starts in [lo, hi) of `text`
+        (`folded` its folded form), in the order they end, but where it must start a word
+        and does not."""
+        if not self.anchors:
+            return
+        for last, anchor in self._automaton.iter(folded, lo, min(len(folded), hi + ANCHOR - 1)):
+            at = last + 1 - len(anchor.text)
+            if at < hi and not (anchor.starts_word and at and is_word_char(text[at - 1])):
+                yield anchor, at
+
+    def narrowed(self, done: dict[str, int], left: int) -> _Pass:
+        """This pass looking only for the `left` anchors not `done` (how many of each one's
+        phrases are found), where they are few (common keys found, a rare one left: the
+        rest of the story is then scanned with next to no hits); else this pass as it is."""
+        if left > NARROW or left * 4 > len(self.anchors):
             return self
-        narrow = copy.copy(self)
-        narrow.anchors, narrow.rx = len(left), _anchor_rx(self.lead, left)
-        return narrow
-
-
-def _anchor_rx(lead: str, anchors: list[str]) -> re.Pattern[str]:
-    return re.compile(lead + "(?=(" + _trie_pattern(anchors) + "))")
-
-
-Rests = dict[int, dict[str, list[int]]]  # a phrase's length -> {its text past here: phrases}
-
-
-class _AnchorIndex:
-    """The phrases by anchor (their first ANCHOR folded characters; a shorter phrase is
-    its own anchor), two levels deep: the phrases no longer than twice ANCHOR under the
-    anchor by their length and the rest of their text, longer ones under the anchor and
-    their next ANCHOR characters likewise. Checking a found anchor against its phrases
-    then costs a dict lookup per length (few: phrases that agree so far are rare).
-      chain[a]     the anchors that are prefixes of `a` (itself included): the one-pass
-                   expression reports the longest anchor at a position ("mirabel"), and
-                   the shorter ones there ("mira") hold too;
-      counts[a]    how many phrases anchor `a` begins;  anchor_of[i]  phrase i's anchor
-                   (for the phrases `ids` of the set's `folded` phrases)."""
-
-    def __init__(self, folded: Sequence[str], ids: list[int]) -> None:
-        self.roots: dict[str, tuple[Rests, dict[str, Rests]]] = {}
-        self.anchor_of = {i: folded[i][:ANCHOR] for i in ids}
-        self.counts: dict[str, int] = {}
-        for i in ids:
-            text, anchor = folded[i], self.anchor_of[i]
-            self.counts[anchor] = self.counts.get(anchor, 0) + 1
-            near, far = self.roots.setdefault(anchor, ({}, {}))
-            if len(text) < 2 * ANCHOR:
-                rests, rest = near, text[len(anchor) :]
-            else:
-                rests, rest = far.setdefault(text[ANCHOR : 2 * ANCHOR], {}), text[2 * ANCHOR :]
-            rests.setdefault(len(text), {}).setdefault(rest, []).append(i)
-        self.chain = {
-            a: tuple(a[:n] for n in range(1, len(a) + 1) if a[:n] in self.roots) for a in self.roots
-        }
-
-    def matches(self, anchor: str, folded: str, at: int) -> Iterator[tuple[int, int]]:
-        """(phrase, end) of the phrases beginning with `anchor` that `folded` holds at
-        `at` (where `anchor` was found)."""
-        near, far = self.roots[anchor]
-        yield from _rests(near, folded, at, at + len(anchor))
-        if far:
-            rests = far.get(folded[at + ANCHOR : at + 2 * ANCHOR])
-            if rests is not None:
-                yield from _rests(rests, folded, at, at + 2 * ANCHOR)
-
-
-def _rests(rests: Rests, folded: str, at: int, past: int) -> Iterator[tuple[int, int]]:
-    for length, by_rest in rests.items():
-        for i in by_rest.get(folded[past : at + length], ()):
-            yield i, at + length
-
-
-def _trie_pattern(words: Sequence[str]) -> str:
-    """A regular expression matching the longest of `words` at a position, shaped as
-    their trie so that `re` walks it instead of trying each word; `(?!)` for none."""
-    root: dict = {}
-    for word in words:
-        node = root
-        for c in word:
-            node = node.setdefault(c, {})
-        node[""] = {}
-    if not root:
-        return "(?!)"
-    # Built bottom-up without recursion: a node's pattern once its children have theirs.
-    patterns: dict[int, str] = {}
-    stack = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        if not ready:
-            stack.append((node, True))
-            stack.extend((child, False) for c, child in node.items() if c)
-            continue
-        alts = [re.escape(c) + patterns.pop(id(child)) for c, child in sorted(node.items()) if c]
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")" if alts else ""
-        patterns[id(node)] = f"(?:{body})?" if "" in node and body else body
-    return patterns[id(root)]
+        return _Pass([a for a in self.anchors if done.get(a.text, 0) < a.phrases])
 
 
 class _Automaton:

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from weave.story.lore_keys import LoreKeys
+from weave.story.lore_keys import LoreKeys, lore_keys
 
 MAX_MEMORY_CHARS = 20_000
 MAX_NOTE_CHARS = 2_000
@@ -115,9 +115,10 @@ class Steering:
 
     def fired(self, story_text: str) -> tuple[LoreEntry, ...]:
         """The lorebook entries that fire on a story ending in `story_text`, in order: all
-        keys found in one pass (`weave.story.lore_keys`), compiled on the first call."""
+        keys found in one pass (`weave.story.lore_keys`), compiled on the first call (or
+        found compiled, for a lorebook equal to one compiled lately)."""
         if self._keys is None:
-            object.__setattr__(self, "_keys", LoreKeys(self.lore))  # frozen: set once
+            object.__setattr__(self, "_keys", lore_keys(self.lore))  # frozen: set once
         return self._keys.fired(story_text)
 
     def to_dict(self) -> dict[str, Any]:

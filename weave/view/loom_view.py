@@ -15,7 +15,7 @@ import graphviz
 from weave.loom.loom import Loom, Node
 from weave.loom.provenance import describe
 from weave.view.labels import apart
-from weave.view.story_graph import OPENING_CHARS, StoryNode, opening, render_story_tree
+from weave.view.story_graph import OPENING_CHARS, StoryNode, opening, render_story_tree, runs
 
 
 def story_nodes(loom: Loom, notes: Mapping[str, str] | None = None) -> list[StoryNode]:
@@ -53,15 +53,28 @@ def story_tree(
     )
 
 
-def node_label(loom: Loom, node_id: str) -> str:
-    """A node as a picker lists it: its depth, what sets it apart from its siblings
-    (`weave.view.labels.apart`), a 🔖 when bookmarked, and how it was made (a picker's
-    options have no tooltip)."""
-    node = loom.node(node_id)
+def go_to_labels(loom: Loom) -> dict[str, str]:
+    """What a picker lists, in tree order: one entry a run, as the story tree draws them (a
+    run of auto-accepted suggestions is one), keyed by the run's last node, where it goes.
+    The cursor is always an entry (it ends its run)."""
+    nodes = story_nodes(loom)
+    return {run[-1].id: node_label(loom, run[-1].id, run[0].id)
+            for run in runs(nodes, loom.cursor)}  # fmt: skip
+
+
+def node_label(loom: Loom, node_id: str, first: str | None = None) -> str:
+    """A node (or the run of single children from `first` down to it) as a picker lists
+    it: its first node's depth, what sets its text apart from its siblings'
+    (`weave.view.labels.apart`), a 🔖 when bookmarked, how its first node was made (a
+    picker's options have no tooltip), and how many pieces a run holds."""
+    node, start = loom.node(node_id), loom.node(first or node_id)
     mark = " 🔖" if node_id in loom.bookmarks else ""
-    if node.parent is None:
-        return f"{opening(node)}{mark}"
-    depth = len(loom.path(node_id)) - 1
-    others = [n.text for n in loom.children(node.parent) if n.id != node_id]
-    label = apart(node.text, others, OPENING_CHARS) or opening(node)
-    return f"{'·' * depth} {label}{mark} — {describe(node.provenance)}"
+    if start.parent is None:
+        return f"{opening(start)}{mark}"
+    path = loom.path(node_id)
+    pieces = path[[n.id for n in path].index(start.id) :]
+    text = "".join(n.text for n in pieces)
+    others = [n.text for n in loom.children(start.parent) if n.id != start.id]
+    label = apart(text, others, OPENING_CHARS) or opening(node)
+    count = f" · {len(pieces)} pieces" if len(pieces) > 1 else ""
+    return f"{'·' * (len(path) - len(pieces))} {label}{mark} — {describe(start.provenance)}{count}"

@@ -121,6 +121,16 @@ def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool
     return f'<div style="{style}">{"".join(parts)}</div>'
 
 
+def sample_html(text: str, *, prefix_space: bool) -> str:
+    """A sample's text as one block of HTML that wraps, its whitespace marked as in
+    `suggestion_html` (a sample has no token probabilities to shade by); the block's class
+    is `sample`."""
+    shown = shown_text(text, prefix_space=prefix_space) or text  # a lone space stays, to be seen
+    body, _ = _marked_html(shown, leading=True, blank=not shown.strip())
+    style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
+    return f'<div class="sample" style="{style}">{body}</div>'
+
+
 def token_spans(suggestion: Suggestion) -> list[tuple[str, float]]:
     """The suggestion's text split along its tokens, each with its log-probability.
 

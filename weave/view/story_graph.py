@@ -15,8 +15,8 @@ the graph unreadable with the token graph's folding (`weave.view.folding`: its `
   the current path's first, then the branches most recently grown.
 Every drawn node carries its node's id as the SVG element id (`id`) and, when the page
 passes `url`, a link (`URL`, opened in the page's own tab) for click-to-jump. Labels are
-escaped by `weave.view.render`'s functions; `opening` also names nodes in the page's node
-picker. This module moves no cursor and knows no page.
+escaped by `weave.view.render`'s functions; `opening` and `runs` also serve the page's node
+picker (a run one entry there too). This module moves no cursor and knows no page.
 """
 
 from __future__ import annotations
@@ -101,6 +101,24 @@ def opening(node, limit: int = OPENING_CHARS) -> str:
         return START
     words = " ".join(node.text.split()) or "␣" * min(len(node.text), 3) or "∅"
     return words if len(words) <= limit else words[: limit - 1] + "…"
+
+
+def runs(nodes: Sequence[StoryNode], cursor: str) -> list[tuple[StoryNode, ...]]:
+    """Every run of the tree as the graph draws it (one node each, unfolded), in tree order:
+    a run before the runs below it, the older first.
+
+    Args:
+        nodes: the tree's nodes, a parent before its children; cursor: the current node's id.
+    Returns:
+        each run's nodes, first to last (the one a click on it goes to).
+    """
+    tree = _Tree(nodes, cursor)
+    found, todo = [], [tree.root]
+    while todo:
+        run = todo.pop()
+        found.append(run.nodes)
+        todo.extend(reversed(tree.children(run)))
+    return found
 
 
 class _Tree:

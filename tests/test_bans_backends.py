@@ -1,0 +1,81 @@
+"""Bans on the real servers that run here: a vLLM and a llama.cpp server on the embedded
+model (the same tests on MLX are test_bans_mlx.py). The guard reads each beam's
+candidates as the server returns them, so a phrase the search offers without a ban
+never appears with it, on every backend alike, and the pruned branches' room goes to
+the next candidates (the count of suggestions holds)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from weave.search.beams import SearchParams, expand
+from weave.story.bans import BanRule, Bans, Guard
+
+pytestmark = pytest.mark.slow
+
+STORY = "The old dragon opened its eyes and"
+PARAMS = SearchParams()  # the defaults a writer searches with
+
+
+@pytest.fixture(scope="module", params=["vllm", "llamacpp"])
+def backend(request):
+    if request.param == "vllm":
+        from backends.vllm import VLLMBackend
+
+        server = VLLMBackend(request.getfixturevalue("vllm_url"))
+    else:
+        from backends.llamacpp import LlamaCppBackend
+
+        server = LlamaCppBackend(request.getfixturevalue("llama_url"))
+    yield server
+    server.close()
+
+
+def search(backend, bans: Bans | None):
+    guard = Guard(bans, STORY) if bans is not None else None
+    return expand(backend, backend.tokenize(STORY), PARAMS, guard=guard)
+
+
+def completing(bans: Bans, texts: list[str]) -> list[str]:
+    """The texts that, read after the story, hold a banned literal phrase."""
+    find = bans.compiled().banned.find
+    return [t for t in texts if any(h.end > len(STORY) for h in find(STORY + t))]
+
+
+def favourite(texts: list[str]) -> str:
+    """The word the suggestions hold most often (the model's favourite here)."""
+    words = Counter(w for t in texts for w in set(re.findall(r"[a-z]+", t.lower())))
+    return words.most_common(1)[0][0]
+
+
+def test_a_banned_phrase_the_server_offers_never_appears(backend):
+    plain = search(backend, None)
+    shown = [s.text for s in plain.suggestions]
+    word = favourite(shown)
+    bans = Bans((BanRule(word),))
+    assert completing(bans, shown)  # without the ban the server's suggestions hold it
+    banned = search(backend, bans)
+    assert banned.pruned and all(p.by == word for p in banned.pruned)
+    assert not completing(bans, [s.text for s in banned.suggestions])
+    assert not completing(bans, [leaf.full_text() for leaf in banned.tree.leaves()])
+    assert len(banned.suggestions) >= 0.95 * len(plain.suggestions)
+
+
+def test_a_phrase_of_several_words_and_a_regex_are_pruned_where_they_complete(backend):
+    plain = search(backend, None)
+    two = next(
+        " ".join(words[:2])
+        for s in plain.suggestions
+        if len(words := re.findall(r"[A-Za-z]+", s.text)) >= 2
+    )
+    bans = Bans((BanRule(two), BanRule(r"\bthe\b", regex=True)))
+    banned = search(backend, bans)
+    texts = [s.text for s in banned.suggestions]
+    assert not completing(bans, texts)
+    assert not any(re.search(r"\bthe\b", t) for t in texts)
+    assert {p.by for p in banned.pruned} <= {two, r"\bthe\b"} and banned.pruned
+    assert all(two.lower() in p.text.lower() for p in banned.pruned if p.by == two)
+    assert texts  # what the bans leave (fewer: a phrase they prune held most of a branch)
