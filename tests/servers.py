@@ -1,4 +1,5 @@
-"""Starting and stopping real servers for tests and benchmarks: free ports, health, PIDs.
+"""Starting and stopping real servers for tests and benchmarks: free ports, health, PIDs;
+the backends on them (`real_backend`).
 
 A server dies with the run that started it, even one killed from outside (a vLLM server
 holds 4 GB; the next run would die of memory): on Linux the kernel sends it SIGTERM
@@ -147,3 +148,24 @@ def _stop(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+@contextmanager
+def real_backend(request, name: str):
+    """The backend `name` ("mlx", "vllm" or "llamacpp") on the real thing: the session's
+    MLX model, or a client of the session's server (closed after)."""
+    if name == "mlx":
+        yield request.getfixturevalue("mlx_backend")
+        return
+    if name == "vllm":
+        from backends.vllm import VLLMBackend
+
+        server = VLLMBackend(request.getfixturevalue("vllm_url"))
+    else:
+        from backends.llamacpp import LlamaCppBackend
+
+        server = LlamaCppBackend(request.getfixturevalue("llama_url"))
+    try:
+        yield server
+    finally:
+        server.close()

@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from tests.servers import real_backend
 from weave.search.beams import SearchParams, expand
 from weave.story.bans import BanRule, Bans, Guard
 
@@ -22,16 +23,8 @@ PARAMS = SearchParams()  # the defaults a writer searches with
 
 @pytest.fixture(scope="module", params=["vllm", "llamacpp"])
 def backend(request):
-    if request.param == "vllm":
-        from backends.vllm import VLLMBackend
-
-        server = VLLMBackend(request.getfixturevalue("vllm_url"))
-    else:
-        from backends.llamacpp import LlamaCppBackend
-
-        server = LlamaCppBackend(request.getfixturevalue("llama_url"))
-    yield server
-    server.close()
+    with real_backend(request, request.param) as made:
+        yield made
 
 
 def search(backend, bans: Bans | None):

@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from tests.servers import real_backend
 from tests.test_cli import weave
 from weave.search.beams import SearchParams, expand
 from weave.search.healing import Constraint
@@ -23,19 +24,8 @@ PARAMS = SearchParams(cutoff=0.1, max_depth=8, max_suggestions=10)
 
 @pytest.fixture(scope="module", params=["mlx", "vllm", "llamacpp"])
 def backend(request):
-    if request.param == "mlx":
-        yield request.getfixturevalue("mlx_backend")
-        return
-    if request.param == "vllm":
-        from backends.vllm import VLLMBackend
-
-        server = VLLMBackend(request.getfixturevalue("vllm_url"))
-    else:
-        from backends.llamacpp import LlamaCppBackend
-
-        server = LlamaCppBackend(request.getfixturevalue("llama_url"))
-    yield server
-    server.close()
+    with real_backend(request, request.param) as made:
+        yield made
 
 
 def texts(backend, story: str) -> list[str]:
