@@ -50,24 +50,24 @@ def answers(url: str) -> bool:
         return False
 
 
-def gone_within(url: str, seconds: float) -> bool:
+def within(seconds: float, happened) -> bool:
+    """Whether `happened()` is true within `seconds`, asked every 0.1 s."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not answers(url):
+        if happened():
             return True
         time.sleep(0.1)
     return False
+
+
+def gone_within(url: str, seconds: float) -> bool:
+    return within(seconds, lambda: not answers(url))
 
 
 def group_gone(group: int, seconds: float) -> bool:
     """Whether process group `group` has no live process left (a zombie an init that does
     not reap leaves behind counts as gone)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not live_members(group):
-            return True
-        time.sleep(0.1)
-    return False
+    return within(seconds, lambda: not live_members(group))
 
 
 def live_members(group: int) -> list[int]:
