@@ -66,6 +66,7 @@ SCORES = bound_of(SearchParams, "score").options
 # page (bench_page.py).
 LOOKAHEAD_AFTER_S = 1.0
 MARKS_EVERY_S = 2.0  # how often the ⚡ marks are redrawn while the writer reads
+READING_EVERY_S = 0.5  # how often a long story's reading redraws its progress
 LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
 # ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
 CONFIG_KEYS = {  # widget key -> SearchParams field
@@ -154,7 +155,8 @@ def main() -> None:
             lloom_library.start_ui(settings, ws)
             lloom_library.library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
-    if offer is not None and backend is not None and not ws.offers.error:
+    reading = ws.offers.reading.running()  # the story's own reading comes first
+    if offer is not None and backend is not None and not ws.offers.error and not reading:
         look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
 
 
@@ -518,11 +520,14 @@ def search_ui(
         line.caption(f"⏳ {present.first_status(ws.text)}")
         return lambda p: line.caption(f"⏳ {present.live_status(p)}")
 
+    alive = session_alive()
     try:
-        with nullcontext() if backend is None else backend.cancellable(session_alive()):
-            shown = ws.offers.show(backend, ws.spot, params, searching=searching)
+        with nullcontext() if backend is None else backend.cancellable(alive):
+            shown = ws.offers.show(backend, ws.spot, params, searching=searching, alive=alive)
     except Cancelled:  # the tab is gone: no one to show anything to
         st.stop()
+    if shown.source == "reading":
+        reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
     status = present.shown_status(shown.offer and shown.offer.result, shown.source,
@@ -530,6 +535,18 @@ def search_ui(
     if status:
         line.caption(status)
     return shown.offer
+
+
+@st.fragment(run_every=READING_EVERY_S)
+def reading_ui(ws: session.Workspace) -> None:
+    """How far a long story has been read (`weave.desk.reading`), redrawn by itself: a
+    fragment, so the writer goes on editing and moving meanwhile. Once it is read (or
+    has failed, or stopped) the whole page runs again, and searches or says why."""
+    reading = ws.offers.reading
+    state = reading.state()
+    if not reading.running() or state is None:
+        st.rerun(scope="app")
+    st.caption(f"⏳ {present.reading_status(state.read, state.total)}")
 
 
 def session_alive():

@@ -306,6 +306,13 @@ class Backend(ABC):
         goes, so a page can show how far a long story has been read. Backends whose server
         keeps its own cache leave it to the first request and do nothing here."""
 
+    def unread(self, context: list[int]) -> int:
+        """Optional: how many of `context`'s tokens `read_ahead` would read chunk by chunk,
+        showing progress (0: a search reads what is left without a wait worth showing). A
+        page reads a story with any such tokens apart (`weave.desk.reading`) and goes on.
+        Backends whose server keeps its own cache say 0."""
+        return 0
+
     def alternatives(
         self, ids: list[int], k: int, *, start: int = 1
     ) -> list[TokenAlternatives] | None:

@@ -89,3 +89,33 @@ def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_pa
     assert len(backend.calls) == calls and reports == []
     assert ws.offers.show(backend, ws.spot, PARAMS).source == "ahead"  # kept: still its own
     assert "from look-ahead" in present.shown_status(after.offer.result, after.source, failed=False)
+
+
+class FailingReads(FakeBackend):
+    """The fake model whose long reads fail (its server went away while reading)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed=seed)
+        self.reads = 0
+
+    def unread(self, context):
+        return 2048
+
+    def read_ahead(self, context, k, report):
+        self.reads += 1
+        raise BackendError("connection reset", backend="fake", url="http://127.0.0.1:9")
+
+
+def test_a_failed_background_read_is_said_once_and_not_repeated_until_asked(tmp_path):
+    ws, backend = opened(tmp_path), FailingReads(seed=5)
+    alive = lambda: True  # noqa: E731
+    assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
+    ws.offers.reading.join()
+    failed = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)
+    assert (failed.source, failed.offer) == ("none", None) and "connection reset" in failed.error
+    quiet = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)  # a rerun: no new read
+    assert (quiet.source, quiet.error, backend.reads) == ("none", None, 1)
+    ws.retry()
+    assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
+    ws.offers.reading.join()
+    assert backend.reads == 2

@@ -48,7 +48,7 @@ from backends.mlx.attention import install
 from backends.mlx.batching import Batcher, Forward, usage_of
 from backends.mlx.forward import Context, Net, answer
 from backends.mlx.kv_disk import DiskKV, model_fingerprint
-from backends.mlx.kv_keep import restore
+from backends.mlx.kv_keep import restore, unread
 from backends.mlx.kv_tree import FragmentTree
 from backends.mlx.loading import load_checked
 from backends.mlx.sampling import Draw, draw
@@ -196,6 +196,13 @@ class MLXBackend(Backend):
         answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
+
+    def unread(self, context: list[int]) -> int:
+        """The tokens neither the fragment tree nor the disk holds, when more than one
+        chunk (what `read_ahead` reads with progress); else 0."""
+        self.check_ids(context)
+        left = self._worker.submit(unread, self.tree, self._disk, tuple(context)).result()
+        return left if left > self.prefill_chunk else 0
 
     def read_ahead(self, context: list[int], k: int, report: Callable[[int, int], None]) -> None:
         """Prefill a context one chunk per worker call, reporting after each; the last

@@ -1,7 +1,8 @@
 """What the fragment tree takes from the disk before a prefill and gives it after one.
 
 `restore` files in the tree what `backends.mlx.kv_disk` holds of a context beyond what
-the tree holds; `keep` hands a context read at length to the disk. Between them, MLX
+the tree holds; `keep` hands a context read at length to the disk; `unread` says how much
+of a context neither holds. Between them, MLX
 arrays become numpy ones and back (bfloat16, which numpy lacks, as its raw 16-bit
 words). Owns those two thresholds and the conversion; the files are `kv_disk`'s.
 """
@@ -37,6 +38,14 @@ def restore(tree: FragmentTree, disk: DiskKV | None, ids: Sequence[int], candida
     keys, values = (_from_numpy(a, stored.dtype) for a in (stored.keys, stored.values))
     tree.insert(list(stored.ids), 0, keys, values, top)
     return len(stored.ids)
+
+
+def unread(tree: FragmentTree, disk: DiskKV | None, ids: Sequence[int]) -> int:
+    """How many of `ids` neither the tree nor the disk holds: what a prefill would read."""
+    held = tree.match(list(ids)).length
+    if disk is not None:
+        held = max(held, disk.covered(ids))
+    return len(ids) - held
 
 
 def keep(tree: FragmentTree, disk: DiskKV | None, ids: tuple[int, ...], top: list[Candidate]):

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from backends.base import Backend, BackendError
 from weave.desk.alternatives import Alternatives, alternatives_at
 from weave.desk.lookahead import LookAhead, always
+from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
 from weave.loom.library import Library
 from weave.lru import LRU
@@ -46,13 +47,16 @@ class Offers:
         self.results: LRU[tuple, SearchResult] = LRU(KEPT_RESULTS)  # by `_key`
         self.draws: LRU[str, Draw] = LRU(KEPT_RESULTS)
         self.ahead = ahead or LookAhead(0)  # searches made while the writer reads
+        self.reading = Reading()  # a long story read apart, before its search
         self._ahead_made: set[tuple[str, SearchParams]] = set()  # results kept from it
         self.settle()
         self.forced = False  # 'Suggest again': search even where a result is kept
 
     def settle(self) -> None:
-        """Forget how the last search went, and stop looking ahead (the writer moved)."""
+        """Forget how the last search went, and stop looking ahead and reading (the writer
+        moved)."""
         self.ahead.cancel()
+        self.reading.cancel()
         self.error: str | None = None
         self.failed: tuple[str, SearchParams, Steering, Bans] | None = None
         self.notice: str | None = None
@@ -64,16 +68,27 @@ class Offers:
         params: SearchParams,
         *,
         searching: Callable[[], ProgressCallback | None] = lambda: None,
+        alive: Callable[[], bool] | None = None,
     ) -> Shown:
         """What `spot` offers with `params`: searched now where nothing is kept for them
         (unless the last search here failed and no retry was asked), from look-ahead where
         it made the search, else what is kept. `searching()` is called just before a
-        search the writer waits for, and gives what hears its progress. Raises the
+        search the writer waits for, and gives what hears its progress. Given `alive` (the
+        tab's, cheap and thread-safe), a search that would first read much of the story
+        reads it in the background instead and answers "reading" meanwhile (the page asks
+        again once it is read); without, the search reads it in line. Raises the
         backend's `Cancelled` (the tab is gone)."""
         model = backend.model_name if backend is not None else None
         if backend is not None and self._needs_search(spot, params, model=model):
             ready = not self.forced and self._ready_ahead(backend, spot, params)
-            offer = self.suggest(backend, spot, params, None if ready else searching())
+            reading = None if ready or alive is None else self._read(backend, spot, params, alive)
+            if reading is None:
+                offer = self.suggest(backend, spot, params, None if ready else searching())
+            elif reading.error is None:
+                return Shown(self.latest(spot.node_id), "reading", reading=reading)
+            else:  # failed as the search would have: not read again until asked
+                offer, self.forced = None, False
+                self.error, self.failed = reading.error, _key(spot, params)
             if offer is None:
                 earlier = self.latest(spot.node_id)
                 return Shown(earlier, "earlier" if earlier else "none", error=self.error)
@@ -125,6 +140,14 @@ class Offers:
             return self.ahead.ready(backend.model_name, ids, params, spot.bans)
         except (BackendError, ValueError):
             return False
+
+    def _read(self, backend: Backend, spot: Spot, params: SearchParams, alive) -> ReadState | None:
+        """How the background read of what a search at `spot` sends stands (None: nothing
+        to wait for); a failure to tell is left to the search, which says it."""
+        try:
+            return self.reading.wait_for(backend, self._sent(backend, spot, params), alive=alive)
+        except (BackendError, ValueError):
+            return None
 
     def retry(self) -> None:
         """'Suggest again': search once more; the suggestions shown stay until it succeeds."""

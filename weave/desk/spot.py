@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from weave.desk.reading import ReadState
 from weave.loom.loom import Loom
 from weave.loom.provenance import Provenance, probability
 from weave.search.beams import SearchParams, SearchResult, SearchStats
@@ -21,7 +22,7 @@ from weave.story.bans import Bans, Guard
 from weave.story.steering import Steering
 from weave.view.present import accepted_text
 
-SOURCES = ("searched", "ahead", "kept", "earlier", "none")  # where a `Shown` offer came from
+SOURCES = ("searched", "ahead", "kept", "earlier", "reading", "none")  # a `Shown`'s sources
 
 
 @dataclass(frozen=True)
@@ -130,13 +131,16 @@ class Shown:
     """What a node offers for the parameters asked, and where it came from (`source`):
     "searched" now; "ahead", made by look-ahead while the writer read; "kept" from before
     (in this tab or saved); "earlier", none for these parameters but the node's latest
-    (after a failure); "none". `lone`: a lone suggestion searched now, which LLooM's rule
-    accepts by itself (`Workspace.take_lone`). `error`: why a search made now failed."""
+    (after a failure); "reading", the node's latest (or none) while the story is read in
+    the background before its search (`reading`: how far, `weave.desk.reading`); "none".
+    `lone`: a lone suggestion searched now, which LLooM's rule accepts by itself
+    (`Workspace.take_lone`). `error`: why a search made now failed."""
 
     offer: Offer | None
     source: str
     lone: Piece | None = None
     error: str | None = None
+    reading: ReadState | None = None
 
     def __post_init__(self) -> None:
         assert self.source in SOURCES, self.source

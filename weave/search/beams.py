@@ -42,6 +42,8 @@ from weave.story.bans import Guard, GuardState, Pruned
 STOP_CHARS = ".,"
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
 GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
+SPECIAL_SPARE = 2  # the most candidates asked beyond the rule's for control tokens skipped
+MOST_ASKED = MAX_CANDIDATES + SPECIAL_SPARE + GUARD_SPARE  # the most one beam's step asks
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,8 @@ class _Search:
         if cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
             limit = min(limit, int(1 / cutoff) + 1)
         # Control tokens are skipped, and a guard prunes some: ask for a few more.
-        spare = min(len(self.backend.special_token_ids), 2) + (GUARD_SPARE if self.guard else 0)
+        special = min(len(self.backend.special_token_ids), SPECIAL_SPARE)
+        spare = special + (GUARD_SPARE if self.guard else 0)
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
     def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:

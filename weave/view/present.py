@@ -315,10 +315,21 @@ def live_status(p: Progress) -> str:
     """The status line as a search goes: how far the story is read, then the depth, the
     beams found and growing, and the latest beam's text (as markdown, shown literally)."""
     if p.depth == 0:
-        return f"Reading the story… {p.story_read:,} of {p.story_tokens:,} tokens"
+        return read_so_far(p.story_read, p.story_tokens)
     latest = shorten(one_line(p.latest), 60)
     latest = f" · latest: “{md(latest)}”" if latest else ""
     return f"Weaving… depth {p.depth}, {p.beams_done} found, {p.beams_live} growing{latest}"
+
+
+def read_so_far(read: int, total: int) -> str:
+    return f"Reading the story… {read:,} of {total:,} tokens"
+
+
+def reading_status(read: int, total: int) -> str:
+    """The status line while a long story is read apart from its search: how far, and
+    that the page goes on meanwhile."""
+    return (f"{read_so_far(read, total)} · write or move on meanwhile: the suggestions "
+            "come once it is read")  # fmt: skip
 
 
 def from_cache(stats: SearchStats) -> bool:
