@@ -1,8 +1,8 @@
 """Alternatives by clicking a word of the story's end (issue 34, item 6) in real headless
 Chromium at 1280×800 on the real embedded model: 🔍 Alternatives shows the story's last
-tokens, the last one picked; the arrow keys and Enter pick another, a click on a word picks
-it and shows the model's alternatives there as buttons, and a click on one branches the loom
-with it, in the same page (nothing reloads)."""
+tokens, the last one picked; the arrow keys and Enter pick another (Tab then reaches its
+alternatives); a click on a word picks it and shows the model's alternatives there as
+buttons, and a click on one branches the loom with it, in the same page (nothing reloads)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,13 @@ def test_a_click_on_a_word_then_on_an_alternative_branches_there(tmp_path):
             page.locator(PICKED).focus()  # Tab reaches it; ← the one before, Enter picks
             page.keyboard.press("ArrowLeft")
             page.keyboard.press("Enter")
-            wait_picked(page, tokens.nth(tokens.count() - 2).get_attribute("data-lloom-at"))
+            before_last = tokens.nth(tokens.count() - 2).get_attribute("data-lloom-at")
+            wait_picked(page, before_last)
+            focused = "document.activeElement.getAttribute('data-lloom-at')"
+            page.wait_for_function(f"{focused} === '{before_last}'")  # still on it
+            page.keyboard.press("Tab")  # on to its first alternative (not the story's own)
+            first = page.locator(f"[class*='st-key-alt_{before_last}_'] button:enabled").first
+            assert first.evaluate("button => button === document.activeElement")
             word = tokens.filter(has_text="upon")
             assert word.count() == 1 and word.inner_text().strip() == "upon"
             word.click()  # a click on the word of the story picks it
