@@ -1,9 +1,13 @@
 """The Alternatives dialog: the story's last tokens shaded by their probability, the
-model's alternatives at the one picked, and branching the loom there. Widgets only: the
-alternatives are `Offers.alternatives`' (`weave.desk.alternatives`), the branch
-`Workspace.edit`'s."""
+model's alternatives at the one clicked (the last at first) as a row of buttons, and
+branching the loom at a click on one. A click on a token reaches the page through a hidden
+box (static/token_click.html posts its position there: the dialog redraws, nothing
+reloads). Widgets only: the alternatives are `Offers.alternatives`'
+(`weave.desk.alternatives`), the branch `Workspace.edit`'s."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
@@ -17,6 +21,8 @@ from weave.view.present import md
 
 ALTERNATIVE_TOKENS = 256  # the story's last tokens offered for alternatives
 ALTERNATIVES_K = 8  # alternatives per token
+ALT_PICK = "alt_pick"  # the hidden box a click on a token posts its position to
+TOKEN_CLICK = Path(__file__).resolve().parent / "static" / "token_click.html"
 
 
 def open_alternatives() -> None:
@@ -29,7 +35,7 @@ def close_alternatives() -> None:
 
 @st.dialog("🔍 Alternatives at any token", width="large", on_dismiss=close_alternatives)
 def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
-    """The story's last tokens shaded by their probability; pick one, then one of the
+    """The story's last tokens shaded by their probability; click one, then one of the
     model's alternatives there, and the loom branches at that token (the dialog closes)."""
     if not page().alternatives_open:
         st.rerun()  # branched: the whole page, on the new branch
@@ -46,34 +52,40 @@ def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
     if shown.error is not None:
         st.error(f"**No alternatives here.** {md(shown.error)}", icon="🔌")
         return
+    if not shown.rows:
+        st.info("The story is too short here: no token of it has alternatives.")
+        return
     alternatives_picker(ws, shown)
 
 
 def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
-    rows = shown.rows
-    st.markdown(present.story_tokens_html(rows), unsafe_allow_html=True)
-    st.caption("Shaded by the probability the model gave each token (hover for it and the "
-               "likeliest alternatives).")  # fmt: skip
-    token, choice, go = st.columns([3, 3, 2], vertical_alignment="bottom")
-    at = token.selectbox("Token", range(len(rows)), index=len(rows) - 1, key="alt_token",
-                         format_func=lambda i: token_label(rows[i], i))  # fmt: skip
-    row = rows[at]
-    banned = lloom_bans.banned_alternatives(ws, rows, at)  # marked, still offered
-    pick = choice.selectbox(
-        "Alternative",
-        range(len(row.top)),
-        key=f"alt_choice_{at}",
-        format_func=lambda i: (
-            ("🚫 " if i in banned else "") + present.alternative_label(row.top[i])
-        ),
-    )
-    go.button("Branch here", key="alt_branch", type="primary", on_click=branch_at,
-              args=(ws, shown, row, row.top[pick]),
-              help="A new branch: the story up to this token, then the alternative")  # fmt: skip
+    """The story's last tokens, the one picked outlined (a click picks another), then the
+    model's alternatives there, each a button that branches the loom with it."""
+    box = st.session_state.get(ALT_PICK, "")
+    row = shown.row_at(int(box) if box.isdigit() else None)
+    st.markdown(present.story_tokens_html(shown.rows, picked=row.position),
+                unsafe_allow_html=True)  # fmt: skip
+    st.text_input("Token picked", key=ALT_PICK, label_visibility="collapsed")
+    st.html(TOKEN_CLICK.read_text(), unsafe_allow_javascript=True)
+    st.caption("Shaded by the probability the model gave each token (hover for it). Click a "
+               "word for the model's alternatives there; click one to branch with it.")  # fmt: skip
+    st.markdown(f"At **{md(present.editable_text(row.text) or '∅')}** "
+                f"({present.token_probability(row)}) the model offered:")  # fmt: skip
+    banned = lloom_bans.banned_alternatives(ws, list(shown.rows), shown.rows.index(row))
+    with st.container(horizontal=True, gap="small"):
+        for i, choice in enumerate(row.top):
+            own = choice.token_id == row.token_id
+            label = ("🚫 " if i in banned else "") + present.alternative_label(choice)
+            st.button(label, key=f"alt_{row.position}_{i}", disabled=own,
+                      help=choice_help(banned.get(i), own), on_click=branch_at,
+                      args=(ws, shown, row, choice))  # fmt: skip
 
 
-def token_label(row, i: int) -> str:
-    return f"{i + 1}. {present.editable_text(row.text) or '∅'}"
+def choice_help(banned: str | None, own: bool) -> str:
+    if own:
+        return "The story's own token here"
+    said = "A new branch: the story up to this token, then this one"
+    return said if banned is None else f"{said} (the bans would prune it: {banned})"
 
 
 def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:

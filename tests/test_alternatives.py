@@ -8,9 +8,11 @@ import mlx.core as mx
 import pytest
 
 from backends import BackendError
+from backends.base import TokenAlternatives
 from backends.llamacpp import LlamaCppBackend
 from backends.mlx.backend import MLXBackend
 from backends.vllm import VLLMBackend
+from weave.desk.alternatives import Alternatives
 from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
@@ -139,3 +141,10 @@ def test_llamacpp_asks_each_position_in_one_request(llama_url, mlx_backend):
         )
     finally:
         llama.close()
+
+
+def test_the_row_picked_is_the_one_at_its_position_else_the_last():
+    rows = tuple(TokenAlternatives(p, p, f" w{p}", -1.0, []) for p in (7, 8, 9))
+    shown = Alternatives("story", "node", rows=rows)
+    assert shown.row_at(8) is rows[1]
+    assert shown.row_at(None) is shown.row_at(3) is shown.row_at(10) is rows[-1]

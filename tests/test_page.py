@@ -1179,15 +1179,32 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
     tokens = " ".join(m.value for m in at.markdown if "title=" in m.value)
     assert "upon" in tokens and "background-color" in tokens  # shaded, with tooltips
     rows_shown = at.session_state["page"].alternatives.rows
-    index = next(i for i, row in enumerate(rows_shown) if row.text == " upon")
-    at.selectbox(key="alt_token").set_value(index).run()
-    pick, choice = next((j, c) for j, c in enumerate(rows_shown[index].top) if c.text != " upon")
-    at.selectbox(key=f"alt_choice_{index}").set_value(pick).run()
-    at.button(key="alt_branch").click().run()
+    last = rows_shown[-1]
+    assert outlined(at) == last.position  # the last token picked until a click
+    assert len(choices(at, last.position)) == len(last.top)
+    upon = next(row for row in rows_shown if row.text == " upon")
+    at.text_input(key="alt_pick").set_value(str(upon.position)).run()  # its click's post
+    assert outlined(at) == upon.position and not choices(at, last.position)
+    buttons = choices(at, upon.position)
+    assert [b.disabled for b in buttons] == [c.token_id == upon.token_id for c in upon.top]
+    pick, choice = next((j, c) for j, c in enumerate(upon.top) if c.text != " upon")
+    assert buttons[pick].label == present.alternative_label(choice)  # "␣tall 20.1%"
+    buttons[pick].click().run()
     assert not at.exception
     assert story(at).startswith("Once" + choice.text)  # up to that token, then the choice
     loom = workspace(at).loom
     assert loom.text(start) == text and start in loom.nodes  # the old path kept, a branch
+
+
+def outlined(at) -> int:
+    """The position of the story token the Alternatives dialog shows picked."""
+    html = next(m.value for m in at.markdown if "data-lloom-at" in m.value)
+    return int(re.search(r'data-lloom-at="(\d+)" tabindex="0"', html).group(1))
+
+
+def choices(at, position: int) -> list:
+    """The buttons of the alternatives at the story token at `position`, in order."""
+    return [b for b in at.button if b.key and b.key.startswith(f"alt_{position}_")]
 
 
 def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):

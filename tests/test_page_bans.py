@@ -4,7 +4,7 @@ line says how many branches the bans pruned; a bad entry is one line naming it."
 
 from __future__ import annotations
 
-from tests.test_page import app, offer, started, status_line, workspace
+from tests.test_page import app, choices, offer, started, status_line, workspace
 from weave.story.bans import BanRule, Bans
 
 
@@ -48,15 +48,14 @@ def test_the_alternatives_the_bans_would_prune_are_marked(data_dir):
     at = started()  # the real embedded model gives the story's own tokens' alternatives
     at.button(key="alt_show").click().run()
     rows = at.session_state["page"].alternatives.rows
-    index = next(i for i, row in enumerate(rows) if row.text == " upon")
-    at.selectbox(key="alt_token").set_value(index).run()
-    word = next(c.text.strip() for c in rows[index].top if c.text.strip().isalpha())
-    labels = at.selectbox(key=f"alt_choice_{index}").options
-    assert not any(label.startswith("🚫") for label in labels)
+    upon = next(row for row in rows if row.text == " upon")
+    at.text_input(key="alt_pick").set_value(str(upon.position)).run()  # a click on it
+    word = next(c.text.strip() for c in upon.top if c.text.strip().isalpha())
+    assert not any(b.label.startswith("🚫") for b in choices(at, upon.position))
     workspace(at).set_bans(Bans((BanRule(word),)))
-    at.selectbox(key="alt_token").set_value(index).run()
+    at.run()
     assert not at.exception
-    labels = at.selectbox(key=f"alt_choice_{index}").options
-    marked = [c.text for c, label in zip(rows[index].top, labels, strict=True)
-              if label.startswith("🚫")]  # fmt: skip
+    buttons = choices(at, upon.position)
+    marked = [c.text for c, b in zip(upon.top, buttons, strict=True) if b.label.startswith("🚫")]
     assert marked and all(t.strip().lower() == word.lower() for t in marked)
+    assert all(word in b.help for b in buttons if b.label.startswith("🚫"))  # and why

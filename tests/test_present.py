@@ -230,8 +230,10 @@ def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
     rows = mlx_backend.alternatives(ids, 5)
     html = story_tokens_html(rows)
     assert seen(html) == STORY[len(mlx_backend.detokenize(ids[:1])) :]
-    titles = re.findall(r'<span title="([^"]*)" style="background-color', html)
+    titles = re.findall(r' title="([^"]*)" style="background-color', html)
     assert len(titles) == len(rows)
+    positions = re.findall(r'<span data-lloom-at="(\d+)" tabindex="-1" role="button"', html)
+    assert positions == [str(row.position) for row in rows]  # what a click posts; none picked
     first = ihtml.unescape(titles[0])
     assert re.match(r"\d+\.\d% · ", first)
     assert alternative_label(rows[0].top[0]) in first
@@ -246,6 +248,15 @@ def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
     assert "<" not in title and '"' not in title
     assert ihtml.unescape(title) == 'not in the top 1 · "><b> 50.0%'
     assert seen(html) == " *x*↵" and "*" not in re.sub(r"&#\d+;", "", html)
+
+
+def test_the_picked_token_is_outlined_and_the_one_the_keyboard_reaches():
+    rows = [TokenAlternatives(p, p, f" w{p}", math.log(0.5), []) for p in (4, 5, 6)]
+    html = story_tokens_html(rows, picked=5)
+    spans = re.findall(r'<span data-lloom-at="(\d)" tabindex="(-?\d)"[^>]*style="([^"]*)"', html)
+    assert [(at, tab) for at, tab, _ in spans] == [("4", "-1"), ("5", "0"), ("6", "-1")]
+    assert ["outline" in style for _, _, style in spans] == [False, True, False]
+    assert seen(html) == " w4 w5 w6"
 
 
 @pytest.mark.slow

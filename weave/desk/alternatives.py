@@ -32,6 +32,12 @@ class Alternatives:
     def failed(self, error: str) -> Alternatives:
         return Alternatives(self.story_id, self.node_id, error=error)
 
+    def row_at(self, position: int | None) -> TokenAlternatives:
+        """The row of the story token at `position` (an index into the ids asked about);
+        the last token's when no row is there (None, or a position outside the window)."""
+        assert self.rows, "no rows: the alternatives are unsupported or failed"
+        return next((row for row in self.rows if row.position == position), self.rows[-1])
+
 
 def branch_text(
     text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate

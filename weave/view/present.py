@@ -180,24 +180,35 @@ _FAINT = '<span style="opacity: 0.4">{}</span>'
 
 
 # -- the story's tokens and their alternatives ----------------------------------------------
-def story_tokens_html(rows: Sequence[TokenAlternatives]) -> str:
+def story_tokens_html(rows: Sequence[TokenAlternatives], *, picked: int | None = None) -> str:
     """The story's tokens (`Backend.alternatives`' rows) shaded by the probability the model
     gave each, with the likeliest alternatives there in its tooltip; a token whose
-    probability the backend cannot say is left unshaded. Escaped as `suggestion_html` is."""
+    probability the backend cannot say is left unshaded. Each token carries its position
+    (`data-lloom-at`, which static/token_click.html posts when it is clicked); the one at
+    position `picked` is outlined and is the one the keyboard reaches (the others are
+    reached from it with the arrow keys). Escaped as `suggestion_html` is."""
     parts = []
     for row in rows:
         body = "".join(_FAINT.format(VISIBLE[ch]) if ch in VISIBLE else _html_text(ch)
                        for ch in row.text)  # fmt: skip
-        if row.logprob is None:
-            title, alpha = f"not in the top {len(row.top)}", 0.0
-        else:
-            p = math.exp(row.logprob)
-            title, alpha = f"{p:.1%}", 0.08 + 0.72 * p
-        title += " · " + ", ".join(alternative_label(c) for c in row.top[:ALTERNATIVES_SHOWN])
+        alpha = 0.0 if row.logprob is None else 0.08 + 0.72 * math.exp(row.logprob)
+        likeliest = ", ".join(alternative_label(c) for c in row.top[:ALTERNATIVES_SHOWN])
+        title = f"{token_probability(row)} · {likeliest}"
         shade = f"background-color: rgba(255, 160, 0, {alpha:.2f}); border-radius: 3px"
-        parts.append(f'<span title="{_attribute(title)}" style="{shade}">{body}</span>')
+        mine = row.position == picked
+        if mine:
+            shade += "; outline: 2px solid #1c83e1"
+        at = f'data-lloom-at="{row.position}" tabindex="{0 if mine else -1}" role="button"'
+        parts.append(f'<span {at} title="{_attribute(title)}" style="{shade}">{body}</span>')
     style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
     return f'<div style="{style}">{"".join(parts)}</div>'
+
+
+def token_probability(row: TokenAlternatives) -> str:
+    """The probability the model gave a story token, as its tooltip and the dialog say it."""
+    if row.logprob is None:
+        return f"not in the top {len(row.top)}"
+    return f"{math.exp(row.logprob):.1%}"
 
 
 def alternative_label(candidate) -> str:
