@@ -7,7 +7,8 @@ drives headless Chromium (Playwright) through a few branches of the first starti
 on the real model (accept, go back, accept another, keep a third, bookmark), and saves
 the 1280×800 window as a writer sees it: the desk, the story and its suggestions left,
 this search's token tree right. `running_app` (and `streamlit_app` under it),
-`launch_browser` and the page helpers are shared with the browser tests and the benchmarks.
+`launch_browser`, `app_page` (both, one tab) and the page helpers are shared with the
+browser tests and the benchmarks.
 """
 
 from __future__ import annotations
@@ -108,6 +109,30 @@ def _wait_healthy(url: str, server: subprocess.Popen, log, timeout: float) -> No
     raise TimeoutError(f"streamlit did not answer at {url} within {timeout:.0f} s")
 
 
+@contextlib.contextmanager
+def app_page(
+    data_dir: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    viewport: tuple[int, int] = (1280, 800),
+    timeout_ms: int = 180_000,
+) -> Iterator:
+    """A headless Chromium tab of `viewport` on a freshly started page (`running_app`,
+    `env` laid over), its default timeout `timeout_ms`; both stop after."""
+    from playwright.sync_api import sync_playwright
+
+    with running_app(data_dir, env=env) as url, sync_playwright() as p:
+        browser = launch_browser(p)
+        try:
+            width, height = viewport
+            page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+            page.set_default_timeout(timeout_ms)
+            page.goto(url)
+            yield page
+        finally:
+            browser.close()
+
+
 def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
@@ -177,18 +202,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "screenshot.png")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    with running_app() as url, sync_playwright() as p:
-        browser = launch_browser(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(url)
+    with app_page() as page:
         start_first_story(page)
         weave_branches(page)
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
         page.screenshot(path=str(args.out))
-        browser.close()
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)")
 
 

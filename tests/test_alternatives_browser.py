@@ -12,9 +12,8 @@ import pytest
 
 from lloom_alternatives import ALTERNATIVES_K
 from scripts.screenshot import (
+    app_page,
     button,
-    launch_browser,
-    running_app,
     start_first_story,
     story_text,
     wait_idle,
@@ -22,7 +21,7 @@ from scripts.screenshot import (
 from weave.loom.store import LoomStore
 from weave.view.present import typed_text
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here")
 TOKENS = "[role='dialog'] [data-lloom-at]"
 PICKED = f"{TOKENS}[tabindex='0']"
@@ -42,49 +41,41 @@ def wait_picked(page, position: str) -> None:
 @pytest.mark.slow
 @needs_chromium
 def test_a_click_on_a_word_then_on_an_alternative_branches_there(tmp_path):
-    app = running_app(tmp_path, env={"LLOOM_LOOKAHEAD": "0"})
-    with app as url, playwright.sync_playwright() as p:
-        browser = launch_browser(p)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            page.set_default_timeout(180_000)
-            page.goto(url)
-            start_first_story(page)
-            wait_idle(page)
-            before = story_text(page)
-            page.evaluate("window.lloomSamePage = true")  # gone if the page loads again
-            button(page, "🔍 Alternatives").click()
-            tokens = page.locator(TOKENS)
-            assert picked(page) == tokens.last.get_attribute("data-lloom-at")  # the last
-            page.locator(PICKED).focus()  # Tab reaches it; ← the one before, Enter picks
-            page.keyboard.press("ArrowLeft")
-            page.keyboard.press("Enter")
-            before_last = tokens.nth(tokens.count() - 2).get_attribute("data-lloom-at")
-            wait_picked(page, before_last)
-            focused = "document.activeElement.getAttribute('data-lloom-at')"
-            page.wait_for_function(f"{focused} === '{before_last}'")  # still on it
-            page.keyboard.press("Tab")  # on to its first alternative (not the story's own)
-            first = page.locator(f"[class*='st-key-alt_{before_last}_'] button:enabled").first
-            assert first.evaluate("button => button === document.activeElement")
-            word = tokens.filter(has_text="upon")
-            assert word.count() == 1 and word.inner_text().strip() == "upon"
-            word.click()  # a click on the word of the story picks it
-            at = word.get_attribute("data-lloom-at")
-            wait_picked(page, at)
-            offered = [page.locator(f"[role='dialog'] .st-key-alt_{at}_{i} button").first
-                       for i in range(ALTERNATIVES_K)]  # fmt: skip
-            labels = [button.inner_text() for button in offered]
-            assert all(button.is_visible() for button in offered)  # on the first screen
-            assert "upon" in page.locator("[role='dialog']").inner_text()  # what was there
-            pick = next(i for i, label in enumerate(labels) if "upon" not in label)
-            choice = typed_text(labels[pick].rsplit(" ", 1)[0].replace("∅", ""))
-            offered[pick].click()  # branches: the dialog closes, the story moves
-            page.locator("[role='dialog']").wait_for(state="detached")
-            wait_idle(page)
-            assert story_text(page).startswith(before[: before.index(" upon")] + choice)
-            assert page.evaluate("window.lloomSamePage === true")  # no reload
-        finally:
-            browser.close()
+    with app_page(tmp_path, env={"LLOOM_LOOKAHEAD": "0"}) as page:
+        start_first_story(page)
+        wait_idle(page)
+        before = story_text(page)
+        page.evaluate("window.lloomSamePage = true")  # gone if the page loads again
+        button(page, "🔍 Alternatives").click()
+        tokens = page.locator(TOKENS)
+        assert picked(page) == tokens.last.get_attribute("data-lloom-at")  # the last
+        page.locator(PICKED).focus()  # Tab reaches it; ← the one before, Enter picks
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Enter")
+        before_last = tokens.nth(tokens.count() - 2).get_attribute("data-lloom-at")
+        wait_picked(page, before_last)
+        focused = "document.activeElement.getAttribute('data-lloom-at')"
+        page.wait_for_function(f"{focused} === '{before_last}'")  # still on it
+        page.keyboard.press("Tab")  # on to its first alternative (not the story's own)
+        first = page.locator(f"[class*='st-key-alt_{before_last}_'] button:enabled").first
+        assert first.evaluate("button => button === document.activeElement")
+        word = tokens.filter(has_text="upon")
+        assert word.count() == 1 and word.inner_text().strip() == "upon"
+        word.click()  # a click on the word of the story picks it
+        at = word.get_attribute("data-lloom-at")
+        wait_picked(page, at)
+        offered = [page.locator(f"[role='dialog'] .st-key-alt_{at}_{i} button").first
+                   for i in range(ALTERNATIVES_K)]  # fmt: skip
+        labels = [button.inner_text() for button in offered]
+        assert all(button.is_visible() for button in offered)  # on the first screen
+        assert "upon" in page.locator("[role='dialog']").inner_text()  # what was there
+        pick = next(i for i, label in enumerate(labels) if "upon" not in label)
+        choice = typed_text(labels[pick].rsplit(" ", 1)[0].replace("∅", ""))
+        offered[pick].click()  # branches: the dialog closes, the story moves
+        page.locator("[role='dialog']").wait_for(state="detached")
+        wait_idle(page)
+        assert story_text(page).startswith(before[: before.index(" upon")] + choice)
+        assert page.evaluate("window.lloomSamePage === true")  # no reload
     [sid] = [info.id for info in LoomStore(tmp_path).stories()]
     loom = LoomStore(tmp_path).load(sid)
     [branched] = [n for n in loom.nodes.values()

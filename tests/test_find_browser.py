@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from scripts.screenshot import STORY, launch_browser, running_app, story_text, wait_idle
+from scripts.screenshot import STORY, app_page, story_text, wait_idle
 from weave.loom.store import LoomStore
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here")
 OPENING = "The city of Nova Haven was a"
 
@@ -25,25 +25,18 @@ def test_a_branch_written_earlier_is_found_and_opened(tmp_path):
     steps = lambda lm: lm.accept(" place of").accept(" towering").accept(" skyscrapers.")  # noqa: E731
     loom = store.update(sid, lambda lm: steps(lm).undo().undo().accept(" quiet gardens."))
     towering = next(n.id for n in loom.nodes.values() if n.text == " towering")
-    with running_app(tmp_path) as url, playwright.sync_playwright() as p:
-        browser = launch_browser(p)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            page.set_default_timeout(120_000)
-            page.goto(url)
-            wait_idle(page)
-            page.locator("[data-testid='stExpandSidebarButton']").click()
-            box = page.get_by_role("textbox", name="🔎 Find a branch")
-            box.fill("PLACE OF TOWERING")
-            box.press("Enter")
-            found = page.get_by_role("button", name=re.compile("towering"))
-            found.first.wait_for()
-            assert found.count() == 1 and "Nova Haven" in found.inner_text()
-            assert found.first.is_visible()  # in the sidebar, at 1280×800
-            found.click()
-            page.wait_for_url(re.compile(f"story={sid}"))
-            page.locator(STORY).wait_for()
-            assert story_text(page).endswith("place of towering")
-            assert f"node={towering}" in page.url
-        finally:
-            browser.close()
+    with app_page(tmp_path, timeout_ms=120_000) as page:
+        wait_idle(page)
+        page.locator("[data-testid='stExpandSidebarButton']").click()
+        box = page.get_by_role("textbox", name="🔎 Find a branch")
+        box.fill("PLACE OF TOWERING")
+        box.press("Enter")
+        found = page.get_by_role("button", name=re.compile("towering"))
+        found.first.wait_for()
+        assert found.count() == 1 and "Nova Haven" in found.inner_text()
+        assert found.first.is_visible()  # in the sidebar, at 1280×800
+        found.click()
+        page.wait_for_url(re.compile(f"story={sid}"))
+        page.locator(STORY).wait_for()
+        assert story_text(page).endswith("place of towering")
+        assert f"node={towering}" in page.url

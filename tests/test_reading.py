@@ -18,9 +18,8 @@ from backends.mlx.backend import MLXBackend
 from scripts.screenshot import (
     ACCEPT,
     STORY,
+    app_page,
     button,
-    launch_browser,
-    running_app,
     story_text,
     wait_for_suggestions,
     wait_idle,
@@ -29,7 +28,7 @@ from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here")
 ROOT = Path(__file__).resolve().parent.parent
 LONG = (ROOT / "bench" / "long_story.txt").read_text() * 3  # ~16,500 characters
@@ -109,33 +108,26 @@ def test_the_page_goes_on_while_a_long_story_is_read(tmp_path):
     config = tmp_path / "config.toml"  # the whole story read, a chunk at a time, no disk
     config.write_text(f"[mlx]\nprefill_chunk = {CHUNK}\nread_window = 0\nkv_disk_mb = 0\n")
     env = {"LLOOM_CONFIG": str(config), "LLOOM_LOOKAHEAD": "0"}
-    with running_app(tmp_path / "data", env=env) as url, playwright.sync_playwright() as p:
-        browser = launch_browser(p)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            page.set_default_timeout(300_000)
-            page.goto(url)
-            page.get_by_text("✍️ Write my own", exact=True).click()
-            page.get_by_label("Your story").fill(LONG)
-            page.get_by_role("button", name="Start").click()
-            reading = page.get_by_text(re.compile(r"Reading the story… [\d,]+ of [\d,]+ tokens"))
-            reading.wait_for()
-            wait_idle(page)  # the script has ended: the page is the writer's
-            first = reading.inner_text()
-            assert reading.is_visible() and not button(page, ACCEPT).count()
-            page.evaluate("window.sameSession = true")
-            box = page.locator(STORY)
-            box.click()
-            box.press("Control+End")
-            page.keyboard.type(" And the owl")  # typed while the model reads
-            page.wait_for_function(  # the progress moves by itself
-                "first => [...document.querySelectorAll('[data-testid=stCaptionContainer]')]"
-                ".some(c => c.innerText.includes('Reading the story') && c.innerText !== first)",
-                arg=first,
-            )
-            wait_for_suggestions(page, timeout_ms=300_000)
-            assert story_text(page).endswith(" And the owl")  # nothing typed was lost
-            assert page.evaluate("window.sameSession === true")  # no reload
-            assert not reading.count()
-        finally:
-            browser.close()
+    with app_page(tmp_path / "data", env=env, timeout_ms=300_000) as page:
+        page.get_by_text("✍️ Write my own", exact=True).click()
+        page.get_by_label("Your story").fill(LONG)
+        page.get_by_role("button", name="Start").click()
+        reading = page.get_by_text(re.compile(r"Reading the story… [\d,]+ of [\d,]+ tokens"))
+        reading.wait_for()
+        wait_idle(page)  # the script has ended: the page is the writer's
+        first = reading.inner_text()
+        assert reading.is_visible() and not button(page, ACCEPT).count()
+        page.evaluate("window.sameSession = true")
+        box = page.locator(STORY)
+        box.click()
+        box.press("Control+End")
+        page.keyboard.type(" And the owl")  # typed while the model reads
+        page.wait_for_function(  # the progress moves by itself
+            "first => [...document.querySelectorAll('[data-testid=stCaptionContainer]')]"
+            ".some(c => c.innerText.includes('Reading the story') && c.innerText !== first)",
+            arg=first,
+        )
+        wait_for_suggestions(page, timeout_ms=300_000)
+        assert story_text(page).endswith(" And the owl")  # nothing typed was lost
+        assert page.evaluate("window.sameSession === true")  # no reload
+        assert not reading.count()
