@@ -96,6 +96,16 @@ def test_a_move_stops_the_reading_and_reading_again_goes_on_from_what_was_read(
     assert ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive).source == "searched"
 
 
+def test_opening_another_story_stops_the_reading(tmp_path, whole_window):
+    ws = opened(tmp_path, LONG)
+    assert ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive).source == "reading"
+    read_at_least(ws, CHUNK)
+    reading = ws.offers.reading
+    assert ws.start("The fox ran home.")
+    reading.join(timeout=60)
+    assert not reading.running() and reading.state() is None
+
+
 def test_a_short_story_is_searched_at_once(tmp_path, whole_window):
     ws = opened(tmp_path, "The fox ran home.")
     shown = ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive)

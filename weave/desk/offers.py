@@ -41,13 +41,15 @@ class Offers:
     `error` (a backend's), `failed` (not searched again until asked), `notice` (a saved
     search not shown, and why)."""
 
-    def __init__(self, library: Library, ahead: LookAhead | None = None) -> None:
+    def __init__(
+        self, library: Library, ahead: LookAhead | None = None, reading: Reading | None = None
+    ) -> None:
         self.library = library
         self.contexts = Contexts()
         self.results: LRU[tuple, SearchResult] = LRU(KEPT_RESULTS)  # by `_key`
         self.draws: LRU[str, Draw] = LRU(KEPT_RESULTS)
         self.ahead = ahead or LookAhead(0)  # searches made while the writer reads
-        self.reading = Reading()  # a long story read apart, before its search
+        self.reading = reading or Reading()  # a long story read apart, before its search
         self._ahead_made: set[tuple[str, SearchParams]] = set()  # results kept from it
         self.settle()
         self.forced = False  # 'Suggest again': search even where a result is kept

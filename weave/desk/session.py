@@ -26,6 +26,7 @@ from threading import RLock
 
 from weave.desk.lookahead import LookAhead
 from weave.desk.offers import Offers
+from weave.desk.reading import Reading
 from weave.desk.spot import Piece, Spot
 from weave.interop.foreign import kept_aside
 from weave.loom.formats import without_surrogates
@@ -100,6 +101,7 @@ class Workspace:
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
         self.ahead = LookAhead(0)  # this tab's look-ahead; its rows are the page's setting
+        self.reading = Reading()  # this tab's long story read in the background
         self.default_bans = Bans()  # config.toml's [bans], beside the story's own (the page's)
         self._clear()
 
@@ -117,7 +119,7 @@ class Workspace:
         self.bans = Bans()  # the story's bans, bias and repetition guard
         self.pending: list[Pending] = []  # moves shown but not yet saved
         self._stand_ins: dict[str, str] = {}  # our unsaved node id -> the stored node kept
-        self.offers = Offers(self.library, self.ahead)  # this tab's searches and draws
+        self.offers = Offers(self.library, self.ahead, self.reading)  # its searches and draws
         self.notice: str | None = None  # something opened is not shown, and why (until a move)
         self.lone = Lone()  # lone suggestions taken by themselves (`take_lone`)
 
