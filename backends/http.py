@@ -147,6 +147,10 @@ class JsonClient:
                 self.timeout, lambda: self._send(method, path, body, stream, deadline)
             )
         except requests.exceptions.ConnectionError as e:
+            if _dropped(e):  # on a new connection too: the server took the request, then hung up
+                raise self.error(
+                    f"{path}: the server closed the connection without answering"
+                ) from e
             raise self.error(
                 f"cannot connect ({_reason(e)}): is the server running, and is the address right?"
             ) from e

@@ -9,7 +9,8 @@ connection and dropping what it read), and has checked its JSON's depth
 (`replies.too_deep`: the package's parser recurses). Replies are asked uncompressed
 (`Accept-Encoding: identity`), so the cap is on what gets parsed; one compressed anyway
 is refused. A reply broken off (the connection closed short of its body's length)
-says what the server sent, where the package would call it a failure to connect. These
+says what the server sent, where the package would call it a failure to connect; so
+does a server that hangs up without a reply (after one more try on a new connection). These
 errors are `BackendError`s, which the package lets through unchanged.
 
 Owns: reading a reply off the wire. Not: requests, parsing, wording of the API's errors
@@ -39,7 +40,7 @@ class BoundedTransport(httpx2.HTTPTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         deadline = time.monotonic() + self.timeout
         request.headers["Accept-Encoding"] = "identity"
-        response = super().handle_request(request)
+        response = self._answered(request)
         encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding != "identity":
             response.close()
@@ -51,6 +52,19 @@ class BoundedTransport(httpx2.HTTPTransport):
             stream=body,
             extensions=response.extensions,
         )
+
+    def _answered(self, request: httpx2.Request) -> httpx2.Response:
+        """The reply's head; asked once more, on a new connection, when the server hung up
+        without one (a kept-alive connection closing as the request went out), then an
+        error saying so rather than the package's "cannot connect"."""
+        try:
+            return super().handle_request(request)
+        except httpx2.RemoteProtocolError:
+            pass
+        try:
+            return super().handle_request(request)
+        except httpx2.RemoteProtocolError as e:
+            raise self.error("the server closed the connection without answering") from e
 
 
 class BoundedBody(httpx2.SyncByteStream):

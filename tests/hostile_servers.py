@@ -33,6 +33,7 @@ or malicious server would:
   utf8_stream   ... whose one `data:` line is not UTF-8
   truncated     a completion's reply broken off halfway through its body (the connection
                 closed short of its Content-Length)
+  hang_up       a completion's request read, then the connection closed with no reply
   huge_index    an OpenAI reply's choice `index` is 10**9
   minus_index   ... is -1
   + shapes of each flavour (SHAPES): valid JSON of the wrong shape.
@@ -61,7 +62,7 @@ TOP = [(8, -0.4), (9, -1.4), (5, -2.3), (6, -3.0)]  # the distribution after any
 COMMON = ("ok", "drip", "drip_body", "silent", "flood", "nan", "inf", "neg_inf", "positive",
           "huge_logprob", "rounding", "huge_id", "negative_id", "deep", "echo_key", "multiline",
           "html_404", "empty_stream", "junk_stream", "text_stream",
-          "utf8_stream", "past_vocab", "truncated")  # fmt: skip
+          "utf8_stream", "past_vocab", "truncated", "hang_up")  # fmt: skip
 SHAPES = {
     "llamacpp": ("tokenize_without_id", "probabilities_not_objects", "n_ctx_text",
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
@@ -317,6 +318,9 @@ def hostile_server(flavour: str, mode: str = "ok", sent: list[int] | None = None
             head = _head(status, kind, len(data))
             if mode == "silent":
                 closing.wait()
+                return
+            if mode == "hang_up" and self.path.split("?")[0] in COMPLETIONS:
+                self.close_connection = True
                 return
             if mode == "truncated" and self.path.split("?")[0] in COMPLETIONS:
                 self.wfile.write(head + data[: len(data) // 2])

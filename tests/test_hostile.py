@@ -83,6 +83,7 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "huge_index": r"choices\[0\]\.index is 1000000000, expected an index in 0\.\.0",
     "minus_index": r"choices\[0\]\.index is -1, expected an index in 0\.\.0",
     "truncated": "broke off its reply|Connection broken: IncompleteRead",
+    "hang_up": "closed the connection without answering",
     "extra_results": r"/completion gave 2 results, 1 asked|index is 1, expected an index in 0\.\.0",
     "extra_choices": r"[23] choices, [12] asked|names no prompt|expected 2 choices",
     "huge_slots": r"/props total_slots is 1000000000, expected 1\.\.1024",
