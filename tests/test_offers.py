@@ -37,7 +37,7 @@ def test_a_node_is_searched_once_then_its_kept_suggestions_are_shown(tmp_path):
     assert again.source == "kept" and again.offer == first.offer
     assert len(backend.calls) == calls and reports == []  # nothing asked, no live line
     status = present.shown_status(again.offer.result, again.source, failed=False)
-    assert status.startswith("✔️ 12 suggestions in ")
+    assert status.startswith("✔️ 12 suggestions kept from an earlier search here (")
 
 
 def test_a_failed_search_shows_the_earlier_suggestions_and_is_not_repeated_until_asked(tmp_path):

@@ -267,15 +267,17 @@ def bar_caption(score: Score) -> str:
     return "Bars: each suggestion's share of all the suggestions' probability (the unlisted too)."
 
 
-def search_status(result: SearchResult, *, ahead: bool = False) -> str:
-    """The search's one-line summary: from look-ahead (made while the writer read), from
-    the cache, or its time and speed."""
+def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = False) -> str:
+    """The search's one-line summary: from look-ahead (made while the writer read), kept
+    from an earlier search (none made now), from the cache, or its time and speed."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if result.pruned:  # the bans panel lists which
         found += f" · 🚫 {len(result.pruned)} pruned by the bans"
     if ahead:
         line = f"{found} from look-ahead, {s.seconds:.1f} s while you read"
+    elif kept:
+        line = f"{found} kept from an earlier search here ({s.seconds:.1f} s then)"
     elif from_cache(s):
         line = f"{found} from cache, {s.seconds:.1f} s"
     else:
@@ -300,7 +302,8 @@ def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> s
         return "⚠️ No suggestions: see below"
     if result is None or source not in ("searched", "ahead", "kept"):
         return None
-    return f"✔️ {md(search_status(result, ahead=source == 'ahead'))}"
+    kind = {"ahead": source == "ahead", "kept": source == "kept"}
+    return f"✔️ {md(search_status(result, **kind))}"
 
 
 def draw_status(result: RamifyResult) -> str:
