@@ -203,8 +203,10 @@ def short(text: str, n: int = 60) -> str:
 # -- the rows ----------------------------------------------------------------------------------
 def row_long(run: Evening) -> Outcome:
     """The 20,000-character story pasted in, Start → first suggestions; then the app
-    restarted (same data and cache folders) and the story reopened from the library."""
-    from bench.bench_long import STORY_CHARS, story  # loads the backends: only for this row
+    restarted (same data and cache folders), the story reopened from the library and
+    searched again (🔁 Again: its KV must come from the disk, no token read)."""
+    # bench_long loads the backends (mlx): only this row needs its story and targets
+    from bench.bench_long import FIRST_OPEN_S, REOPEN_SLACK_S, STORY_CHARS, story
 
     text = story()
     page = run.page()
@@ -230,13 +232,20 @@ def row_long(run: Evening) -> Outcome:
     searched, prefill = probe.status(page).seconds, prefill_tokens(page)
     page.context.close()
     said = f"{left_out.group(1)} tokens left out, said" if left_out else "nothing said left out"
+    bound = searched + REOPEN_SLACK_S
     return Outcome(
         f"{STORY_CHARS:,} chars: first open {first.seconds:.1f} s ({said}; its search "
-        f"{first_search:.1f} s); KV on disk: {kept}; app restarted in {restart_s:.0f} s; "
-        f"reopened from the library {again.seconds:.2f} s ({how}); then 🔁 Again "
-        f"{retry.seconds:.1f} s (search {searched:.1f} s, {prefill} story tokens read)",
-        fixed=left_out is not None and prefill == 0 and retry.seconds <= searched + 1,
+        f"{first_search:.1f} s; ≤ {FIRST_OPEN_S:.0f} s quiet: {met(first.seconds, FIRST_OPEN_S)}"
+        f"); KV on disk: {kept}; app restarted in {restart_s:.0f} s; reopened from the library "
+        f"{again.seconds:.2f} s ({how}); then 🔁 Again {retry.seconds:.1f} s ({prefill} story "
+        f"tokens read; ≤ its search {searched:.1f} s + {REOPEN_SLACK_S:.0f} s quiet: "
+        f"{met(retry.seconds, bound)})",
+        fixed=left_out is not None and prefill == 0,  # the times: beside their targets
     )
+
+
+def met(seconds: float, target: float) -> str:
+    return "met here" if seconds <= target else "not met here"
 
 
 def prefill_tokens(page: Page) -> int | None:
@@ -596,7 +605,7 @@ class Row:
 
 
 ROWS = {  # the issue's rows; "today": its "today" column, quoted (… where cut)
-    "long": Row("a 20,000-character story (4,265 tokens) pasted in, Start → first suggestions; "
+    "long": Row("a 20,000-character story pasted in, Start → first suggestions; "
                 "reopening that story after a restart",
                 "“285 s at load ~18 (…) on a quiet machine the 60,000-character story took "
                 "56 s last turn”; reopening: “it is read again from the start”", row_long),
