@@ -544,11 +544,11 @@ def row_import(run: Evening) -> Outcome:
     error = page.locator("[data-testid='stSidebar'] [data-testid='stAlert']").filter(
         has_text="cannot be imported")  # fmt: skip
     error.first.wait_for()
+    toast = page.locator("[data-testid='stToast']").filter(has_text="cannot be imported")
+    toasted = shows(toast)  # where the writer is looking, as well (it fades by itself)
     page.keyboard.press("Escape")  # the import's popover closes
     said = error.first.inner_text()
     times = said.lower().count("cannot be imported")
-    toast = page.locator("[data-testid='stToast']").filter(has_text="cannot be imported")
-    toasted = toast.count() > 0  # where the writer is looking, as well
     probe.timed_click(page, probe.starting_story(page, FIRST), may_not_run=True)
     probe.timed_click(page, probe.find(page, probe.START).first, ready=shown(page))
     gone = error.count() == 0  # (its toast, where the writer looked, fades by itself)
@@ -565,6 +565,15 @@ def row_import(run: Evening) -> Outcome:
         f"{gone}; a good import says '{short(good, 48)}'",
         fixed=times == 1 and gone,
     )
+
+
+def shows(element, timeout_ms: float = 5000) -> bool:
+    """Whether `element` appears within `timeout_ms` (it may come a moment after the rest)."""
+    try:
+        element.first.wait_for(timeout=timeout_ms)
+    except PlaywrightTimeout:
+        return False
+    return True
 
 
 def upload(page: Page, name: str, data: bytes) -> None:
