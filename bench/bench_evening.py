@@ -5,12 +5,15 @@
 Starts the real page (`streamlit run lloom.py`: scripts/screenshot.py's `running_app`) on
 the embedded model with a throwaway data folder and a throwaway cache folder (the model
 linked in, the long story's KV kept there), drives headless Chromium through each row of
-the issue's table, and prints one line a row: its name, what the issue measured on
-2026-11-26 ("today", quoted), and what the page does now: a time click → settled
-(bench/page_probe.py) where the row is a time, else the fact observed and checked. A row
-whose check fails says "NOT fixed" and what it saw; one that cannot run says why. The
-command line's row runs `python -m weave` as a writer's shell would. `uptime` is printed
-before and after: read the figures with the load.
+the issue's table, and prints per row its name, what the issue met on 2026-11-26 ("today",
+quoted) and what the page does now: a time click (or key) → settled (bench/page_probe.py)
+where the row is a time, else the fact observed and checked; then "fixed", "NOT fixed", or
+"reported" for a row whose fix is another change's (alternatives). A row that cannot run
+says why, and the others still run. Most rows start a starting story on the page; the
+labels, find and command-line rows use a story written into the data folder beforehand
+(`Evening.seed`: siblings sharing their first words, a run of one-word pieces, a bookmark),
+the tree row also a 30-deep one. The command line's row runs `python -m weave` as a
+writer's shell would. `uptime` is printed before and after: read the figures with the load.
 
 Rows (`--rows` takes their keys, comma-separated, in any order; all by default):
 long, take, tree, labels, titles, samples, marks, alternatives, edit, import, find,
