@@ -4,12 +4,13 @@ Every way `bench_page.py` finds something on the page is in the block at the top
 accessible names, visible text), so a new layout changes only those lines; an element that
 is not there fails with `PageChanged`, a line naming what was looked for.
 
-Timing happens in the page's own clock. Before a click, `timed_click` arms the page: a
-capturing listener marks the first mousedown/click/keydown (t0), and an observer notes when
-the app's script run begins. The page has *settled* once that run has begun and no element
-is left with `data-stale="true"` (Streamlit's mark on what the previous script run drew and
-this one has not redrawn yet) three polls in a row, 50 ms apart; the time reported is the
-first of those three polls. The story box changes well before that: it is never the mark.
+Timing happens in the page's own clock. Before a click (`timed_click`) or any other act
+(`timed_action`: a key), the page is armed: a capturing listener marks the first
+mousedown/click/keydown (t0), and an observer notes when the app's script run begins. The
+page has *settled* once that run has begun and no element is left with `data-stale="true"`
+(Streamlit's mark on what the previous script run drew and this one has not redrawn yet)
+three polls in a row, 50 ms apart; the time reported is the first of those three polls.
+The story box changes well before that: it is never the mark.
 On the way, a search's live status line ("Weaving…") seen in any poll says a search ran.
 This module does not start apps or browsers, and decides no scenario.
 """
@@ -186,9 +187,23 @@ def timed_click(
     `may_not_run`: for setting up, a click that may start no script run (choosing what is
     already chosen): after a second with none, the page counts as settled.
     """
+    return timed_action(page, element.click, ready=ready, may_not_run=may_not_run,
+                        timeout_s=timeout_s)  # fmt: skip
+
+
+def timed_action(
+    page: Page,
+    act: Callable[[], object],
+    *,
+    ready: Callable[[], bool] | None = None,
+    may_not_run: bool = False,
+    timeout_s: float = 180,
+) -> Settled:
+    """`timed_click` for any act of the writer's: a click, or a key (`box.press("Enter")`);
+    the time starts at its first mousedown, click or keydown."""
     if not page.evaluate(ARM, [APP, SEARCHING]):
         raise PageChanged(f"no {APP} element carrying Streamlit's script state")
-    element.click()
+    act()
     grace = 1000 if may_not_run else None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
