@@ -7,13 +7,13 @@ the embedded model with a throwaway data folder and a throwaway cache folder (th
 linked in, the long story's KV kept there), drives headless Chromium through each row of
 the issue's table, and prints per row its name, what the issue met on 2026-11-26 ("today",
 quoted) and what the page does now: a time click (or key) → settled (bench/page_probe.py)
-where the row is a time, else the fact observed and checked; then "fixed", "NOT fixed", or
-"reported" for a row whose fix is another change's (alternatives). A row that cannot run
-says why, and the others still run. Most rows start a starting story on the page; the
-labels, find and command-line rows use a story written into the data folder beforehand
-(`Evening.seed`: siblings sharing their first words, a run of one-word pieces, a bookmark),
-the tree row also a 30-deep one. The command line's row runs `python -m weave` as a
-writer's shell would. `uptime` is printed before and after: read the figures with the load.
+where the row is a time, else the fact observed and checked; then "fixed" or "NOT fixed". A
+row that cannot run says why, and the others still run. Most rows start a starting story on
+the page; the labels, find and command-line rows use a story written into the data folder
+beforehand (`Evening.seed`: siblings sharing their first words, a run of one-word pieces, a
+bookmark), the tree row also a 30-deep one. The command line's row runs `python -m weave`
+as a writer's shell would. `uptime` is printed before and after: read the figures with the
+load.
 
 Rows (`--rows` takes their keys, comma-separated, in any order; all by default):
 long, take, tree, labels, titles, samples, marks, alternatives, edit, import, find,
@@ -75,17 +75,26 @@ IN_VIEW = """el => { const r = el.getBoundingClientRect();
   const b = box ? box.getBoundingClientRect() : {left: 0, right: innerWidth};
   return r.width > 0 && r.top >= 0 && r.left >= Math.max(0, b.left) && r.bottom <= innerHeight
     && r.right <= Math.min(innerWidth, b.right); }"""
+READ_FREE = """() => {  // whether the page was the writer's (no script run) while the model read
+  window.lloomReadFree = false;
+  new MutationObserver(() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const reading = [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+      .some(caption => caption.innerText.includes("Reading the story"));
+    if (reading && app && app.dataset.testScriptState === "notRunning") window.lloomReadFree = true;
+  }).observe(document.body, {subtree: true, childList: true, attributes: true,
+                             characterData: true});
+}"""
 MARKED = """() => [...document.querySelectorAll('.share')].some(
     share => getComputedStyle(share, '::before').content.includes('⚡'))"""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One row's line: what it observed now, and whether the row's fix holds (None: a row
-    only reported, whose fix is another change's)."""
+    """One row's line: what it observed now, and whether the row's fix holds."""
 
     now: str
-    fixed: bool | None = True
+    fixed: bool = True
 
 
 # -- the app, the browser and the throwaway folders --------------------------------------------
@@ -228,7 +237,8 @@ def short(text: str, n: int = 60) -> str:
 
 # -- the rows ----------------------------------------------------------------------------------
 def row_long(run: Evening) -> Outcome:
-    """The 20,000-character story pasted in, Start → first suggestions, and a sentence
+    """The 20,000-character story pasted in, Start → first suggestions (and whether the
+    page ended its script run, the writer's to use, while the model read), and a sentence
     added at its end; then the app restarted (same data and cache folders), the story
     reopened from the library and searched again (🔁 Again: its KV must come from the disk,
     only the sentence's tokens read, at most)."""
@@ -240,7 +250,9 @@ def row_long(run: Evening) -> Outcome:
     page.goto(run.url)
     probe.timed_click(page, probe.starting_story(page, "✍️ Write my own"), may_not_run=True)
     page.get_by_role("textbox", name="Your story").fill(text)
+    page.evaluate(READ_FREE)
     first = probe.timed_click(page, probe.find(page, probe.START).first, ready=shown(page))
+    free = page.evaluate("window.lloomReadFree")
     cut = page.get_by_text("✂️ The story's first")
     left_out = re.search(r"first ([\d,]+) tokens", cut.first.inner_text()) if cut.count() else None
     title = LoomStore(run.data).info(story_id_of(page)).title
@@ -264,12 +276,13 @@ def row_long(run: Evening) -> Outcome:
     return Outcome(
         f"{STORY_CHARS:,} chars: first open {first.seconds:.1f} s ({said}; its search "
         f"{first_search:.1f} s; ≤ {FIRST_OPEN_S:.0f} s quiet: {met(first.seconds, FIRST_OPEN_S)}"
-        f"); an edit at its end (Ctrl+Enter) {edit.seconds:.1f} s (its search {edit_search:.1f} s"
-        f"); KV on disk: {kept}; app restarted in {restart_s:.0f} s; reopened from the library "
+        f"; the page the writer's while the model read: {free}); an edit at its end "
+        f"(Ctrl+Enter) {edit.seconds:.1f} s (its search {edit_search:.1f} s); KV on disk: "
+        f"{kept}; app restarted in {restart_s:.0f} s; reopened from the library "
         f"{again.seconds:.2f} s ({how}); then 🔁 Again {retry.seconds:.1f} s ({prefill} story "
         f"tokens read; ≤ its search {searched:.1f} s + {REOPEN_SLACK_S:.0f} s quiet: "
         f"{met(retry.seconds, bound)})",
-        fixed=left_out is not None and prefill is not None and prefill <= TYPED_TOKENS,
+        fixed=free and left_out is not None and prefill is not None and prefill <= TYPED_TOKENS,
     )  # the times are printed beside their quiet targets: this machine is shared
 
 
@@ -493,20 +506,32 @@ def row_marks(run: Evening) -> Outcome:
 
 
 def row_alternatives(run: Evening) -> Outcome:
-    """How an alternative is picked (a parallel change makes it a click on a word), and
-    opening the dialog."""
+    """🔍 Alternatives: the dialog opened, a click on a word of the story's end (the one
+    before the last), then on its first alternative: the loom branches there, in the same
+    page (no reload), and no drop-down was used."""
     page = start(run)
+    before = probe.story_text(page)
     dialog = page.get_by_role("dialog")
-    done = probe.timed_click(page, page.get_by_role("button", name="🔍 Alternatives"),
-                             ready=lambda: dialog.get_by_role("button").count() > 1)  # fmt: skip
-    pickers = [b.get_attribute("aria-label") or "" for b in dialog.get_by_role("combobox").all()]
-    words = dialog.locator("[title]").count()  # the story's tokens, shaded, each a tooltip
+    tokens = dialog.locator("[data-lloom-at]")
+    opened = probe.timed_click(page, page.get_by_role("button", name="🔍 Alternatives"),
+                               ready=lambda: tokens.count() > 0)  # fmt: skip
+    pickers = dialog.get_by_role("combobox").count()
+    word = tokens.nth(tokens.count() - 2)
+    at, text = word.get_attribute("data-lloom-at"), word.inner_text()
+    outlined = dialog.locator(f"[data-lloom-at='{at}'][tabindex='0']")
+    picked = probe.timed_click(page, word, ready=lambda: outlined.count() == 1)
+    choice = dialog.locator(f"[class*='st-key-alt_{at}_'] button:enabled").first
+    label = choice.inner_text()
+    page.evaluate("window.lloomSamePage = true")  # gone if the page loads again
+    branched = probe.timed_click(page, choice, ready=lambda: probe.story_text(page) != before)
+    same = page.evaluate("window.lloomSamePage === true")
+    story = probe.story_text(page)
     page.context.close()
-    how = f"drop-downs {pickers}" if pickers else "no drop-down"
     return Outcome(
-        f"dialog open in {done.seconds:.2f} s; picked by {how} under the story's last "
-        f"{words} tokens shaded (a click on a word: another helper's change)",
-        fixed=None,
+        f"dialog open in {opened.seconds:.2f} s; a click on the word {text.strip()!r}: its "
+        f"alternatives in {picked.seconds:.2f} s; a click on {label!r}: branched in "
+        f"{branched.seconds:.1f} s (with its search), same page: {same}; drop-downs: {pickers}",
+        fixed=pickers == 0 and same and story != before,
     )
 
 
@@ -753,12 +778,11 @@ def main() -> None:
                 said = f"{type(error).__name__}: {error}"
                 outcome = Outcome(f"could not run: {short(said, 200)}", fixed=False)
             outcomes.append(outcome)
-            verdict = {True: "fixed", False: "NOT fixed", None: "reported"}[outcome.fixed]
+            verdict = "fixed" if outcome.fixed else "NOT fixed"
             print(f"\n[{key}] {row.name}\n  today: {row.today}\n  now:   {outcome.now}  "
                   f"→ {verdict}", flush=True)  # fmt: skip
-    checked = [o.fixed for o in outcomes if o.fixed is not None]
-    reported = len(outcomes) - len(checked)
-    print(f"\n{sum(checked)} of {len(checked)} rows checked fixed, {reported} reported; "
+    fixed = sum(o.fixed for o in outcomes)
+    print(f"\n{fixed} of {len(outcomes)} rows fixed; "
           f"{time.monotonic() - began:.0f} s in all")  # fmt: skip
     print(f"after: {uptime()}")
 

@@ -52,7 +52,10 @@ BOOKMARK = Target("button", "🔖 (Bookmark|Unmark)", "the 🔖 Bookmark button"
 GO_TO = Target("combobox", "^Go to$", "the Go to node picker")
 GO_TO_OPTION = Target("option", "", "an entry of the open Go to picker")
 STORY = Target("textbox", "^Story$", "the story box")
-STATUS = re.compile(r"(\d+) suggestions? (?:in|from cache,|from look-ahead,) ([\d.]+) s")
+STATUS = re.compile(
+    r"(\d+) suggestions? (?:in|from cache,|from look-ahead,|kept from an earlier search here \() "
+    r"?([\d.]+) s"
+)
 SEARCHING = r"Weaving…|Reading the story…"  # the status line while a search runs
 STALE = '[data-stale="true"]'  # Streamlit: an element the running script has not redrawn
 APP = "[data-testid='stApp']"  # Streamlit: carries data-test-script-state
@@ -77,7 +80,8 @@ class Settled:
 @dataclass(frozen=True)
 class Status:
     """The search's status line: how many suggestions, in how long, and whether computed
-    (`cached`: no, it came from the cache or from look-ahead, made before the click)."""
+    (`cached`: no, it came from the cache, from look-ahead, or was kept from an earlier
+    search: made before the click)."""
 
     suggestions: int
     seconds: float
@@ -126,7 +130,8 @@ def status(page: Page) -> Status:
         )
     text = line.first.inner_text()
     count, seconds = STATUS.search(text).groups()
-    return Status(int(count), float(seconds), "from cache" in text or "from look-ahead" in text)
+    made_before = ("from cache", "from look-ahead", "kept from")
+    return Status(int(count), float(seconds), any(words in text for words in made_before))
 
 
 ARM = """([app, searching]) => {
