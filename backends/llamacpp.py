@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from backends import replies
@@ -54,12 +55,14 @@ from backends.base import (
     token_texts,
 )
 from backends.http import JsonClient, expect
+from backends.llamacpp_reading import Wanted, read
 from backends.llamacpp_slots import SlotBook
 
 log = logging.getLogger(__name__)
 
 HEAL_N_PROBS = 1000  # candidates a healed depth asks for (`heal_k`)
 MAX_SLOTS = 1024  # a server's parallel slots (-np); past it /props is not believed
+READ_APART = 512  # prompt tokens a slot has yet to read before a page reads them apart
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
 
 
@@ -80,6 +83,7 @@ class LlamaCppBackend(GreedyPathBackend):
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())
         self._old_ids: dict[str, int] = {}
+        self._wanted = Wanted()  # per thread: its `cancellable` block's wanted()
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -125,6 +129,41 @@ class LlamaCppBackend(GreedyPathBackend):
 
     def close(self) -> None:
         self.client.close()
+
+    # -- a long story read apart -----------------------------------------------------
+    def unread(self, context: list[int]) -> int:
+        """The tokens the slot that would take `context` has yet to read, as far as this
+        client knows (`SlotBook.unread`), when over READ_APART; else 0."""
+        self.check_ids(context)
+        left = self.slots.unread(self._bos + list(context))
+        return left if left > READ_APART else 0
+
+    def read_ahead(self, context: list[int], k: int, report: Callable[[int, int], None]) -> None:
+        """The slot a search would use reads `context` now, one greedy token after it,
+        the server's progress going to `report` (`backends.llamacpp_reading`); the search
+        then finds it read. Stops, and so does the server, once this thread's
+        `cancellable` block no longer wants it. READ_APART tokens or fewer left to read
+        are left to the search: there is no progress to show."""
+        self.check_ids(context)
+        prompt = self._bos + list(context)
+        if self.slots.unread(prompt) <= READ_APART:
+            return
+        [work] = self.slots.plan([prompt])
+        body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True,
+                "samplers": ["top_k"], "top_k": 1, "return_tokens": True}  # fmt: skip
+        if work.slot is not None:
+            body["id_slot"] = work.slot
+        last = read(self.client, body, report, self._wanted)
+        timings = last.get("timings") if last else None
+        if isinstance(timings, dict):
+            prompt_n = _count_of(timings.get("prompt_n"))
+            self.stats.add(forward_calls=1, model_tokens=prompt_n + 1, prefill_tokens=prompt_n)
+            self._held(prompt, last, prompt_n)
+
+    def cancellable(self, wanted: Callable[[], bool]):
+        """Within this block, this thread's reads ahead stop with `Cancelled` (the
+        connection dropped: the server stops too) once wanted() is False."""
+        return self._wanted.within(wanted)
 
     def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
         """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers

@@ -116,6 +116,18 @@ class SlotBook:
                 SlotWork(s, self._ordered(self.held[s], mine, prompts)) for s, mine in rows.items()
             ]
 
+    def unread(self, prompt: list[int]) -> int:
+        """The tokens of `prompt` the slot that `plan` would give it has yet to read (from
+        what it holds, or what the prompt cache restores); all of them where the server
+        did not say how many slots it has."""
+        with self._lock:
+            if not self.held:
+                return len(prompt)
+            saved = self.saved
+            return min(
+                _cost(held, prompt, None if saved is None else list(saved)) for held in self.held
+            )
+
     def hold(self, slot: int, prompt: Tokens, tokens: Tokens, read: int) -> None:
         """Record that `slot` ran `prompt`, evaluating `read` of its tokens (the server's
         `timings.prompt_n`), and now holds `tokens`; results of one slot come in the order

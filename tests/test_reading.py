@@ -3,7 +3,8 @@ and moving while it reads"), on the real embedded model: `Offers.show` answers "
 at once with how far it has got, the tab moves meanwhile, and once read the search needs
 no prefill; a move stops the reading and reading again goes on from what was read. In
 Chromium the page ends its run while the model reads, the progress moves by itself, and
-what the writer types meanwhile stays."""
+what the writer types meanwhile stays. llama-server reads a long story apart too, its
+progress streamed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from backends.base import Cancelled
+from backends.llamacpp import LlamaCppBackend
 from backends.mlx.backend import MLXBackend
 from scripts.screenshot import (
     ACCEPT,
@@ -24,9 +27,10 @@ from scripts.screenshot import (
     wait_for_suggestions,
     wait_idle,
 )
+from tests.llama_server import llama_server
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.beams import SearchParams, expand
 
 pytest.importorskip("playwright.sync_api")
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here")
@@ -141,3 +145,28 @@ def test_the_page_goes_on_while_a_long_story_is_read(tmp_path):
         assert story_text(page).endswith(" And the owl")  # nothing typed was lost
         assert page.evaluate("window.sameSession === true")  # no reload
         assert not reading.count()
+
+
+@pytest.mark.slow
+def test_a_llama_server_reads_a_long_story_apart_with_its_progress(tmp_path):
+    """llama-server reads in batches of -ub tokens, and streams each batch's end
+    (`return_progress`); the search that follows finds the story in its slot. A read no
+    longer wanted stops at the next batch."""
+    flags = ("-c", "8192", "-b", str(CHUNK), "-ub", str(CHUNK))
+    with llama_server(tmp_path / "llama.log", slots=1, flags=flags) as url:
+        backend = LlamaCppBackend(url)
+        ids = backend.tokenize(LONG)[:1500]
+        assert backend.unread(ids) >= 1500
+        reports = []
+        backend.read_ahead(ids, 5, lambda read, total: reports.append((read, total)))
+        assert len(reports) >= 1500 // CHUNK and reports[-1] == (reports[-1][1],) * 2
+        assert [read for read, _ in reports] == sorted(read for read, _ in reports)
+        assert backend.unread(ids) == 0
+        result = expand(backend, ids, PARAMS)
+        # read already: the server evaluates again only a cached prompt's last token a request
+        assert result.suggestions and result.stats.prefill_tokens <= result.stats.forward_calls
+        other, reports = backend.tokenize(LONG[::-1])[:1500], []
+        with backend.cancellable(lambda: not reports), pytest.raises(Cancelled):
+            backend.read_ahead(other, 5, lambda read, total: reports.append(read))
+        assert len(reports) == 1
+        backend.close()
