@@ -11,8 +11,8 @@ import codecs
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,6 +67,33 @@ class Cancelled(Exception):
     """The caller no longer wants this answer (`Backend.cancellable`'s `wanted()` turned
     False): its page session is gone or has asked for something else. Not a failure:
     nothing to show the writer."""
+
+
+class ThreadWanted:
+    """Per calling thread, whether its work is still wanted: the `wanted()` of the
+    `Backend.cancellable` block it runs in (always, outside one). The state behind
+    `cancellable` for a backend that honours it."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def wanted(self) -> Callable[[], bool]:
+        """This thread's check (always True outside a `cancellable` block)."""
+        return getattr(self._local, "wanted", None) or _always
+
+    @contextmanager
+    def cancellable(self, wanted: Callable[[], bool]) -> Iterator[None]:
+        previous = getattr(self._local, "wanted", None)
+        self._local.wanted = wanted
+        try:
+            yield
+        finally:
+            self._local.wanted = previous
+
+
+def _always() -> bool:
+    return True
 
 
 CREDENTIALS = (  # (what names it, then its value)

@@ -49,13 +49,14 @@ from backends.base import (
     Continuation,
     GreedyPathBackend,
     Positions,
+    ThreadWanted,
     TokenAlternatives,
     Usage,
     redacted,
     token_texts,
 )
 from backends.http import JsonClient, expect
-from backends.llamacpp_reading import Wanted, read
+from backends.llamacpp_reading import read
 from backends.llamacpp_slots import SlotBook
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class LlamaCppBackend(GreedyPathBackend):
         self._plain = self._token_ids("a")[:1]  # a token that is a whole character
         self.special_token_ids = frozenset(self._specials())
         self._old_ids: dict[str, int] = {}
-        self._wanted = Wanted()  # per thread: its `cancellable` block's wanted()
+        self._callers = ThreadWanted()  # per thread: its `cancellable` block's wanted()
 
     # -- Backend ---------------------------------------------------------------------
     @property
@@ -153,7 +154,7 @@ class LlamaCppBackend(GreedyPathBackend):
                 "samplers": ["top_k"], "top_k": 1, "return_tokens": True}  # fmt: skip
         if work.slot is not None:
             body["id_slot"] = work.slot
-        last = read(self.client, body, report, self._wanted)
+        last = read(self.client, body, report, self._callers.wanted)
         timings = last.get("timings") if last else None
         if isinstance(timings, dict):
             prompt_n = _count_of(timings.get("prompt_n"))
@@ -163,7 +164,7 @@ class LlamaCppBackend(GreedyPathBackend):
     def cancellable(self, wanted: Callable[[], bool]):
         """Within this block, this thread's reads ahead stop with `Cancelled` (the
         connection dropped: the server stops too) once wanted() is False."""
-        return self._wanted.within(wanted)
+        return self._callers.cancellable(wanted)
 
     def alternatives(self, ids: list[int], k: int, *, start: int = 1) -> list[TokenAlternatives]:
         """llama-server gives no log-probs of a prompt's own tokens (`n_probs` covers

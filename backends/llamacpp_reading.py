@@ -5,8 +5,7 @@ reports each batch as it ends (`prompt_progress`: `total`, `cache`, `processed`)
 sends one such request (the caller shapes it: slot, prompt, one greedy token) and hands
 the progress on to `report(read, total)` as it arrives; a caller's `cancellable` block
 that no longer wants it drops the connection, which stops the server too. A server too
-old to report progress reads all the same, silently. `Wanted` keeps, per thread, what a
-`cancellable` block says.
+old to report progress reads all the same, silently.
 
 Owns: the stream of one read and its progress. Not: which slot, what the slot then holds
 (`backends.llamacpp`, `backends.llamacpp_slots`).
@@ -14,9 +13,7 @@ Owns: the stream of one read and its progress. Not: which slot, what the slot th
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from backends.base import Cancelled
 from backends.http import JsonClient
@@ -24,29 +21,8 @@ from backends.http import JsonClient
 PATH = "/completion"
 
 
-class Wanted:
-    """Per thread, whether its work is still wanted: a `cancellable` block's wanted(),
-    else always."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    @contextmanager
-    def within(self, wanted: Callable[[], bool]) -> Iterator[None]:
-        previous = getattr(self._local, "wanted", None)
-        self._local.wanted = wanted
-        try:
-            yield
-        finally:
-            self._local.wanted = previous
-
-    def __call__(self) -> bool:
-        wanted = getattr(self._local, "wanted", None)
-        return wanted is None or wanted()
-
-
 def read(
-    client: JsonClient, body: dict, report: Callable[[int, int], None], wanted: Wanted
+    client: JsonClient, body: dict, report: Callable[[int, int], None], wanted: Callable[[], bool]
 ) -> dict | None:
     """Stream `body` (a `/completion` request) with its progress; report(read, total)
     after each batch the server ends; the last event (the one with the slot's `timings`),

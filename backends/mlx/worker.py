@@ -19,8 +19,7 @@ from contextlib import contextmanager
 
 import mlx.core as mx
 
-from backends.base import BackendError
-from backends.mlx.batching import always
+from backends.base import BackendError, ThreadWanted
 
 
 def _stopped() -> BackendError:
@@ -79,29 +78,12 @@ class MLXWorker:
         mx.clear_streams()
 
 
-class Callers:
+class Callers(ThreadWanted):
     """Each calling thread's `wanted()` check and whether its searches are look-ahead's."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    @property
-    def wanted(self) -> Callable[[], bool]:
-        """This thread's check (always True outside a `cancellable` block)."""
-        return getattr(self._local, "wanted", None) or always
 
     @property
     def background(self) -> bool:
         return getattr(self._local, "background", False)
-
-    @contextmanager
-    def cancellable(self, wanted: Callable[[], bool]) -> Iterator[None]:
-        previous = getattr(self._local, "wanted", None)
-        self._local.wanted = wanted
-        try:
-            yield
-        finally:
-            self._local.wanted = previous
 
     @contextmanager
     def in_background(self, wanted: Callable[[], bool]) -> Iterator[None]:
