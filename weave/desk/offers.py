@@ -8,7 +8,9 @@ steering than it was made under (`Spot.in_force`), nor under other bans: the sto
 bans (`weave.story.bans`) guard its searches, look-ahead's and draws alike and key them
 too. `show` answers the page's one question, "what does this node offer with these
 parameters?": search now, take look-ahead's search,
-show the kept one or, after a failure, the node's earlier ones; a `Shown` says which.
+show the kept one or, after a failure, the node's earlier ones; or, where the story must
+first be read at length, read it in the background (`weave.desk.reading`) and say how far
+it has got; a `Shown` says which.
 Everything sent is the steered context (`Offers.context`). The values (`Shown` among them) are
 `weave.desk.spot`'s, a search's JSON `weave.search.codec`'s, the alternatives
 `weave.desk.alternatives`'; the moves are `weave.desk.session`'s.
