@@ -41,6 +41,8 @@ def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
         if search_tab.open:
             if offer is not None:
                 graph_ui(ws, offer)
+            elif ws.offers.reading.running():
+                st.caption("The story is being read: its search comes next.")
             else:
                 st.caption("No search at this node yet.")
     with tree_tab:

@@ -131,6 +131,7 @@ def test_the_page_goes_on_while_a_long_story_is_read(tmp_path):
         wait_idle(page)  # the script has ended: the page is the writer's
         first = reading.inner_text()
         assert reading.is_visible() and not button(page, ACCEPT).count()
+        assert page.get_by_text("The story is being read: its search comes next.").is_visible()
         page.evaluate("window.sameSession = true")
         box = page.locator(STORY)
         box.click()
