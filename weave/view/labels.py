@@ -14,6 +14,7 @@ Pure text functions: the story graph (`weave.story_graph`), the node picker
 from __future__ import annotations
 
 from collections.abc import Iterable
+from os.path import commonprefix
 
 ELLIPSIS = "…"
 
@@ -21,7 +22,7 @@ ELLIPSIS = "…"
 def apart(text: str, siblings: Iterable[str], limit: int) -> str:
     """`text`'s words after the longest start it shares, in whole words, with one of
     `siblings` (the other branches from its parent), on one line within `limit`."""
-    shared = max((_common(text, other) for other in siblings), default=0)
+    shared = max((len(commonprefix((text, other))) for other in siblings), default=0)
     start = _word_start(text, shared)
     words = _one_line(text[start:])
     if not text[:start].strip() or not words:  # no whole word shared, or all of it shared
@@ -39,15 +40,6 @@ def ending(text: str, limit: int) -> str:
     if 0 <= space < len(tail) - 1 and not line[-limit].isspace():
         tail = tail[space + 1 :]  # it began mid-word: from the next word
     return ELLIPSIS + tail.lstrip()
-
-
-def _common(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _word_start(text: str, at: int) -> int:
