@@ -166,15 +166,20 @@ def test_five_suggestions_and_the_story_end_in_view_at_1280_by_800(laptop):
         assert more.count() == 0
 
 
-@pytest.mark.slow
-@needs_chromium
-def test_1_takes_the_top_suggestion_and_undos_key_brings_it_back(laptop):
-    laptop.mouse.click(5, 400)  # the margin: no box has the focus
-    laptop.keyboard.press("1")
-    laptop.wait_for_function(
+def take_the_top_by_its_key(page) -> None:
+    """Press 1 with no box focused (a click in the margin), until the story has grown."""
+    page.mouse.click(5, 400)
+    page.keyboard.press("1")
+    page.wait_for_function(
         "([selector, before]) => document.querySelector(selector).value !== before",
         arg=[STORY, FIRST],
     )
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_1_takes_the_top_suggestion_and_undos_key_brings_it_back(laptop):
+    take_the_top_by_its_key(laptop)
     assert story_text(laptop).startswith(FIRST) and len(story_text(laptop)) > len(FIRST)
     wait_idle(laptop)
     laptop.keyboard.press(keys.MOVES["undo"].shortcut.lower())
@@ -235,12 +240,7 @@ def test_a_suggestion_edited_in_its_row_is_taken_by_enter(laptop):
 @pytest.mark.slow
 @needs_chromium
 def test_a_click_in_the_story_tree_moves_there_in_the_same_page(laptop):
-    laptop.mouse.click(5, 400)  # the margin: no box has the focus
-    laptop.keyboard.press("1")
-    laptop.wait_for_function(
-        "([selector, before]) => document.querySelector(selector).value !== before",
-        arg=[STORY, FIRST],
-    )
+    take_the_top_by_its_key(laptop)
     wait_idle(laptop)
     show_story_tree(laptop)
     laptop.evaluate("window.lloomSamePage = true")  # a reload would forget it
