@@ -145,10 +145,9 @@ class LlamaCppBackend(GreedyPathBackend):
         then finds it read. Stops, and so does the server, once this thread's
         `cancellable` block no longer wants it. READ_APART tokens or fewer left to read
         are left to the search: there is no progress to show."""
-        self.check_ids(context)
-        prompt = self._bos + list(context)
-        if self.slots.unread(prompt) <= READ_APART:
+        if not self.unread(context):
             return
+        prompt = self._bos + list(context)
         [work] = self.slots.plan([prompt])
         body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True,
                 "samplers": ["top_k"], "top_k": 1, "return_tokens": True}  # fmt: skip
