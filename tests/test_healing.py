@@ -124,8 +124,19 @@ def test_after_a_trailing_space_no_suggestion_starts_with_another():
     table = {("a",): {"b": 0.5, " the": 0.3, " ": 0.2}, ("a", " the"): {"c": 0.9}}
     fake = FakeBackend(lambda beam: table.get(beam, {".": 0.9}))
     result = expand(fake, ids("x", "a", " "), PARAMS)  # "xa ": typed " "
-    assert [s.text for s in result.suggestions] == ["thec..", "..."]
+    assert [s.text for s in result.suggestions] == ["thec.."]  # "..." is no suggestion
     assert math.exp(result.suggestions[0].token_logprobs[0]) == pytest.approx(0.6)
+
+
+def test_a_stop_right_after_the_typed_word_goes_on_to_a_word():
+    """ "…recurring to her" once offered a lone ",": auto-stop read the typed word as the
+    beam's first, so the comma after it ended the beam. A suggestion (what follows the
+    typed text) may start with a stop, and goes on to at least one word."""
+    table = {(" ",): {"a": 0.9}, (" ", "a"): {",": 0.9}, (" ", "a", ","): {" the": 0.9}}
+    fake = FakeBackend(lambda beam: table.get(beam, {",": 0.9}))
+    params = SearchParams(cutoff=0.2, max_depth=4, auto_stop=True, split_limit=3)
+    result = expand(fake, ids("x", " ", "a"), params)  # "x a": typed " a"
+    assert [s.text for s in result.suggestions] == [", the,"]
 
 
 def test_healing_off_searches_from_the_story_as_typed():

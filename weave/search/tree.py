@@ -8,6 +8,7 @@ rule. It does not search (`weave.search.beams`) or draw (`weave.view.render`).
 
 from __future__ import annotations
 
+import codecs
 import math
 from dataclasses import dataclass, field
 
@@ -57,8 +58,13 @@ class TreeNode:
         return b"".join(n.piece for n in self.path())
 
     def full_text(self) -> str:
-        """The beam's text, uncut."""
-        return self.piece_path().decode("utf-8", errors="replace")
+        """The beam's text, uncut, up to its last whole character: of a character whose
+        bytes the beam has only begun (a token holding part of them), nothing shows."""
+        return _decoded(self.piece_path())[0]
+
+    def whole(self) -> bool:
+        """Whether the beam's bytes end where a character ends."""
+        return _decoded(self.piece_path())[1]
 
     def text(self) -> str:
         """The beam's text as offered: cut just after the stop string when auto-stop fired."""
@@ -108,6 +114,14 @@ class TreeNode:
         return node
 
 
+def _decoded(data: bytes) -> tuple[str, bool]:
+    """`data` as text up to its last whole character, and whether it ends on one (bytes
+    that are no UTF-8 at all read as U+FFFD)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    text = decoder.decode(data)
+    return text, not decoder.getstate()[0]
+
+
 def _partial(piece: bytes) -> bool:
     try:
         piece.decode("utf-8")
@@ -138,6 +152,7 @@ class Suggestion:
     token_logprobs: tuple[float, ...]
     exact: bool
     healed: int = 0
+    variants: tuple[str, ...] = ()  # texts shown as this one (`weave.search.rows`)
 
     def after(self, context: tuple[int, ...]) -> tuple[int, ...]:
         """The ids of the story searched from `context` once this suggestion is taken."""
@@ -151,7 +166,7 @@ class Suggestion:
             "probability": self.probability,
             "score": self.score,
             "token_logprobs": list(self.token_logprobs),
-        }
+        } | ({"variants": list(self.variants)} if self.variants else {})
 
 
 def beam_score(node: TreeNode, score: Score) -> float:
@@ -183,7 +198,7 @@ def suggestions_from(
         if not text.startswith(typed):
             continue
         text = text[len(typed) :]
-        if text:
+        if any(ch.isalnum() for ch in text):  # punctuation alone is no suggestion
             groups.setdefault(without_prefix_space(text), []).append(leaf)
     ranked = [_suggestion(members, score, typed, healed) for members in groups.values()]
     ranked.sort(key=lambda s: (-s.score, s.text))
