@@ -31,9 +31,10 @@ def key(text: str) -> tuple[str, ...]:
 
 
 def opening(text: str) -> str:
-    """A row's opening: its first word (case aside), or its text if it has none."""
+    """A row's opening: its first word (case and the punctuation after it aside: "said,"
+    and "Said:" open alike), or its text if it has none."""
     words = key(text)
-    return words[0].casefold() if words else text
+    return (words[0].rstrip(FINAL_PUNCTUATION) or words[0]).casefold() if words else text
 
 
 @dataclass
