@@ -136,7 +136,8 @@ class Suggestion:
 
     logprob/probability are pooled over beams that read the same (`suggestions_from`);
     text, token_ids and token_logprobs belong to the best of them. `exact` says whether
-    `text` is exactly the decoded token ids (auto-stop may cut inside a token). A healed
+    `text` is exactly the decoded token ids (auto-stop may cut inside a token, and a beam
+    that ends inside a character shows only its whole ones). A healed
     search's suggestion (`weave.search.healing`) is what follows the text typed after the
     story's last token boundary: its ids spell that typed text and then `text`, and
     replace the story's last `healed` ids (0: they follow the story's); its
@@ -219,7 +220,7 @@ def _suggestion(members: list[TreeNode], score: Score, typed: str, healed: int) 
         score=logprob if score == "joint" else beam_score(best, score),
         token_pieces=_past(tuple(n.piece.decode("utf-8", errors="replace") for n in path), typed),
         token_logprobs=tuple(n.logprob for n in path),
-        exact=best.cut is None,
+        exact=best.cut is None and best.whole(),
         healed=healed,
     )
 
