@@ -1222,9 +1222,7 @@ def choices(at, position: int) -> list:
     return [b for b in at.button if b.key and b.key.startswith(f"alt_{position}_")]
 
 
-def test_whitespace_alone_is_no_row_and_a_whitespace_variant_is_the_same_row(
-    data_dir, monkeypatch
-):
+def test_whitespace_alone_is_no_row_and_a_whitespace_variant_is_the_same_row(data_dir, monkeypatch):
     spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
     monkeypatch.setattr(backends, "create_backend", lambda settings: spaces)
     at = started()
