@@ -65,7 +65,7 @@ Rule = Literal["relative", "v03"]
 # Each rule's splitting knobs, as LLooM sets them. The relative rule's were chosen on real
 # authors' prose (bench/bench_authors.py): wide at the first words, where a writer
 # chooses (a share of 0.05 lets ~10-25 openings through a small model's flat first
-# distribution, one where it is sure), narrow from the third token on (3 x 3 x 0.05 > 1).
+# distribution, one where it is sure), no split from the fourth token on (0.05 x 3^3 > 1).
 RULE_KNOBS: dict[str, dict[str, Any]] = {
     "relative": {"cutoff": 0.05, "multiplier": 3.0, "split_limit": 0},
     "v03": {"cutoff": 0.2, "multiplier": 1.0, "split_limit": 3},  # LLooM v0.3's page
