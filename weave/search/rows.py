@@ -61,6 +61,12 @@ def distinct_rows(suggestions: list[Suggestion], score: Score) -> list[Suggestio
     return _openings_first(merged)
 
 
+def lone(rows: list[Suggestion]) -> Suggestion | None:
+    """The row LLooM's rule takes by itself: the only one, standing for no other text (a
+    row with variants is a choice the writer may want to make)."""
+    return rows[0] if len(rows) == 1 and not rows[0].variants else None
+
+
 def _fold_prefixes(rows: list[_Row]) -> list[_Row]:
     """Each row whose words begin another's, with nothing after them, joins the best
     such row (rows are best first, so the first found is the best)."""
