@@ -34,7 +34,7 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
     assert not at.exception
     assert [e.value for e in at.error] == [
         "**Not saved.** pattern line 2 ('(unclosed') is not a valid regular expression: "
-        "missing ), unterminated subpattern at position 0"
+        "missing ): (unclosed"
     ]
     at.text_area(key=key(at, "regex")).set_value("").run()
     at.text_area(key=key(at, "bias")).set_value("c = lots").run()
@@ -42,6 +42,24 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
         "**Not saved.** bias line 1: write “phrase = weight”, weight a number"
     ]
     assert workspace(at).bans == Bans((BanRule("a"),))
+
+
+def test_a_lookbehind_is_refused_by_name_and_a_story_saved_with_one_still_opens(fake):
+    at = started("a cab. a bac,")
+    at.text_area(key=key(at, "regex")).set_value("(?<=a )b").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "**Not saved.** pattern line 1 ('(?\\<=a )b') uses a lookbehind (?\\<=…), which "
+        "patterns cannot: they run in time linear in the text"
+    ]
+    ws = workspace(at)
+    saved = {"text": "(?<=a )b", "regex": True}  # as a story saved before RE2 keeps it
+    ws.store.save_settings(ws.story_id, {"bans": {"rules": [{"text": "c"}, saved]}})
+    again = app(story=at.query_params["story"])
+    assert not again.exception and workspace(again).bans == Bans((BanRule("c"),))
+    warning = " ".join(w.value for w in again.warning)
+    assert "A saved ban pattern cannot run and is left out" in warning
+    assert "uses a lookbehind" in warning and "other bans apply" in warning
 
 
 def test_the_alternatives_the_bans_would_prune_are_marked(data_dir):
