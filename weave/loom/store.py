@@ -204,15 +204,22 @@ class LoomStore:
         """A new story from a loom file in `format` (None: detected): its id, and what was
         read (the format found, what was kept aside).
 
-        Raises `BadImport` naming the file (`name`) and what is wrong with it.
+        Raises `BadImport` naming the file (`name`) and what is wrong with it, or that
+        reading it needs more memory than the process may have (a file within `MAX_BYTES`
+        takes some ten times its size while it is read).
         """
         try:
-            imported = read_loom_file(data, format)
-            steering_in(imported.story.settings)  # memory, note, lorebook: an error names the field
-            bans_in(imported.story.settings)  # likewise for the bans
-        except ValueError as e:
-            raise BadImport(f"{name} cannot be imported: {e}") from e
-        return self._insert(imported.story), imported
+            try:
+                imported = read_loom_file(data, format)
+                steering_in(imported.story.settings)  # memory, note, lorebook: names the field
+                bans_in(imported.story.settings)  # likewise for the bans
+            except ValueError as e:
+                raise BadImport(f"{name} cannot be imported: {e}") from e
+            return self._insert(imported.story), imported
+        except MemoryError:
+            size = f"{len(data) / (1 << 20):,.0f} MiB"
+            raise BadImport(f"{name} cannot be imported: reading it ({size}) needs more memory "
+                            "than this process may have") from None  # fmt: skip
 
     def _insert(self, story: SavedStory) -> str:
         story_id = new_id()
