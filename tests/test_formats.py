@@ -523,3 +523,25 @@ def test_a_file_that_needs_more_memory_than_there_is_is_one_line():
         "big.json cannot be imported: reading it (61 MiB) needs more memory than this "
         "process may have"
     )
+
+
+def test_an_open_loom_v2_round_trip_keeps_what_the_spec_defines_exactly(tmp_path):
+    rich = json.loads(json.dumps(ELSEWHERE))  # version "2.1", tree "t1", hyperedges...
+    tree = rich["trees"][0]
+    tree |= {"createdAt": "2026-06-30T10:00:00Z", "updatedAt": "2026-07-08T21:10:00Z"}
+    nodes = tree["nodes"]
+    nodes["a"]["author"] |= {"name": "Asher"}
+    nodes["a"]["createdAt"] = "2026-07-01T14:30:05+02:00"  # another zone
+    nodes["b"]["author"] |= {"name": "Claude", "modelId": "anthropic/claude-sonnet-4.5"}
+    nodes["b"]["createdAt"] = "2026-07-01T12:30:05.5Z"  # another precision
+    _, store, story_id, _ = imported(tmp_path, rich)
+    out = json.loads(store.export_openloom(story_id))
+    assert out["version"] == "2.1"
+    again = out["trees"][0]
+    for key in ("id", "title", "createdAt", "updatedAt", "rootNodeIds", "currentNodeId"):
+        assert again[key] == tree[key], key
+    for node_id, node in nodes.items():
+        written = again["nodes"][node_id]
+        assert written["author"] == node["author"], node_id
+        assert written.get("createdAt") == node.get("createdAt", written.get("createdAt"))
+    assert again["nodes"]["c"]["createdAt"] == "2026-07-01T12:31:00Z"
