@@ -44,6 +44,18 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, allow_abbrev=False, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, but an option this command does not have is named first: argparse
+        said "one of the arguments --story --story-file is required" for `--stroy x`."""
+        args = sys.argv[1:] if args is None else list(args)
+        if self._subparsers is None:  # a command's own parser: every option is its own
+            given = args[: args.index("--")] if "--" in args else args
+            unknown = [a for a in given if a.startswith("--") and " " not in a  # a value
+                       and a.split("=", 1)[0] not in self._option_string_actions]  # fmt: skip
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):
         self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 
