@@ -13,7 +13,7 @@ same passage), the variants taking turns per passage. Printed side by side:
                  <= 1.3x for 10,000), the list's compile time once per story apart,
                  and the model tokens the searches evaluated (a pruned branch's room
                  goes to others, so the trees differ).
-Patterns: the same 10,000 phrases written as patterns (`\\bword\\s+word\\s+word\\b`) and
+Patterns: the same 10,000 phrases written as patterns (`(?i)\\bword\\s+word\\s+word\\b`) and
 the five patterns that froze Python's `re` (`CATASTROPHIC`) are two lists more, run on
 RE2 (`weave.story.patterns`); before the model, one pattern step (a 200-character window,
 `PhraseSet.advance`) on RE2 and on Python's `re` side by side, `re` stopped where a step
@@ -166,8 +166,8 @@ def main() -> None:
         phrase = " ".join(rng.choice(words) for _ in range(3))
         if phrase not in offered and phrase not in small:
             filler.add(phrase)
-    as_pattern = [r"\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in small]
-    as_pattern += [r"\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in filler]
+    as_pattern = [r"(?i)\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in small]
+    as_pattern += [r"(?i)\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in filler]
     lists = {
         "500": Bans(tuple(BanRule(p) for p in small)),
         "10,000": Bans(tuple(BanRule(p) for p in small + sorted(filler))),
