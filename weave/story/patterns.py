@@ -94,11 +94,12 @@ class Patterns:
     which patterns match anywhere in it; only those are searched one by one for where
     their matches end. A set that runs out of memory says so by leaving out a pattern
     that matches everywhere (RE2's binding says nothing else); its patterns are then
-    searched one by one, still in linear time."""
+    searched one by one, still in linear time, as are those of a set RE2 could not
+    compile within its memory."""
 
     def __init__(self, patterns: Sequence[Pattern]) -> None:
         self.patterns = tuple(patterns)
-        self._sets: list[tuple[re2.Set, list[int]]] = []
+        self._sets: list[tuple[re2.Set | None, list[int]]] = []
         chunk: list[int] = []
         steps = 0
         for i, p in enumerate(self.patterns):
@@ -119,8 +120,8 @@ class Patterns:
         window = text[max(0, lo - 1) :]  # a character of context: `\b` at `lo` seen alike
         found = []
         for rset, members in self._sets:
-            hits = rset.Match(window) or ()
-            if len(members) not in hits:  # the sentinel is missing: the set ran out of memory
+            hits = rset.Match(window) or () if rset is not None else ()
+            if len(members) not in hits:  # no set, or its sentinel is missing: out of memory
                 hits = range(len(members))
             for j in hits:
                 if j < len(members):
@@ -130,16 +131,20 @@ class Patterns:
         return sorted(found)
 
 
-def _set(patterns: Sequence[Pattern], members: list[int]) -> tuple[re2.Set, list[int]]:
-    """An RE2 set of `members`' patterns, and last a sentinel that matches everywhere."""
+def _set(patterns: Sequence[Pattern], members: list[int]) -> tuple[re2.Set | None, list[int]]:
+    """An RE2 set of `members`' patterns, and last a sentinel that matches everywhere; None
+    where RE2 cannot compile them together within SET_MEMORY (each is searched alone)."""
     options = re2.Options()
     options.log_errors = False
     options.max_mem = SET_MEMORY
     rset = re2.Set.SearchSet(options)
-    for i in members:
-        rset.Add(patterns[i].rx.pattern)
-    rset.Add("")
-    rset.Compile()
+    try:
+        for i in members:
+            rset.Add(patterns[i].rx.pattern)
+        rset.Add("")
+        rset.Compile()
+    except re2.error:
+        return None, members
     return rset, members
 
 
