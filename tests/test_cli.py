@@ -311,7 +311,7 @@ def test_a_mistyped_option_is_named_before_anything_else():
     assert done.returncode == 2
     assert (
         done.stderr
-        == "error: unrecognized arguments: --stroy (see python -m weave expand --help)\n"
+        == "error: unrecognized arguments: --stroy x (see python -m weave expand --help)\n"
     )
     listed = weave("loom", "list", "--jsn")
     assert listed.stderr.startswith("error: unrecognized arguments: --jsn")
