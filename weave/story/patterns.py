@@ -1,10 +1,11 @@
 """A writer's regular expressions, run on RE2: time linear in the text, whatever the pattern.
 
-Python's `re` backtracks: `(a+)+$`, `(\\w+\\s?)+$` or `(.*a){25}` on a few hundred
-characters take longer than the universe has, holding the GIL, so one writer's pattern
-froze the page server for every writer. RE2 (the google-re2 binding) matches with automata,
-in time linear in the text and in memory bounded by the compiled program, which is why a
-pattern is compiled once (`compile_pattern`) and many are asked together (`Patterns`).
+Python's `re` backtracks: `(a+)+$` took 1.5 s on 24 characters and doubles with each
+one more, `(\\w+\\s?)+$` and `(.*a){25}` alike, all the while holding the GIL, so one
+writer's pattern froze the page server for every writer (bench/bench_bans.py). RE2 (the
+google-re2 binding) matches with automata, in time linear in the text and in memory
+bounded by the compiled program, which is why a pattern is compiled once
+(`compile_pattern`) and many are asked together (`Patterns`).
 
 The syntax is Python's, translated where RE2 spells it otherwise: `\\Z` (RE2's `\\z`),
 `\\uXXXX`, `\\UXXXXXXXX`, `\\N{NAME}` and octal escapes (`\\x{...}`), `{,n}` (`{0,n}`), a
@@ -69,7 +70,8 @@ def compile_pattern(text: str) -> Pattern:
     try:
         rx = re2.compile(translated, _OPTIONS)
     except re2.error as e:
-        reason = e.args[0].decode("utf-8", "replace") if e.args else "unknown"
+        reason = e.args[0] if e.args else "unknown"
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
         raise ValueError(f"is not a valid regular expression: {reason}") from None
     steps = rx.programsize
     if steps > MAX_STEPS:
