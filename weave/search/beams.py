@@ -423,7 +423,7 @@ class _Search:
         for beam in live:
             if _ran_out(beam):
                 _drop_chain(beam)
-        found = self._fill([beam for beam in live if beam.chain is None])
+        found = self._fill([beam for beam in live if beam.chain is None], len(live))
         ran_out = []
         for beam in live:
             if beam in found:
@@ -434,17 +434,17 @@ class _Search:
                 ran_out.append(beam)
             else:
                 found[beam] = top
-        found.update(self._fill(ran_out))
+        found.update(self._fill(ran_out, len(live)))
         return [found[beam] for beam in live]
 
-    def _fill(self, needy: list[_Beam]) -> dict[_Beam, list[Candidate]]:
-        """Ask the backend about `needy` beams in one call: greedy chains where they pay
-        (each beam keeps its chain, as long as its depth lets it go: a beam going on past
-        it to reach a word asks again), else the top-k here. Returns each beam's top-k."""
+    def _fill(self, needy: list[_Beam], live: int) -> dict[_Beam, list[Candidate]]:
+        """Ask the backend about `needy` beams (of `live`) in one call: greedy chains where
+        they pay (each beam keeps its chain, as long as `_chain_length`), else the top-k
+        here. Returns each beam's top-k."""
         if not needy:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
-        lengths = [max(1, self.params.max_depth - beam.free) for beam in needy]
+        lengths = [self._chain_length(beam, live) for beam in needy]
         if self.params.use_chains is not False and max(lengths) > 1:
             least = min(beam.free for beam in needy)
             k = max(self._k(f) for f in range(least, self.params.max_depth))
@@ -456,6 +456,20 @@ class _Search:
                 return {beam: _next_of(beam) or [] for beam in needy}
         answers = self.backend.top_logprobs(contexts, max(self._k(b.free) for b in needy))
         return dict(zip(needy, answers, strict=True))
+
+    def _chain_length(self, beam: _Beam, live: int) -> int:
+        """How far along its greedy path a beam is worth asking about: to its depth (a
+        beam going on past it to reach a word asks again); under v0.3's rule, not far
+        past where the cap is likely to end it. There, once finished plus live beams reach
+        the cap, every beam takes its top token and ends, so positions asked beyond would
+        be computed for nothing; the room left lasts about room / live depths if each beam
+        splits once a depth, and the depth that reaches the cap still needs one more
+        position. (A path asked too short only costs asking again.)"""
+        remaining = max(1, self.params.max_depth - beam.free)
+        if self.params.rule != "v03":
+            return remaining
+        room = self.params.max_suggestions - len(self.finished) - live
+        return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
 
     # -- growing the tree --------------------------------------------------------------
     def _grow(self, live, candidates, capped) -> list[_Beam]:
@@ -476,7 +490,7 @@ class _Search:
             on_chain = chosen[0].token_id == options[0].token_id
             passed_on = False
             for i, cand in enumerate(chosen):
-                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob, open=cand.open)
                 free = beam.free + 1 if self._past_typed(child) else 0
                 state = states.get(cand.token_id)
                 if self._ends(child, free) or (capped and self.params.rule == "v03"):
