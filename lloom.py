@@ -77,13 +77,17 @@ CONFIG_KEYS = {  # widget key -> SearchParams field
     "cfg_multiplier": "multiplier",
     "cfg_split_limit": "split_limit",
     "cfg_score": "score",
+    "cfg_rule": "rule",
 }
+RULES = {"relative": "Relative", "v03": "LLooM v0.3"}  # the rule select's labels
 SLIDERS = {  # widget key -> label, step, help; bounds: SearchParams' field's
     "cfg_max_depth": ("Max Depth", 1, "Tokens per suggestion at most"),
     "cfg_max_suggestions": ("Max Suggestions", 1, "Suggestions at most"),
-    "cfg_cutoff": ("Cutoff", 0.01, "The least probability a token needs to start a new beam"),
+    "cfg_cutoff": ("Cutoff", 0.01, "The least probability a token needs to start a new beam: "
+                   "under the relative rule, as a share of its beam's likeliest token's"),
     "cfg_multiplier": ("Multiplier", 0.05,
-                       "Cutoff scale per token (below 1: split more as beams grow)"),
+                       "Cutoff scale per token (below 1: split more as beams grow; above "
+                       "1: narrower after the first words)"),
     "cfg_split_limit": ("Split Limit", 1, "Children per beam at most (0: no limit)"),
 }  # fmt: skip
 DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
@@ -390,13 +394,14 @@ def config_ui(
     with stop:
         stop_ui()
     with split:
-        split_ui()
+        split_ui(defaults)
     with show:
         prefix_space, shading = display_ui()
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
-    chosen = {field: v for field, v in values.items() if v != getattr(defaults, field)}
+    params = replace(defaults, **values)
+    chosen = params.to_saved(defaults)
     ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
-    return replace(defaults, **values), prefix_space, shading
+    return params, prefix_space, shading
 
 
 def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
@@ -423,10 +428,25 @@ def stop_ui() -> None:
     slider_ui("cfg_max_suggestions")
 
 
-def split_ui() -> None:
+def split_ui(defaults: SearchParams) -> None:
     st.markdown("**Split conditions**")
+    st.selectbox(
+        "Rule", list(RULES), format_func=RULES.get, key="cfg_rule",
+        on_change=rule_changed, args=(defaults,),
+        help="Relative: the cutoff is a share of the beam's likeliest token's probability, "
+             "so the first words spread wide where the model is unsure and the rest stay "
+             "narrow. LLooM v0.3: the cutoff is a probability (v0.3's knobs come with it).",
+    )  # fmt: skip
     for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
         slider_ui(key)
+
+
+def rule_changed(defaults: SearchParams) -> None:
+    """A rule picked brings its own knobs: the model's defaults for the configured rule,
+    LLooM's for the other (`SearchParams.under`)."""
+    knobs = defaults.under(st.session_state.cfg_rule)
+    for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
+        st.session_state[key] = getattr(knobs, CONFIG_KEYS[key])
 
 
 def slider_ui(key: str) -> None:

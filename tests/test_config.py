@@ -24,11 +24,13 @@ from weave.search.beams import SearchParams
 from weave.search.ramify import RamifyParams
 
 
-def test_shipped_config_loads_with_model_defaults():
+def test_shipped_config_loads_with_the_relative_rule_for_every_model():
     settings = load_settings(env={})
-    assert settings.search.cutoff == 0.2  # LLooM's default, for large models
-    assert settings.search_for("SmolLM2-135M-Instruct").cutoff == 0.1
-    assert settings.search_for("some-70b").cutoff == 0.2
+    assert settings.search == SearchParams()  # config.toml says what the code does
+    assert (settings.search.rule, settings.search.cutoff) == ("relative", 0.05)
+    # the rule adapts to each model: no model needs a section of its own
+    assert settings.search_for("SmolLM2-135M-Instruct") == settings.search
+    assert settings.search_for("some-70b") == settings.search
     assert len(settings.starting_stories) == 3
     assert choose_backend(settings, env={}).name == "mlx"
 
@@ -169,6 +171,9 @@ def test_a_settings_file_that_is_not_utf8_is_named(tmp_path):
         load_settings(path, env={})
 
 
+WITH_SECTION = settings_from_table({"models": {"SmolLM2-135M-Instruct": {"cutoff": 0.1}}})
+
+
 @pytest.mark.parametrize(
     "served_as",
     [
@@ -182,16 +187,16 @@ def test_a_settings_file_that_is_not_utf8_is_named(tmp_path):
     ],
 )
 def test_a_model_section_applies_to_the_names_users_give_the_model(served_as):
-    settings = load_settings(env={})
+    settings = WITH_SECTION
     assert settings.model_section(served_as) == "SmolLM2-135M-Instruct"
     assert settings.search_for(served_as).cutoff == 0.1
 
 
 def test_a_model_section_never_applies_to_another_model():
-    settings = load_settings(env={})
+    settings = WITH_SECTION
     for other in ("SmolLM2-360M-Instruct.Q4_1.gguf", "SmolLM2-135M", "gpt-4o-mini"):
         assert settings.model_section(other) is None
-        assert settings.search_for(other).cutoff == 0.2
+        assert settings.search_for(other).cutoff == 0.05
 
 
 @pytest.mark.parametrize("content", [b"", b"not a model", bytes(range(256)) * 64])
@@ -241,7 +246,7 @@ def test_every_number_and_choice_carries_its_bounds(cls):
         ("[mlx]\nbatch_window_ms = nan\n", "[mlx] batch_window_ms", "in 0..200 ms, not nan"),
         ("[llamacpp]\ntimeout = 1e10\n", "[llamacpp] timeout", "in 0.1..3600 s"),
         ("[search]\ncutoff = nan\n", "[search] cutoff", "must be in 0..1, not nan"),
-        ("[search]\nmultiplier = inf\n", "[search] multiplier", "must be in 0..2, not inf"),
+        ("[search]\nmultiplier = inf\n", "[search] multiplier", "must be in 0..10, not inf"),
         ("[search]\nmax_suggestions = 101\n", "[search] max_suggestions", "in 1..100, not 101"),
         ("[search]\nscore = 'max'\n", "[search] score", "'words', 'joint', 'lloom', not 'max'"),
         ('[models."m"]\nmultiplier = -inf\n', "[models.'m'] multiplier", "not -inf"),

@@ -48,7 +48,7 @@ KEY = "sk-hostile-test-key-do-not-leak-0123456789"
 TIMEOUT = 1.0  # seconds, each backend's whole-request deadline here
 STARTUP = 30.0  # a CLI process's own start, four at once on a loaded machine (a hang: 300 s)
 STORY = "Once upon a time,"
-PARAMS = SearchParams(cutoff=0.2, max_depth=3, max_suggestions=5)
+PARAMS = SearchParams(cutoff=0.1, max_depth=3, max_suggestions=5)  # " the" splits: a word
 EXPECTED = {  # mode -> what the error says (None: a clean result)
     "ok": None,
     "neg_inf": None,

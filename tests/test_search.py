@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search.beams import SearchParams, expand, stop_cut
+from tests.test_rows import assert_openings_first
+from weave.search.beams import OVERRUN, SearchParams, expand, stop_cut
+from weave.search.rows import key
 from weave.search.tree import TreeNode, suggestions_from
 
 STORY = [VOCAB.index("x")]
@@ -20,7 +23,9 @@ def texts(result) -> list[str]:
 
 
 def run(table, **params):
-    defaults = dict(cutoff=0.25, max_depth=2, auto_stop=False, split_limit=3)
+    """A search on `table`, under LLooM v0.3's rule unless `params` name another."""
+    defaults = dict(rule="v03", cutoff=0.25, multiplier=1.0, max_depth=2, auto_stop=False,
+                    split_limit=3)  # fmt: skip
     return expand(FakeBackend(table), STORY, SearchParams(**{**defaults, **params}))
 
 
@@ -48,6 +53,54 @@ def test_multiplier_scales_the_cutoff_per_depth():
     assert sorted(texts(run(dist, cutoff=0.3, multiplier=2.0))) == ["aa", "ba"]
     # depth 0: cutoff 0.38 (only 'a'); depth 1: 0.19 (both)
     assert sorted(texts(run(dist, cutoff=0.38, multiplier=0.5))) == ["aa", "ab"]
+
+
+def test_the_relative_rule_splits_on_a_share_of_the_beams_top_candidate():
+    # a flat distribution: no candidate clears 0.25 as a probability, all do as a share
+    flat = {(): {"a": 0.3, "b": 0.25, "c": 0.2, ".": 0.02}}  # the 7 others: 0.033 each
+    dist = lambda beam: flat.get(beam, {"x": 0.9})  # noqa: E731
+    assert texts(run(dist, cutoff=0.26)) == ["ax"]
+    relative = run(dist, rule="relative", cutoff=0.25, split_limit=0)  # 0.075 and over
+    assert sorted(texts(relative)) == ["ax", "bx", "cx"]
+    # a sure one: the same share lets nothing else through
+    sure = {(): {"a": 0.9, "b": 0.1}}
+    dist = lambda beam: sure.get(beam, {"x": 0.9})  # noqa: E731
+    assert texts(run(dist, rule="relative", split_limit=0)) == ["ax"]
+
+
+def test_the_relative_rule_is_wide_at_the_first_words_and_narrow_after():
+    dist = lambda beam: {"a": 0.4, "b": 0.3, "c": 0.2}  # noqa: E731
+    result = run(dist, rule="relative", cutoff=0.4, multiplier=3, split_limit=0, max_depth=3)
+    # depth 0: 0.4 of the top (all three); depth 1: 1.2 of it (none); the top goes on
+    assert sorted(texts(result)) == ["aaa", "baa", "caa"]
+
+
+def test_at_the_cap_beams_go_on_unsplit_under_the_relative_rule_and_end_under_v03():
+    dist = lambda beam: {"a": 0.4, "b": 0.3, "c": 0.2}  # noqa: E731
+    kept = run(dist, rule="relative", cutoff=0.1, split_limit=0, max_depth=4, max_suggestions=3)
+    assert sorted(texts(kept)) == ["aaaa", "baaa", "caaa"]  # no new beam; each to its depth
+    v03 = run(dist, cutoff=0.1, split_limit=0, max_depth=4, max_suggestions=3)
+    assert sorted(texts(v03)) == ["aa", "ba", "ca"]  # v0.3 ends each at the cap
+
+
+def test_a_beam_of_punctuation_alone_goes_on_to_a_word():
+    table = {(): {",": 0.9, "a": 0.05}, (",",): {" ": 0.9}, (",", " "): {"b": 0.9}}
+    dist = lambda beam: table.get(beam, {".": 0.9})  # noqa: E731
+    result = run(dist, cutoff=0.04, max_depth=1, auto_stop=True)
+    by_text = {s.text: s for s in result.suggestions}
+    assert set(by_text) == {"a", ", b"}  # max depth 1, but ", " is no suggestion
+    assert len(by_text[", b"].token_ids) == 3
+    # one that finds no word within OVERRUN tokens past the depth is none
+    dots = run(lambda beam: {".": 0.9}, max_depth=1, auto_stop=True)
+    assert dots.suggestions == [] and dots.tree.leaves()
+
+
+def test_a_beam_cut_inside_a_character_shows_only_whole_ones():
+    root = TreeNode(None, b"", 0.0)
+    half = root.add_child(1, "x\U0001f466".encode()[:3], -0.1)  # "x" and half an emoji
+    assert half.full_text() == "x" and not half.whole()
+    whole = half.add_child(2, "\U0001f466".encode()[2:], -0.1)
+    assert whole.full_text() == "x\U0001f466" and whole.whole()
 
 
 def test_max_depth_bounds_every_beam():
@@ -120,7 +173,9 @@ def test_control_tokens_are_never_offered():
 
 def test_each_depth_is_one_batched_call():
     backend = FakeBackend(lambda beam: {"a": 0.4, "b": 0.35})
-    expand(backend, STORY, SearchParams(cutoff=0.3, max_depth=3, auto_stop=False))
+    params = SearchParams(rule="v03", cutoff=0.3, multiplier=1.0, split_limit=3, max_depth=3,
+                          auto_stop=False)  # fmt: skip
+    expand(backend, STORY, params)
     assert backend.calls == [1, 2, 4]
 
 
@@ -172,7 +227,8 @@ def test_a_backend_reading_ahead_reports_before_the_first_depth():
         (0, 2, len(STORY)),
         (0, len(STORY), len(STORY)),
     ]
-    assert [p.depth for p in seen[2:]] == [1, 2]
+    depths = [p.depth for p in seen[2:]]  # then each depth (and any past it: OVERRUN)
+    assert depths[:2] == [1, 2] and depths == list(range(1, len(depths) + 1))
     backend.asked = None
     expand(backend, STORY, SearchParams(max_depth=2))  # no one watching: no reading ahead
     assert backend.asked is None
@@ -190,15 +246,17 @@ def test_parameters_are_bounded():
     cutoff=st.floats(0.0, 0.6),
     multiplier=st.floats(0.5, 1.5),
     split_limit=st.integers(0, 4),
+    rule=st.sampled_from(["relative", "v03"]),
     max_depth=st.integers(1, 7),
     max_suggestions=st.integers(1, 30),
     auto_stop=st.booleans(),
     score=st.sampled_from(["words", "joint", "lloom"]),
     chains=st.booleans(),
 )
-def test_properties(seed, cutoff, multiplier, split_limit, max_depth, max_suggestions, auto_stop,
-                    score, chains):  # fmt: skip
+def test_properties(seed, cutoff, multiplier, split_limit, rule, max_depth, max_suggestions,
+                    auto_stop, score, chains):  # fmt: skip
     params = SearchParams(
+        rule=rule,
         cutoff=cutoff,
         multiplier=multiplier,
         split_limit=split_limit,
@@ -210,18 +268,22 @@ def test_properties(seed, cutoff, multiplier, split_limit, max_depth, max_sugges
     backend = FakeBackend(seed=seed, chains=chains)
     result = expand(backend, STORY, params)
     leaves = result.tree.leaves()
-    assert 1 <= len(result.suggestions) <= max_suggestions
+    assert len(result.suggestions) <= max_suggestions
     assert len(leaves) <= max_suggestions  # finished beams never exceed the cap
+    # every beam offers a word, unless none came within OVERRUN tokens past the depth
+    assert result.suggestions or not any(_worded(leaf.text()) for leaf in leaves)
     paths = {tuple(leaf.token_ids()) for leaf in leaves}
     for s in result.suggestions:
         assert s.token_ids in paths  # every suggestion is a path of the tree
-        assert 1 <= len(s.token_ids) <= max_depth
+        assert 1 <= len(s.token_ids) <= max_depth + OVERRUN
+        if len(s.token_ids) > max_depth:  # it went on only to reach its first word
+            assert not _worded(_spelled(s.token_ids[:max_depth]))
+        assert _worded(s.text) and "\ufffd" not in s.text
         assert 0.0 <= s.probability <= 1.0 + 1e-9
         assert s.logprob == pytest.approx(math.log(s.probability))
-        assert s.text and (not auto_stop or stop_cut(s.text) in (None, len(s.text)))
-    assert len({s.text for s in result.suggestions}) == len(result.suggestions)
-    scores = [s.score for s in result.suggestions]
-    assert scores == sorted(scores, reverse=True)
+        assert not auto_stop or stop_cut(s.text) in (None, len(s.text))
+    assert len({key(s.text) for s in result.suggestions}) == len(result.suggestions)
+    assert_openings_first(result.suggestions)
     if score == "joint":
         assert all(s.score == pytest.approx(s.logprob) for s in result.suggestions)
     plain = expand(FakeBackend(seed=seed), STORY, params)
@@ -232,6 +294,31 @@ def test_saved_settings_stand_in_for_the_defaults_only_where_their_fields_take_t
     defaults = SearchParams()
     saved = {"cutoff": 1, "max_depth": 99, "score": "lloom", "auto_stop": "yes", "other": 1}
     values, refused = SearchParams.from_saved(saved, defaults)
-    assert values == {"cutoff": 1.0, "score": "lloom"} and type(values["cutoff"]) is float
+    # a cutoff saved before the rule was: set under v0.3's, which comes with it
+    assert values == {"cutoff": 1.0, "score": "lloom", "rule": "v03"}
+    assert type(values["cutoff"]) is float
     assert refused == ("max_depth = 99", "auto_stop = 'yes'")  # never clamped: named
     assert SearchParams.from_saved({}, defaults) == ({}, ())
+
+
+def _spelled(ids) -> str:
+    return "".join(VOCAB[i] for i in ids)
+
+
+def _worded(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def test_a_story_keeps_the_rule_with_any_knob_it_keeps():
+    defaults = SearchParams()
+    assert SearchParams(max_depth=6).to_saved(defaults) == {"max_depth": 6}
+    assert SearchParams(cutoff=0.1).to_saved(defaults) == {"cutoff": 0.1, "rule": "relative"}
+    v03 = defaults.under("v03")
+    assert (v03.cutoff, v03.multiplier, v03.split_limit) == (0.2, 1.0, 3)
+    assert v03.to_saved(defaults) == {"cutoff": 0.2, "multiplier": 1.0, "split_limit": 3,
+                                      "rule": "v03"}  # fmt: skip
+    assert defaults.under("relative") is defaults
+    # what is kept reads back as it was
+    for params in (SearchParams(cutoff=0.1), v03):
+        values, refused = SearchParams.from_saved(params.to_saved(defaults), defaults)
+        assert replace(defaults, **values) == params and not refused

@@ -83,7 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     story = ex.add_mutually_exclusive_group(required=True)
     story.add_argument("--story", help="the story text")
     story.add_argument("--story-file", type=Path, help="a UTF-8 file holding the story")
-    ex.add_argument("--cutoff", type=float, help=f"minimum probability to split ({_in('cutoff')})")
+    ex.add_argument("--rule", choices=bound_of(SearchParams, "rule").options,
+                    help="what the cutoff is measured against: relative, a share of the "
+                    "beam's likeliest token's probability; v03, LLooM v0.3's, a probability, "
+                    "with v0.3's cutoff 0.2, multiplier 1 and split limit 3 unless given "
+                    f"(default: {search.rule})")  # fmt: skip
+    ex.add_argument("--cutoff", type=float,
+                    help=f"the least probability, or share of the top one's, to split "
+                    f"({_in('cutoff')})")  # fmt: skip
     ex.add_argument(
         "--multiplier", type=float, help=f"cutoff scale per depth ({_in('multiplier')})"
     )
@@ -126,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.backend:
             settings = replace(settings, backend=args.backend)
         backend = create_backend(settings)
-        params = replace(settings.search_for(backend.model_name), **given)
+        configured = settings.search_for(backend.model_name)
+        params = replace(configured.under(given.get("rule", configured.rule)), **given)
         context = fitted_context(backend, steering, story, room=params.max_depth)
         bans = settings.bans.joined(bans)  # config.toml's [bans], then the options'
         guard = Guard(bans, story) if bans.active else None
@@ -203,6 +211,7 @@ def _given(args: argparse.Namespace) -> dict:
     """The search options given, by SearchParams field; one outside its bounds is a
     ValueError naming the option."""
     given = {
+        "rule": args.rule,
         "cutoff": args.cutoff,
         "multiplier": args.multiplier,
         "split_limit": args.split_limit,

@@ -2,27 +2,41 @@
 
 Breadth-first, depth by depth: each depth's frontier goes to the backend in one batched
 call; every candidate that clears the cutoff spawns a beam (the top one always
-continues); the cutoff is scaled by the multiplier after each depth. The search is pure:
-it takes a backend and parameters and returns a token tree with ranked suggestions. It
-does no I/O of its own, reads no environment and knows nothing of pages.
+continues); the cutoff is scaled by the multiplier once per token a beam took after the
+text typed. The search is pure: it takes a backend and parameters and returns a token tree
+with ranked suggestions. It does no I/O of its own, reads no environment and knows nothing
+of pages.
 
 The rules, precisely:
-- a beam's first candidate always continues; each further one only while p >= cutoff,
-  the beam has fewer than `split_limit` children (0 = no limit) and there is room;
-- at most `max_depth` tokens; auto-stop ends a beam once its text, after any stop
-  strings it starts with, contains '.' or ',' and cuts the text just after it;
-- finished plus live beams never exceed `max_suggestions`; once they reach it, each live
-  beam takes its top token and finishes;
+- a beam's first candidate always continues; each further one only while it clears the
+  cutoff, the beam has fewer than `split_limit` children (0 = no limit) and there is room;
+- what the cutoff is measured against is the `rule`'s: under `relative` (the default) a
+  candidate clears it when its probability is at least cutoff x the beam's first
+  candidate's, so a beam splits wide where the model is unsure (a writer's first words)
+  and not at all where it is sure; under `v03` (LLooM v0.3's) when its probability is at
+  least the cutoff;
+- at most `max_depth` tokens that reach past the typed text (those that only spell it
+  neither count nor scale the cutoff); auto-stop ends a beam once its text after the
+  typed text, past any stop strings and whitespace it starts with, holds a word and then
+  a '.' or ',' and cuts the text just after it;
+- a beam holds at least one word and no half character: one that reaches `max_depth`
+  with none, or inside a character (a token holding part of its bytes), goes on for at
+  most `OVERRUN` tokens to reach one; a text of punctuation alone is never a suggestion,
+  and a beam's text shows whole characters only;
+- finished plus live beams never exceed `max_suggestions`: once they reach it no beam
+  splits, and under `relative` each live beam goes on to its end; under `v03` each takes
+  its top token and finishes, as v0.3's did;
 - control tokens (`backend.special_token_ids`) are never offered as text;
 - a story that ends inside a word or with whitespace is healed (`weave.search.healing`): the
-  search starts at the last token boundary before that end, with `max_depth` more
-  depths for the tokens given back; a beam still inside the typed text asks the
-  backend for `heal_k` candidates (no greedy chain) and keeps those that agree with
-  it, renormalised; suggestions are what follows the typed text.
+  search starts at the last token boundary before that end; a beam still inside the
+  typed text asks the backend for `heal_k` candidates (no greedy chain) and keeps those
+  that agree with it, renormalised; suggestions are what follows the typed text.
 - under a guard (`weave.story.bans`), each beam's candidates are screened before the
   choice: one that completes a banned phrase (or repeats the story) is left out, so its
   room goes to the next, and bias shifts the others' log-probs (re-sorted) before the
   cutoff; `SearchResult.pruned` lists the left-out ones the beam would have taken.
+- the finished beams become rows (`weave.search.tree`, `weave.search.rows`): texts that
+  read the same pooled, each opening's best row before any opening's second.
 """
 
 from __future__ import annotations
@@ -30,39 +44,71 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, get_args
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
 from weave.bounds import bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.search.healing import Constraint, Healing, heal, narrowed
+from weave.search.rows import distinct_rows
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 from weave.story.bans import Guard, GuardState, Pruned
 
 STOP_CHARS = ".,"
+OVERRUN = 4  # tokens a beam may take past max_depth to reach its first word or a whole character
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
 GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
 SPECIAL_SPARE = 2  # the most candidates asked beyond the rule's for control tokens skipped
 MOST_ASKED = MAX_CANDIDATES + SPECIAL_SPARE + GUARD_SPARE  # the most one beam's step asks
+
+Rule = Literal["relative", "v03"]
+# Each rule's splitting knobs, as LLooM sets them. The relative rule's were chosen on real
+# authors' prose (bench/bench_authors.py): wide at the first words, where a writer
+# chooses (a share of 0.05 lets ~10-25 openings through a small model's flat first
+# distribution, one where it is sure), no split from the fourth token on (0.05 x 3^3 > 1).
+RULE_KNOBS: dict[str, dict[str, Any]] = {
+    "relative": {"cutoff": 0.05, "multiplier": 3.0, "split_limit": 0},
+    "v03": {"cutoff": 0.2, "multiplier": 1.0, "split_limit": 3},  # LLooM v0.3's page
+}
 
 
 @dataclass(frozen=True)
 class SearchParams:
     """The knobs of one expansion. Each number carries its bounds (`weave.bounds`), which
     the page's sliders and the command line read: LLooM v0.3's page's, but for
-    `max_suggestions`, which goes down to 1 (a script may want a few)."""
+    `max_suggestions`, which goes down to 1 (a script may want a few), and `multiplier`,
+    up to 10 (the relative rule narrows its later depths by 3 a token).
 
-    cutoff: float = bounded(0.1, 0.0, 1.0)
-    multiplier: float = bounded(1.0, 0.0, 2.0)
-    split_limit: int = bounded(3, 0, 10)
+    `rule` says what the cutoff is measured against: `relative` (the default), a share of
+    the probability of the beam's likeliest candidate; `v03`, LLooM v0.3's, a probability
+    (and the cap ends every live beam at once, as v0.3's did)."""
+
+    cutoff: float = bounded(RULE_KNOBS["relative"]["cutoff"], 0.0, 1.0)
+    multiplier: float = bounded(RULE_KNOBS["relative"]["multiplier"], 0.0, 10.0)
+    split_limit: int = bounded(RULE_KNOBS["relative"]["split_limit"], 0, 10)
     max_depth: int = bounded(12, 1, 50)
     max_suggestions: int = bounded(25, 1, MAX_CANDIDATES)
     auto_stop: bool = True
     score: Score = one_of("words", *get_args(Score))
+    rule: Rule = one_of("relative", *get_args(Rule))
     use_chains: bool | None = None  # None or True: greedy chains where the backend offers them
 
     def __post_init__(self) -> None:
         check_bounds(self)
+
+    def under(self, rule: Rule) -> SearchParams:
+        """These parameters under `rule`: as they are if they are its already, else with
+        its splitting knobs as LLooM sets them (`RULE_KNOBS`)."""
+        return self if rule == self.rule else replace(self, rule=rule, **RULE_KNOBS[rule])
+
+    def to_saved(self, defaults: SearchParams) -> dict[str, Any]:
+        """The fields a story keeps: those that differ from `defaults`, and the rule with
+        any splitting knob, whose value means nothing without it."""
+        saved = {f.name: getattr(self, f.name) for f in fields(self)
+                 if getattr(self, f.name) != getattr(defaults, f.name)}  # fmt: skip
+        if saved.keys() & RULE_KNOBS[self.rule].keys():
+            saved["rule"] = self.rule
+        return saved
 
     @classmethod
     def from_saved(
@@ -74,7 +120,8 @@ class SearchParams:
         the default's type, an int made a float for a float, within the field's bounds),
         and "field = value" for each saved one it cannot take, whose default stays: a
         saved value is never clamped. Keys that are not fields are not read; both follow
-        `saved`'s order.
+        `saved`'s order. A splitting knob saved without a rule was set before LLooM had
+        one, under v0.3's rule: that rule comes with it.
         """
         values, refused, names = {}, [], {f.name for f in fields(cls)}
         for name, saved_value in saved.items():
@@ -84,6 +131,8 @@ class SearchParams:
                     refused.append(f"{name} = {shown(saved_value)}")
                 else:
                     values[name] = value
+        if values.keys() & RULE_KNOBS["v03"].keys() and "rule" not in saved:
+            values["rule"] = "v03"
         return values, tuple(refused)
 
 
@@ -169,6 +218,7 @@ class _Beam:
     chain: Chain | None = None
     taken: int = 0
     state: GuardState | None = None  # where the beam stands for the guard, if any
+    free: int = 0  # its tokens that reach past the typed text (all, when nothing was typed)
 
 
 def expand(
@@ -201,7 +251,8 @@ def expand(
         root = search.run()
     usage = backend.stats.snapshot() - usage_before
     typed, tokens = (healed.typed, healed.tokens) if healed else ("", 0)
-    suggestions = suggestions_from(search.finished, params.score, typed=typed, healed=tokens)
+    pooled = suggestions_from(search.finished, params.score, typed=typed, healed=tokens)
+    suggestions = distinct_rows(pooled, params.score)
     return SearchResult(
         suggestions=suggestions[: params.max_suggestions],
         tree=root,
@@ -253,6 +304,10 @@ def _drop_chain(beam: _Beam) -> None:
     beam.chain = None
 
 
+def _has_word(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
 def stop_cut(text: str) -> int | None:
     """Where auto-stop cuts `text`: just after the first '.' or ',' past its leading ones."""
     body = len(text) - len(text.lstrip(STOP_CHARS + " \t\n"))
@@ -275,9 +330,11 @@ class _Search:
         self.usage_before: Usage = usage_before
         self.root = TreeNode(None, b"", 0.0)
         self.finished: list[TreeNode] = []
-        self.cutoff = params.cutoff
         self.held: Constraint | None = healed.constraint if healed else None
-        self.depths = params.max_depth + (healed.tokens if healed else 0)
+        self.typed: str = healed.typed if healed else ""
+        # Past the typed text a beam has max_depth tokens (OVERRUN more to reach a word);
+        # spelling the typed text takes at most one token a byte.
+        self.depths = params.max_depth + len(self.typed.encode("utf-8")) + OVERRUN
         self.guard: Guard | None = guard
         self.pruned: list[Pruned] = []
 
@@ -289,10 +346,9 @@ class _Search:
             for depth in range(self.depths):
                 if not live:
                     break
-                candidates = self._candidates(live, depth)
+                candidates = self._candidates(live)
                 capped = len(self.finished) + len(live) >= self.params.max_suggestions
-                live = self._grow(live, candidates, depth, capped)
-                self.cutoff *= self.params.multiplier
+                live = self._grow(live, candidates, capped)
                 self._report(depth, live)
         finally:
             for beam in live:  # a search cut short by an error leaves no chain running
@@ -300,31 +356,50 @@ class _Search:
         return self.root
 
     # -- asking the backend ----------------------------------------------------------
-    def _k(self, depth: int) -> int:
-        """How many candidates a beam at `depth` can use under the current rules."""
+    def _cutoff(self, free: int) -> float:
+        """The cutoff for a beam `free` of whose tokens reach past the typed text: scaled
+        by the multiplier once per such token (the tokens given back to healing, which only
+        spell what the writer typed, do not scale it)."""
+        return self.params.cutoff * self.params.multiplier**free
+
+    def _k(self, free: int) -> int:
+        """How many candidates a beam `free` tokens past the typed text can use."""
         room = self.params.max_suggestions
         limit = self.params.split_limit or room
-        cutoff = self.params.cutoff * self.params.multiplier**depth
-        if cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
+        cutoff = self._cutoff(free)
+        if self.params.rule == "relative":
+            if cutoff > 1:
+                limit = 1
+        elif cutoff * (MAX_CANDIDATES + 1) > 1:  # at most 1/cutoff tokens can clear it
             limit = min(limit, int(1 / cutoff) + 1)
         # Control tokens are skipped, and a guard prunes some: ask for a few more.
         special = min(len(self.backend.special_token_ids), SPECIAL_SPARE)
         spare = special + (GUARD_SPARE if self.guard else 0)
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
-    def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+    def _candidates(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each live beam's top-k: a beam held to the typed text its allowed candidates
         (`_narrowed`), the others theirs (`_free`)."""
         held = [beam for beam in live if self._held(beam)]
         free = [beam for beam in live if not self._held(beam)]
-        found = dict(zip(free, self._free(free, depth), strict=True)) if free else {}
-        found.update(self._narrowed(held, depth))
+        found = dict(zip(free, self._free(free), strict=True)) if free else {}
+        found.update(self._narrowed(held))
         return [found[beam] for beam in live]
 
     def _held(self, beam: _Beam) -> bool:
-        return self.held is not None and self.held.active(beam.node.piece_path())
+        return self._inside_typed(beam.node)
 
-    def _narrowed(self, held: list[_Beam], depth: int) -> dict[_Beam, list[Candidate]]:
+    def _past_typed(self, node: TreeNode) -> bool:
+        """Whether the beam ending at `node` spelled something after the typed text: its
+        last token chose a word of its own (" eyes" after a typed " ", not " ey" after
+        " ey"), so the next choice is narrower."""
+        return len(node.piece_path()) > len(self.typed.encode("utf-8"))
+
+    def _inside_typed(self, node: TreeNode) -> bool:
+        """Whether the beam ending at `node` has not yet spelled all the typed text."""
+        return self.held is not None and self.held.active(node.piece_path())
+
+    def _narrowed(self, held: list[_Beam]) -> dict[_Beam, list[Candidate]]:
         """The candidates of beams still inside the typed text that agree with it, in one
         call asking `heal_k` of each (one position: a greedy chain would follow a token
         the constraint may refuse)."""
@@ -332,24 +407,23 @@ class _Search:
             return {}
         assert self.held is not None
         contexts = [self.context + beam.node.token_ids() for beam in held]
-        k = self._k(depth)
+        k = self._k(0)
         answers = self.backend.top_logprobs(contexts, max(k, self.backend.heal_k))
         return {
             beam: narrowed(self.held, beam.node.piece_path(), options, k)
             for beam, options in zip(held, answers, strict=True)
         }
 
-    def _free(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+    def _free(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each free beam's top-k: new beams are asked first (a backend that streams its
         chains answers while the server still makes the older ones' next positions),
         then the older beams take theirs from their chains. A beam whose chain is known
         to have run out is asked with the new ones; one found out only on reading (a
         streamed chain that ended unannounced) is asked again after."""
-        length = self._chain_length(depth, len(live))
         for beam in live:
             if _ran_out(beam):
                 _drop_chain(beam)
-        found = self._fill([beam for beam in live if beam.chain is None], depth, length)
+        found = self._fill([beam for beam in live if beam.chain is None], len(live))
         ran_out = []
         for beam in live:
             if beam in found:
@@ -360,49 +434,53 @@ class _Search:
                 ran_out.append(beam)
             else:
                 found[beam] = top
-        found.update(self._fill(ran_out, depth, length))
+        found.update(self._fill(ran_out, len(live)))
         return [found[beam] for beam in live]
 
-    def _chain_length(self, depth: int, live: int) -> int:
-        """How far along its greedy path a beam is worth asking about: to the last depth,
-        but not far past where the cap is likely to end it. Once finished plus live beams
-        reach the cap, every beam takes its top token and ends, so positions asked beyond
-        would be computed for nothing; the room left lasts about room / live depths if
-        each beam splits once a depth, and the depth that reaches the cap still needs one
-        more position. (A path asked too short only costs asking again.)"""
-        room = self.params.max_suggestions - len(self.finished) - live
-        remaining = self.depths - depth
-        return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
-
-    def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> dict[_Beam, list[Candidate]]:
-        """Ask the backend about `needy` beams in one call: greedy chains where they pay
-        (each beam keeps its chain), else the top-k here. Returns each beam's top-k."""
+    def _fill(self, needy: list[_Beam], live: int) -> dict[_Beam, list[Candidate]]:
+        """Ask the backend about `needy` beams (of `live`) in one call: greedy chains where
+        they pay (each beam keeps its chain, as long as `_chain_length`), else the top-k
+        here. Returns each beam's top-k."""
         if not needy:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
-        if self.params.use_chains is not False and remaining > 1:
-            k = max(self._k(d) for d in range(depth, self.depths))
+        lengths = [self._chain_length(beam, live) for beam in needy]
+        if self.params.use_chains is not False and max(lengths) > 1:
+            least = min(beam.free for beam in needy)
+            k = max(self._k(f) for f in range(least, self.params.max_depth))
             stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
-            chains = self.backend.greedy_chains(
-                contexts, k, [remaining] * len(contexts), stops=stops
-            )
+            chains = self.backend.greedy_chains(contexts, k, lengths, stops=stops)
             if chains is not None:
                 for beam, chain in zip(needy, chains, strict=True):
                     beam.chain, beam.taken = chain, 0
                 return {beam: _next_of(beam) or [] for beam in needy}
-        answers = self.backend.top_logprobs(contexts, self._k(depth))
+        answers = self.backend.top_logprobs(contexts, max(self._k(b.free) for b in needy))
         return dict(zip(needy, answers, strict=True))
 
+    def _chain_length(self, beam: _Beam, live: int) -> int:
+        """How far along its greedy path a beam is worth asking about: to its depth (a
+        beam going on past it to reach a word asks again); under v0.3's rule, not far
+        past where the cap is likely to end it. There, once finished plus live beams reach
+        the cap, every beam takes its top token and ends, so positions asked beyond would
+        be computed for nothing; the room left lasts about room / live depths if each beam
+        splits once a depth, and the depth that reaches the cap still needs one more
+        position. (A path asked too short only costs asking again.)"""
+        remaining = max(1, self.params.max_depth - beam.free)
+        if self.params.rule != "v03":
+            return remaining
+        room = self.params.max_suggestions - len(self.finished) - live
+        return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
+
     # -- growing the tree --------------------------------------------------------------
-    def _grow(self, live, candidates, depth, capped) -> list[_Beam]:
+    def _grow(self, live, candidates, capped) -> list[_Beam]:
         budget = self.params.max_suggestions - len(self.finished) - len(live)
         next_live: list[_Beam] = []
-        last_depth = depth + 1 == self.depths
         for beam, options in zip(live, candidates, strict=True):
             room, states = budget if not capped else 0, {}
+            cutoff = self._cutoff(beam.free)
             if self.guard is not None:
-                options, states = self._screen(beam, options, room)
-            chosen = self._choose(options, room)
+                options, states = self._screen(beam, options, room, cutoff)
+            chosen = self._choose(options, room, cutoff)
             if not chosen:
                 self._finish(beam.node)  # nothing but control tokens: the beam ends here
                 _drop_chain(beam)
@@ -412,27 +490,28 @@ class _Search:
             on_chain = chosen[0].token_id == options[0].token_id
             passed_on = False
             for i, cand in enumerate(chosen):
-                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob, open=cand.open)
+                free = beam.free + 1 if self._past_typed(child) else 0
                 state = states.get(cand.token_id)
-                if capped or last_depth or self._stops(child):
+                if self._ends(child, free) or (capped and self.params.rule == "v03"):
                     self._finish(child)
                 elif i == 0 and on_chain and beam.chain is not None:
-                    next_live.append(_Beam(child, beam.chain, beam.taken, state))
+                    next_live.append(_Beam(child, beam.chain, beam.taken, state, free))
                     passed_on = True
                 else:
-                    next_live.append(_Beam(child, state=state))
+                    next_live.append(_Beam(child, state=state, free=free))
             if not passed_on:
                 _drop_chain(beam)
         return next_live
 
-    def _screen(self, beam: _Beam, options: list[Candidate], room: int):
+    def _screen(self, beam: _Beam, options: list[Candidate], room: int, cutoff: float):
         """The guard's view of a beam's candidates: those it keeps (biased, re-sorted) and
         each one's state. The pruned ones that the beam would have taken are recorded;
         leaving them out gives their room to the next candidates."""
         kept, pruned = self.guard.screen(beam.state, options)
         if pruned:
             biased = sorted([c for c, _ in kept] + [c for c, _ in pruned], key=lambda c: -c.logprob)
-            taken = {c.token_id for c in self._choose(biased, room)}
+            taken = {c.token_id for c in self._choose(biased, room, cutoff)}
             before = beam.node.full_text()
             for cand, why in pruned:
                 if cand.token_id in taken:
@@ -440,14 +519,19 @@ class _Search:
                     self.pruned.append(Pruned(text, why))
         return [c for c, _ in kept], {c.token_id: state for c, state in kept}
 
-    def _choose(self, options: list[Candidate], room: int) -> list[Candidate]:
-        """The first usable candidate, then splits while they clear the cutoff and fit."""
+    def _choose(self, options: list[Candidate], room: int, cutoff: float) -> list[Candidate]:
+        """The first usable candidate, then splits while they clear the cutoff and fit:
+        under the `relative` rule the cutoff is a share of the first one's probability,
+        under `v03` a probability."""
         usable = [c for c in options if c.token_id not in self.backend.special_token_ids]
         if not usable:
             return []
         chosen = [usable[0]]
+        least = cutoff
+        if self.params.rule == "relative":
+            least *= math.exp(usable[0].logprob)
         for cand in usable[1:]:
-            if math.exp(cand.logprob) < self.cutoff or room <= 0:
+            if math.exp(cand.logprob) < least or room <= 0:
                 break
             if self.params.split_limit and len(chosen) >= self.params.split_limit:
                 break
@@ -455,15 +539,31 @@ class _Search:
             room -= 1
         return chosen
 
-    def _stops(self, node: TreeNode) -> bool:
-        if not self.params.auto_stop:
+    def _ends(self, node: TreeNode, free: int) -> bool:
+        """Whether the beam ending at `node`, `free` of whose tokens reach past the typed
+        text, is finished: auto-stop ended it, or it has `max_depth` such tokens, holding a
+        word and no half character (else it may go on `OVERRUN` tokens more for them)."""
+        if self._stops(node):
+            return True
+        if free < self.params.max_depth:
             return False
-        text = node.full_text()
+        done = node.whole() and _has_word(self._after(node))
+        return done or free >= self.params.max_depth + OVERRUN
+
+    def _after(self, node: TreeNode) -> str:
+        """The beam's text after what the writer typed."""
+        return node.full_text()[len(self.typed) :]
+
+    def _stops(self, node: TreeNode) -> bool:
+        """Auto-stop, read after the typed text: a stop ends a beam once it holds a word."""
+        if not self.params.auto_stop or self._inside_typed(node):
+            return False
+        text = self._after(node)
         cut = stop_cut(text)
         if cut is None:
             return False
-        if cut < len(text):
-            node.cut = cut
+        if cut < len(text) or not node.whole():
+            node.cut = len(self.typed) + cut
         return True
 
     def _finish(self, node: TreeNode) -> None:

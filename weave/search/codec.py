@@ -84,8 +84,9 @@ def unshowable_import(data: bytes | str) -> str | None:
 
 def _suggestion(data: dict) -> Suggestion:
     values = _known(Suggestion, data)
-    for name in ("token_ids", "token_pieces", "token_logprobs"):
-        values[name] = tuple(values[name])
+    for name in ("token_ids", "token_pieces", "token_logprobs", "variants"):
+        if name in values:
+            values[name] = tuple(values[name])
     return Suggestion(**values)
 
 

@@ -8,6 +8,7 @@ rule. It does not search (`weave.search.beams`) or draw (`weave.view.render`).
 
 from __future__ import annotations
 
+import codecs
 import math
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ class TreeNode:
     children: list[TreeNode] = field(default_factory=list)
     finished: bool = False
     cut: int | None = None  # characters of the beam's text kept, when auto-stop cut it
+    open: bool = False  # the token leaves a character its backend holds back (`Candidate.open`)
 
     @property
     def depth(self) -> int:
@@ -35,8 +37,8 @@ class TreeNode:
     def probability(self) -> float:
         return math.exp(self.logprob)
 
-    def add_child(self, token_id: int, piece: bytes, logprob: float) -> TreeNode:
-        child = TreeNode(token_id, piece, logprob, parent=self)
+    def add_child(self, token_id: int, piece: bytes, logprob: float, *, open: bool = False):
+        child = TreeNode(token_id, piece, logprob, parent=self, open=open)
         self.children.append(child)
         return child
 
@@ -57,8 +59,14 @@ class TreeNode:
         return b"".join(n.piece for n in self.path())
 
     def full_text(self) -> str:
-        """The beam's text, uncut."""
-        return self.piece_path().decode("utf-8", errors="replace")
+        """The beam's text, uncut, up to its last whole character: of a character whose
+        bytes the beam has only begun (a token holding part of them), nothing shows."""
+        return _decoded(self.piece_path())[0]
+
+    def whole(self) -> bool:
+        """Whether the beam ends where a character ends: its bytes do, and its backend
+        holds no part of one back."""
+        return _decoded(self.piece_path())[1] and not self.open
 
     def text(self) -> str:
         """The beam's text as offered: cut just after the stop string when auto-stop fired."""
@@ -87,6 +95,8 @@ class TreeNode:
             out["bytes"] = list(self.piece)  # half a character: its text alone cannot say it
         if self.cut is not None:
             out["cut"] = self.cut
+        if self.open:
+            out["open"] = True
         if self.finished:
             out["finished"] = True
         if self.children:
@@ -103,9 +113,18 @@ class TreeNode:
             parent=parent,
             finished=bool(data.get("finished", False)),
             cut=data.get("cut"),
+            open=bool(data.get("open", False)),
         )
         node.children = [cls.from_dict(child, node) for child in data.get("children", [])]
         return node
+
+
+def _decoded(data: bytes) -> tuple[str, bool]:
+    """`data` as text up to its last whole character, and whether it ends on one (bytes
+    that are no UTF-8 at all read as U+FFFD)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    text = decoder.decode(data)
+    return text, not decoder.getstate()[0]
 
 
 def _partial(piece: bytes) -> bool:
@@ -122,7 +141,8 @@ class Suggestion:
 
     logprob/probability are pooled over beams that read the same (`suggestions_from`);
     text, token_ids and token_logprobs belong to the best of them. `exact` says whether
-    `text` is exactly the decoded token ids (auto-stop may cut inside a token). A healed
+    `text` is exactly the decoded token ids (auto-stop may cut inside a token, and a beam
+    that ends inside a character shows only its whole ones). A healed
     search's suggestion (`weave.search.healing`) is what follows the text typed after the
     story's last token boundary: its ids spell that typed text and then `text`, and
     replace the story's last `healed` ids (0: they follow the story's); its
@@ -138,6 +158,7 @@ class Suggestion:
     token_logprobs: tuple[float, ...]
     exact: bool
     healed: int = 0
+    variants: tuple[str, ...] = ()  # texts shown as this one (`weave.search.rows`)
 
     def after(self, context: tuple[int, ...]) -> tuple[int, ...]:
         """The ids of the story searched from `context` once this suggestion is taken."""
@@ -151,7 +172,7 @@ class Suggestion:
             "probability": self.probability,
             "score": self.score,
             "token_logprobs": list(self.token_logprobs),
-        }
+        } | ({"variants": list(self.variants)} if self.variants else {})
 
 
 def beam_score(node: TreeNode, score: Score) -> float:
@@ -183,7 +204,7 @@ def suggestions_from(
         if not text.startswith(typed):
             continue
         text = text[len(typed) :]
-        if text:
+        if any(ch.isalnum() for ch in text):  # punctuation alone is no suggestion
             groups.setdefault(without_prefix_space(text), []).append(leaf)
     ranked = [_suggestion(members, score, typed, healed) for members in groups.values()]
     ranked.sort(key=lambda s: (-s.score, s.text))
@@ -204,7 +225,7 @@ def _suggestion(members: list[TreeNode], score: Score, typed: str, healed: int) 
         score=logprob if score == "joint" else beam_score(best, score),
         token_pieces=_past(tuple(n.piece.decode("utf-8", errors="replace") for n in path), typed),
         token_logprobs=tuple(n.logprob for n in path),
-        exact=best.cut is None,
+        exact=best.cut is None and best.whole(),
         healed=healed,
     )
 
