@@ -1,6 +1,6 @@
 """Take screenshot.png from the real running page: a story, its suggestions and its tree.
 
-    .venv/bin/python scripts/screenshot.py [--out screenshot.png]
+    .venv/bin/python -m scripts.screenshot [--out screenshot.png]
 
 Starts `streamlit run lloom.py` on a free loopback port with a throwaway data folder,
 drives headless Chromium (Playwright) through a few branches of the first starting story
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import socket
 import subprocess
@@ -25,6 +24,8 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from tests.servers import started
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -78,20 +79,11 @@ def streamlit_app(
         sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
         "--server.port", str(port), "--server.fileWatcherType", "none", *args,
     ]  # fmt: skip
-    env = {**os.environ, **(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
-    with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, server, log, timeout)
-            yield server, url
-        finally:
-            server.terminate()
-            try:
-                server.wait(20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+    env = {**(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
+    with tempfile.TemporaryFile() as log, started(command, log, env=env, cwd=ROOT) as server:
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, server, log, timeout)
+        yield server, url
 
 
 def _wait_healthy(url: str, server: subprocess.Popen, log, timeout: float) -> None:

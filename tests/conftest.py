@@ -1,10 +1,14 @@
-"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session, a
-real vLLM and llama.cpp server (those a killed run left are reaped first), a
-headless browser for the page tests, and, for the page's AppTest tests, a data folder of the
-test's own (`data_dir`) and the page on the deterministic fake model (`fake`)."""
+"""Shared fixtures: the real embedded model on the MLX backend, loaded once per session (and
+one of the test's own, `fresh_mlx_backend`), a real vLLM and llama.cpp server (those a
+killed run left are reaped first), a headless browser for the page tests, `closed_after`
+for what a test opens itself, and, for the page's AppTest tests, a data folder of the
+test's own (`data_dir`) and the page on the deterministic fake model (`fake`). Everything
+is closed when its test (or module, or session) ends: the run must stay within the memory
+`tests.memory` watches."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,8 @@ from backends.mlx import openblas  # noqa: F401  (before any test module imports
 from tests.fake_backend import StoryFake
 from tests.servers import reap_stale_servers
 from weave.config import load_settings
+
+pytest_plugins = ["tests.memory"]  # VmRSS per test, the peak in the summary
 
 
 def pytest_sessionstart(session):
@@ -52,15 +58,26 @@ def mlx_backend(embedded_model_path):
     """One shared backend, as the page shares it between sessions."""
     from backends.mlx.backend import MLXBackend
 
-    return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
+    with closing(MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")) as b:
+        yield b
 
 
 @pytest.fixture
 def fresh_mlx_backend(embedded_model_path):
-    """A backend with an empty fragment tree (the model weights load in well under a second)."""
+    """A backend with an empty fragment tree (the model weights load in well under a second),
+    closed when the test ends: each holds the model's ~500 MB of float32 weights."""
     from backends.mlx.backend import MLXBackend
 
-    return MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")
+    with closing(MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")) as b:
+        yield b
+
+
+@pytest.fixture
+def closed_after():
+    """`closed_after(thing)` is `thing` (a backend, a client: anything with `close()`),
+    closed when the test ends, the last made first, however the test ends."""
+    with ExitStack() as stack:
+        yield lambda thing: stack.enter_context(closing(thing))
 
 
 @pytest.fixture(scope="session")

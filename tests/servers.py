@@ -1,8 +1,10 @@
 """Starting and stopping real servers for tests and benchmarks: free ports, health, PIDs;
-the backends on them (`real_backend`).
+the backends on them (`real_backend`). The model servers start here (`running`), and the
+page too (`started`, through scripts/screenshot.py's `streamlit_app`).
 
 A server dies with the run that started it, even one killed from outside (a vLLM server
-holds 4 GB; the next run would die of memory): on Linux the kernel sends it SIGTERM
+holds 4 GB, a page with its model 1 GB; the next run would die of memory, issues 31 and
+40): on Linux the kernel sends it SIGTERM
 when its parent goes (PR_SET_PDEATHSIG), and each server's process group is recorded
 under `REGISTRY` with the run that owns it, so that the next run's start kills the groups
 whose run is gone (`reap_stale_servers`): a server that ignored the SIGTERM, or one whose
@@ -19,9 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import IO
 
 import pytest
 import requests
@@ -48,17 +51,30 @@ def free_port() -> int:
 
 @contextmanager
 def running(command: list[str], url: str, *, env: dict | None = None, log: Path, wait: float):
-    """Start `command` in its own process group, wait for `url`/health, stop it by PID after.
-    The group dies with this process, however this process ends (see the module's note)."""
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-            start_new_session=True, preexec_fn=_dying_with(os.getpid()),
-        )  # fmt: skip
-    record = _record(process.pid)
-    try:
+    """`started(command)`, its output in `log`; yields `url` once `url`/health answers."""
+    with open(log, "wb") as out, started(command, out, env=env) as process:
         _wait_healthy(process, url, wait, log)
         yield url
+
+
+@contextmanager
+def started(
+    command: list[str],
+    out: IO[bytes],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Iterator[subprocess.Popen]:
+    """Start `command` in its own process group, its output (both streams) to `out`, its
+    environment this one's with `env` laid over; yield it, and stop its group after. The
+    group dies with this process, however this process ends (see the module's note)."""
+    process = subprocess.Popen(
+        command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        cwd=cwd, start_new_session=True, preexec_fn=_dying_with(os.getpid()),
+    )  # fmt: skip
+    record = _record(process.pid)
+    try:
+        yield process
     finally:
         _stop(process)
         record.unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -74,15 +75,13 @@ def test_a_search_evaluates_little_more_than_its_tree(tmp_path):
     it would turn itself off."""
     from tests.llama_server import llama_server
 
-    with llama_server(tmp_path / "server.log") as url:
-        backend = LlamaCppBackend(url)
+    with llama_server(tmp_path / "server.log") as url, closing(LlamaCppBackend(url)) as backend:
         for story in STORIES:
             ids = backend.tokenize(story)
             result = expand(backend, ids, SearchParams(cutoff=0.1))
             least = len(ids) + result.tree.descendants()
             assert result.stats.model_tokens <= 1.65 * least, (story, result.stats, least)
         assert backend.slots.saved is not None
-        backend.close()
 
 
 def test_without_a_prompt_cache_the_client_stops_counting_on_one(tmp_path):
@@ -90,8 +89,10 @@ def test_without_a_prompt_cache_the_client_stops_counting_on_one(tmp_path):
     server's counts, so it turns the model off and orders by shared prefix alone."""
     from tests.llama_server import llama_server
 
-    with llama_server(tmp_path / "server.log", flags=("--cache-ram", "0")) as url:
-        backend = LlamaCppBackend(url)
+    with (
+        llama_server(tmp_path / "server.log", flags=("--cache-ram", "0")) as url,
+        closing(LlamaCppBackend(url)) as backend,
+    ):
         ids = backend.tokenize(STORIES[0])
         # v0.3's deep tree moves its prompts between slots enough for three restores to be
         # foreseen within one search (the relative rule's wide, shallow one reads the story
@@ -99,7 +100,6 @@ def test_without_a_prompt_cache_the_client_stops_counting_on_one(tmp_path):
         result = expand(backend, ids, replace(SearchParams().under("v03"), cutoff=0.1))
         assert backend.slots.saved is None
         assert result.stats.model_tokens <= 1.65 * (len(ids) + result.tree.descendants())
-        backend.close()
 
 
 def test_chains_equal_depth_by_depth(llama):
@@ -120,7 +120,7 @@ def test_split_characters_join_through_token_bytes(llama):
     assert all("\ufffd" not in s.text for s in result.suggestions if s.exact)
 
 
-def test_the_old_reply_shape_is_read():
+def test_the_old_reply_shape_is_read(closed_after):
     old = {
         "content": " the",
         "completion_probabilities": [
@@ -137,7 +137,7 @@ def test_the_old_reply_shape_is_read():
         "/completion": (200, old),
     }
     with serving(routes=routes) as url:
-        backend = LlamaCppBackend(url)
+        backend = closed_after(LlamaCppBackend(url))
         [top] = backend.top_logprobs([[1, 2, 3]], 2)
     assert [c.text for c in top] == [" the", " a"]
     assert top[0].logprob == pytest.approx(-0.6931, abs=1e-4)
@@ -164,14 +164,14 @@ def test_a_silent_server_times_out_clearly():
                 "top_logprobs": [{"id": 5, "logprob": None}]}]}, "without -fa"),
     ],
 )  # fmt: skip
-def test_bad_replies_are_clear_errors(status, body, message):
+def test_bad_replies_are_clear_errors(status, body, message, closed_after):
     routes = {
         "/props": (200, PROPS),
         "/tokenize": (200, {"tokens": []}),
         "/completion": (status, body),
     }
     with serving(routes=routes) as url:
-        backend = LlamaCppBackend(url)
+        backend = closed_after(LlamaCppBackend(url))
         with pytest.raises(BackendError, match=message):
             backend.top_logprobs([[1, 2]], 3)
 
@@ -183,14 +183,14 @@ def test_bad_replies_are_clear_errors(status, body, message):
         ("data: {not json\n\n", r"\(streamed\) answered with something that is not JSON"),
     ],
 )
-def test_a_stream_that_fails_is_a_clear_error(body, message):
+def test_a_stream_that_fails_is_a_clear_error(body, message, closed_after):
     routes = {
         "/props": (200, PROPS),
         "/tokenize": (200, {"tokens": []}),
         "/completion": (200, body),
     }
     with serving(routes=routes) as url:
-        backend = LlamaCppBackend(url)
+        backend = closed_after(LlamaCppBackend(url))
         with pytest.raises(BackendError, match=message):
             backend.greedy_chains([[1, 2]], 3, [4], stops=(".", ","))
 

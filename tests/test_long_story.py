@@ -5,6 +5,7 @@ from the disk (`backends.mlx.kv_disk`), checked against the model and the ids.""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +45,8 @@ def test_on_a_cpu_the_model_reads_a_window_of_the_storys_end(fresh_mlx_backend):
 def test_the_read_window_is_a_setting_checked_like_the_others(tmp_path, embedded_model_path):
     settings = load_settings(env={"LLOOM_READ_WINDOW": "0", "LLOOM_KV_DISK_MB": "0"})
     assert settings.mlx.read_window == 0 and settings.mlx.kv_disk_mb == 0
-    backend = MLXBackend(embedded_model_path, read_window=0)
-    assert backend.read_window == backend.context_length  # 0: the model's whole window
-    backend.close()
+    with closing(MLXBackend(embedded_model_path, read_window=0)) as backend:
+        assert backend.read_window == backend.context_length  # 0: the model's whole window
     with pytest.raises(ConfigError, match="LLOOM_READ_WINDOW"):
         load_settings(env={"LLOOM_READ_WINDOW": "-1"})
     bad = tmp_path / "config.toml"
@@ -55,16 +55,18 @@ def test_the_read_window_is_a_setting_checked_like_the_others(tmp_path, embedded
         load_settings(bad, env={})
 
 
-def test_a_story_read_once_is_not_read_again_after_a_restart(tmp_path, embedded_model_path):
+def test_a_story_read_once_is_not_read_again_after_a_restart(
+    tmp_path, embedded_model_path, closed_after
+):
     folder = tmp_path / "kv"
-    first = reopened(embedded_model_path, folder)
+    first = closed_after(reopened(embedded_model_path, folder))
     ids = first.tokenize(LONG)[:700]
     before = expand(first, ids, PARAMS)
     assert before.stats.prefill_tokens >= len(ids) - 1
     first.close()  # waits for the write in flight
     assert len(list(folder.glob("*/*.npz"))) == 1
 
-    second = reopened(embedded_model_path, folder)
+    second = closed_after(reopened(embedded_model_path, folder))
     after = expand(second, ids, PARAMS)
     assert after.stats.prefill_tokens == 0
     assert [s.text for s in after.suggestions] == [s.text for s in before.suggestions]
@@ -74,24 +76,21 @@ def test_a_story_read_once_is_not_read_again_after_a_restart(tmp_path, embedded_
     assert delta < 1e-3
     # an edit near the end reads only what follows the edit
     edited = ids[:-20] + second.tokenize(" and then the river rose.")
-    third = reopened(embedded_model_path, folder)
+    third = closed_after(reopened(embedded_model_path, folder))
     assert expand(third, edited, PARAMS).stats.prefill_tokens == len(edited) - (len(ids) - 20)
-    second.close()
-    third.close()
 
 
 def test_the_page_and_the_command_line_keep_it_in_the_cache_folder(tmp_path, embedded_model_path):
     """`create_backend` (the page's and the command line's) keeps it in cache_dir/kv."""
     env = {"LLOOM_MODEL": str(embedded_model_path), "LLOOM_CACHE_DIR": str(tmp_path)}
-    backend = create_backend(load_settings(env=env), env={})
-    expand(backend, backend.tokenize(LONG)[: KEEP_AT_LEAST + 50], PARAMS)
-    backend.close()
+    with closing(create_backend(load_settings(env=env), env={})) as backend:
+        expand(backend, backend.tokenize(LONG)[: KEEP_AT_LEAST + 50], PARAMS)
     assert len(list((tmp_path / "kv").glob("*/*.npz"))) == 1
 
 
-def test_stored_kv_is_checked_before_use(tmp_path, embedded_model_path):
+def test_stored_kv_is_checked_before_use(tmp_path, embedded_model_path, closed_after):
     folder = tmp_path / "kv"
-    first = reopened(embedded_model_path, folder)
+    first = closed_after(reopened(embedded_model_path, folder))
     ids = first.tokenize(LONG)[: KEEP_AT_LEAST + 100]
     expand(first, ids, PARAMS, healing=False)  # all of `ids` read (no word re-spelled)
     first.close()
@@ -106,9 +105,8 @@ def test_stored_kv_is_checked_before_use(tmp_path, embedded_model_path):
     assert not stranger.exists()
     # a damaged file is removed, and the story is read again
     path.write_bytes(path.read_bytes()[:1000])
-    second = reopened(embedded_model_path, folder)
+    second = closed_after(reopened(embedded_model_path, folder))
     assert expand(second, ids, PARAMS).stats.prefill_tokens >= len(ids) - 1
-    second.close()
 
 
 def test_the_disk_holds_its_cap_dropping_the_least_recently_used(tmp_path):

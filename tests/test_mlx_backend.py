@@ -6,17 +6,20 @@ import gc
 import sys
 import threading
 import weakref
+from contextlib import closing
 
 import mlx.core as mx
 import numpy as np
 import pytest
 from mlx_lm.models import activations
 
+from backends.base import BackendError
 from backends.mlx import attention as attention_module
-from backends.mlx.backend import MLXBackend
+from backends.mlx.backend import MLXBackend, give_memory_back
 from backends.mlx.cpu_routes import ROUTED
 from backends.mlx.head import PLAIN_HEADS, last_logits
 from backends.mlx.swiglu import swiglu_in_place
+from tests.memory import STATUS, status_kib
 from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
@@ -51,11 +54,11 @@ def test_fragment_tree_equals_a_plain_forward_along_a_whole_search(fresh_mlx_bac
 
 
 def test_rows_attention_equals_a_plain_forward_at_every_position_and_batch_shape(
-    embedded_model_path,
+    embedded_model_path, closed_after
 ):
     """The BLAS/numpy attention against mlx-lm's own, run plain (no cache): chunks read at
     several positions, beams sharing the story, and rows of different lengths (padded)."""
-    backend = MLXBackend(embedded_model_path, prefill_chunk=64)
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=64))
     ids = backend.tokenize(STORY * 12)
     for end in (40, 94, 230):  # 40 from scratch, then chunks after 40 and 94 cached tokens
         [answer] = backend.top_logprobs([ids[:end]], 5)
@@ -139,8 +142,8 @@ def test_the_storys_kv_reaches_attention_as_views_of_the_tree_not_copies(
             ), "a prefix segment was copied"
 
 
-def test_batched_step_equals_one_at_a_time(embedded_model_path):
-    batched, single = (MLXBackend(embedded_model_path) for _ in range(2))
+def test_batched_step_equals_one_at_a_time(embedded_model_path, closed_after):
+    batched, single = (closed_after(MLXBackend(embedded_model_path)) for _ in range(2))
     story = batched.tokenize("Once upon a time,")
     first = [c.token_id for c in batched.top_logprobs([story], 4)[0]]
     single.top_logprobs([story], 4)
@@ -200,8 +203,10 @@ def test_an_edited_story_prefills_only_its_new_tail(fresh_mlx_backend):
     assert_same(answer, plain_top(backend, middle, 5))
 
 
-def test_memory_is_capped_and_results_stay_right(embedded_model_path):
-    backend = MLXBackend(embedded_model_path, kv_cache_bytes=2 << 20)  # ~45 tokens' KV
+def test_memory_is_capped_and_results_stay_right(embedded_model_path, closed_after):
+    backend = closed_after(
+        MLXBackend(embedded_model_path, kv_cache_bytes=2 << 20)
+    )  # ~45 tokens' KV
     ids = backend.tokenize(STORY)
     result = expand(backend, ids, SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10))
     assert 0 < backend.cache_bytes <= backend.cache_cap_bytes == 2 << 20
@@ -209,16 +214,16 @@ def test_memory_is_capped_and_results_stay_right(embedded_model_path):
     assert_same(backend.top_logprobs([context], 5)[0], plain_top(backend, context, 5))
 
 
-def test_long_story_prefills_in_chunks(embedded_model_path):
-    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+def test_long_story_prefills_in_chunks(embedded_model_path, closed_after):
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=16))
     ids = backend.tokenize(STORY * 3)
     [answer] = backend.top_logprobs([ids], 5)
     assert backend.stats.snapshot().forward_calls == -(-len(ids) // 16)
     assert_same(answer, plain_top(backend, ids, 5))
 
 
-def test_a_long_story_is_read_ahead_with_progress(embedded_model_path):
-    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+def test_a_long_story_is_read_ahead_with_progress(embedded_model_path, closed_after):
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=16))
     ids = backend.tokenize(STORY * 3)
     reports = []
     backend.read_ahead(ids, 5, lambda read, tokens: reports.append((read, tokens)))
@@ -262,8 +267,6 @@ def test_tokens_carry_their_bytes_so_split_characters_join(mlx_backend):
 
 
 def test_empty_context_is_a_backend_error(mlx_backend):
-    from backends.base import BackendError
-
     with pytest.raises(BackendError, match="empty"):
         mlx_backend.top_logprobs([[]], 3)
 
@@ -274,9 +277,45 @@ def test_closing_twice_is_harmless(embedded_model_path):
     backend.close()
 
 
-def test_text_the_tokenizer_refuses_is_a_backend_error(mlx_backend):
-    from backends.base import BackendError
+@pytest.mark.skipif(not STATUS.exists(), reason="reads Linux's /proc")
+def test_closing_gives_the_memory_back_though_the_backend_is_still_held(embedded_model_path):
+    """close() lets go of the weights and the KV and hands their memory back to the system
+    at once, though something still holds the backend (a page session's thread after a
+    model switch, a test's fixture): a process that builds one backend after another
+    stays the size of one (issue 40: a test run grew by ~500 MB a backend)."""
+    give_memory_back()
+    before = status_kib("VmRSS") << 10
+    backend = MLXBackend(embedded_model_path)
+    try:
+        expand(backend, backend.tokenize(STORY * 10), SearchParams(cutoff=0.1, max_depth=4))
+        assert (status_kib("VmRSS") << 10) - before > 400 << 20  # float32 weights, loaded
+    finally:
+        backend.close()
+    assert (status_kib("VmRSS") << 10) - before < 100 << 20
 
+
+def test_a_closed_backend_answers_that_it_is_closed_and_does_not_hang(embedded_model_path):
+    """A page session still searching on a model just switched away from (`SharedBackend`)
+    gets the "closed" error: its request used to wait forever for a worker gone."""
+    backend = MLXBackend(embedded_model_path)
+    backend.close()
+    asked: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            backend.top_logprobs([backend.tokenize(STORY)], 3)
+        except BaseException as e:  # surfaced below
+            asked.append(e)
+
+    caller = threading.Thread(target=ask, daemon=True)  # a hung one must not hold the run
+    caller.start()
+    caller.join(30)
+    assert not caller.is_alive(), "the request to a closed backend never came back"
+    [error] = asked
+    assert isinstance(error, BackendError) and "closed" in str(error)
+
+
+def test_text_the_tokenizer_refuses_is_a_backend_error(mlx_backend):
     with pytest.raises(BackendError, match="cannot tokenize"):
         mlx_backend.tokenize("lone \ud800 surrogate")
 
@@ -288,17 +327,17 @@ def test_control_token_names_in_a_story_are_text(mlx_backend):
     assert mlx_backend.detokenize(ids) == text
 
 
-def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path):
+def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path, closed_after):
     """Four sessions on one backend, two stories sharing a prefix, one other, and a long
     story read ahead meanwhile: joined batches, the same suggestions as alone."""
     stories = [STORY, STORY + " She walked on", "Once upon a time,", "In the age before man,"]
     params = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=10)
-    alone_backend = MLXBackend(embedded_model_path)
     alone = {}
-    for story in stories:
-        result = expand(alone_backend, alone_backend.tokenize(story), params)
-        alone[story] = [(s.token_ids, s.text) for s in result.suggestions]
-    backend = MLXBackend(embedded_model_path, prefill_chunk=32)
+    with closing(MLXBackend(embedded_model_path)) as alone_backend:
+        for story in stories:
+            result = expand(alone_backend, alone_backend.tokenize(story), params)
+            alone[story] = [(s.token_ids, s.text) for s in result.suggestions]
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=32))
     long = backend.tokenize(STORY * 6)
     together, errors = {}, []
 
@@ -321,11 +360,11 @@ def test_writers_searching_at_once_get_what_each_gets_alone(embedded_model_path)
 
 
 def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
-    embedded_model_path,
+    embedded_model_path, closed_after
 ):
     from backends.base import Cancelled
 
-    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=16))
     ids = backend.tokenize(STORY * 3)
     reports = []
     with backend.cancellable(lambda: len(reports) < 2), pytest.raises(Cancelled):
@@ -349,15 +388,15 @@ def test_a_read_or_a_search_no_longer_wanted_stops_between_chunks_and_depths(
 
 
 @pytest.mark.slow
-def test_an_eight_thousand_token_story_stays_within_the_cap(embedded_model_path):
+def test_an_eight_thousand_token_story_stays_within_the_cap(embedded_model_path, closed_after):
     """The cap holds while an 8,000-token story (near the model's 8,192-token window: a
     search is sent no more, `weave.story.context` cuts) is read and searched, with another
     story's fragments in the tree to make room from."""
-    probe = MLXBackend(embedded_model_path)
-    probe.top_logprobs([probe.tokenize(STORY)], 1)
-    per_token = probe.cache_bytes // len(probe.tokenize(STORY))
+    with closing(MLXBackend(embedded_model_path)) as probe:
+        probe.top_logprobs([probe.tokenize(STORY)], 1)
+        per_token = probe.cache_bytes // len(probe.tokenize(STORY))
     cap = per_token * 8_100  # the story and a hundred tokens more
-    backend = MLXBackend(embedded_model_path, kv_cache_bytes=cap, prefill_chunk=512)
+    backend = closed_after(MLXBackend(embedded_model_path, kv_cache_bytes=cap, prefill_chunk=512))
     params = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=10)
     expand(backend, backend.tokenize(STORY * 20), params)  # ~400 tokens to make room from
     story = backend.tokenize(STORY * 600)[:8_000]
@@ -369,10 +408,12 @@ def test_an_eight_thousand_token_story_stays_within_the_cap(embedded_model_path)
     assert backend.cache_bytes <= cap
 
 
-def test_a_search_repeated_after_its_story_was_joined_needs_no_forward(embedded_model_path):
+def test_a_search_repeated_after_its_story_was_joined_needs_no_forward(
+    embedded_model_path, closed_after
+):
     """Joining a story's chunks (and a beam's chain) into one fragment keeps the candidates
     every merged node held: the same search again, or one at a chunk's end, is all cached."""
-    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=16))
     story = backend.tokenize(STORY * 2)
     backend.read_ahead(story, 5, lambda *_: None)  # chunk by chunk, candidates at each end
     chunks = [node for node, _ in backend.tree.match(story).steps]

@@ -25,10 +25,16 @@ SECRET = "sk-test-do-not-leak-0123456789abcdef"
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=8)
 
 
-def backend(url: str, endpoint: str, key: str = "EMPTY", **options) -> OpenAIBackend:
-    return OpenAIBackend(
-        api_key=key, model="smol", base_url=f"{url}/v1", endpoint=endpoint, **options
-    )
+@pytest.fixture
+def backend(closed_after):
+    """`backend(url, endpoint, key="EMPTY", **options)`: a client of `url`'s OpenAI API,
+    closed when the test ends."""
+
+    def client(url: str, endpoint: str, key: str = "EMPTY", **options) -> OpenAIBackend:
+        options |= dict(api_key=key, model="smol", base_url=f"{url}/v1", endpoint=endpoint)
+        return closed_after(OpenAIBackend(**options))
+
+    return client
 
 
 def texts(result) -> list[str]:
@@ -36,7 +42,9 @@ def texts(result) -> list[str]:
 
 
 # -- against vLLM ----------------------------------------------------------------------
-def test_legacy_completions_continue_raw_text_like_the_token_backends(vllm_url, mlx_backend):
+def test_legacy_completions_continue_raw_text_like_the_token_backends(
+    vllm_url, mlx_backend, backend
+):
     openai = backend(vllm_url, "completions")
     [top] = openai.top_logprobs([openai.tokenize("Once upon a time,")], 5)
     [ours] = mlx_backend.top_logprobs([mlx_backend.tokenize("Once upon a time,")], 5)
@@ -46,7 +54,7 @@ def test_legacy_completions_continue_raw_text_like_the_token_backends(vllm_url, 
     assert openai.note is None
 
 
-def test_legacy_chains_equal_depth_by_depth(vllm_url):
+def test_legacy_chains_equal_depth_by_depth(vllm_url, backend):
     openai = backend(vllm_url, "completions")
     ids = openai.tokenize("In the age before man,")
     chained = expand(openai, ids, replace(PARAMS, use_chains=True))
@@ -55,7 +63,7 @@ def test_legacy_chains_equal_depth_by_depth(vllm_url):
     assert chained.stats.forward_calls < plain.stats.forward_calls
 
 
-def test_chat_continues_a_prefilled_answer_so_chains_equal_depth_by_depth(vllm_url):
+def test_chat_continues_a_prefilled_answer_so_chains_equal_depth_by_depth(vllm_url, backend):
     openai = backend(vllm_url, "chat")
     assert openai.prefill and "start of the model's answer" in openai.note
     ids = openai.tokenize("Once upon a time,")
@@ -70,7 +78,7 @@ def test_chat_continues_a_prefilled_answer_so_chains_equal_depth_by_depth(vllm_u
     assert plain.stats.model_tokens > 0 and plain.stats.prefill_tokens > 0
 
 
-def test_chat_with_the_beam_appended_as_on_openai_com(vllm_url):
+def test_chat_with_the_beam_appended_as_on_openai_com(vllm_url, backend):
     openai = backend(vllm_url, "chat")
     openai.prefill = False  # what api.openai.com gets: no assistant prefill there
     assert "appended" in openai.note
@@ -78,15 +86,17 @@ def test_chat_with_the_beam_appended_as_on_openai_com(vllm_url):
     assert result.suggestions and all(s.text for s in result.suggestions)
 
 
-def test_only_openai_com_gets_the_appended_prompt():
-    assert not OpenAIBackend(api_key="k", model="gpt-4o-mini").prefill
-    assert OpenAIBackend(api_key="k", model="m", base_url="http://127.0.0.1:1/v1").prefill
-    assert OpenAIBackend(api_key="k", model="davinci-002").endpoint == "completions"
-    assert OpenAIBackend(api_key="k", model="gpt-4o-mini").endpoint == "chat"
+def test_only_openai_com_gets_the_appended_prompt(closed_after):
+    assert not closed_after(OpenAIBackend(api_key="k", model="gpt-4o-mini")).prefill
+    assert closed_after(
+        OpenAIBackend(api_key="k", model="m", base_url="http://127.0.0.1:1/v1")
+    ).prefill
+    assert closed_after(OpenAIBackend(api_key="k", model="davinci-002")).endpoint == "completions"
+    assert closed_after(OpenAIBackend(api_key="k", model="gpt-4o-mini")).endpoint == "chat"
 
 
 # -- against llama.cpp -----------------------------------------------------------------
-def test_llama_cpp_chat_and_completions(llama_url, mlx_backend):
+def test_llama_cpp_chat_and_completions(llama_url, mlx_backend, backend):
     completions = backend(llama_url, "completions")  # answers in the chat shape there
     [top] = completions.top_logprobs([completions.tokenize("Once upon a time,")], 3)
     [ours] = mlx_backend.top_logprobs([mlx_backend.tokenize("Once upon a time,")], 3)
@@ -99,13 +109,13 @@ def test_llama_cpp_chat_and_completions(llama_url, mlx_backend):
 
 
 # -- tokens as bytes -----------------------------------------------------------------------
-def test_token_bytes_join_split_characters():
+def test_token_bytes_join_split_characters(closed_after):
     legacy = {"logprobs": {"top_logprobs": [{"bytes:\\xe6\\x9d": -0.5}]}}
     assert top_positions(legacy, ValueError) == [[(b"\xe6\x9d", -0.5)]]  # a partial token
     chat = {"logprobs": {"content": [{"top_logprobs": [
         {"token": "\ufffd", "bytes": [0xB1], "logprob": -0.5}]}]}}  # fmt: skip
     assert top_positions(chat, ValueError) == [[(b"\xb1", -0.5)]]  # bytes win over text
-    openai = OpenAIBackend(api_key="k", model="gpt-4o-mini")
+    openai = closed_after(OpenAIBackend(api_key="k", model="gpt-4o-mini"))
     ids = [openai._intern(b"\xe6\x9d"), openai._intern(b"\xb1")]
     assert openai.detokenize(openai.tokenize("The ") + ids) == "The 東"
 
@@ -119,7 +129,7 @@ def test_a_missing_key_says_which_variable_to_set():
         OpenAIBackend(api_key=" ", model="gpt-4o-mini")
 
 
-def test_a_rejected_key_is_clear_and_never_shown(caplog):
+def test_a_rejected_key_is_clear_and_never_shown(caplog, backend):
     reply = {"error": {"message": f"Incorrect API key provided: {SECRET}", "code": "invalid"}}
     caplog.set_level(logging.DEBUG)
     with serving(401, reply) as url:
@@ -144,7 +154,7 @@ def test_a_rejected_key_is_clear_and_never_shown(caplog):
          "unexpected reply"),
     ],
 )  # fmt: skip
-def test_failing_servers_are_clear_errors(status, body, message):
+def test_failing_servers_are_clear_errors(status, body, message, backend):
     with serving(status, body) as url:
         openai = backend(url, "completions")
         with pytest.raises(BackendError, match=message) as error:
@@ -152,7 +162,7 @@ def test_failing_servers_are_clear_errors(status, body, message):
     assert url in str(error.value)
 
 
-def test_unreachable_and_silent_servers_are_clear_errors():
+def test_unreachable_and_silent_servers_are_clear_errors(backend):
     openai = backend(f"http://127.0.0.1:{free_port()}", "chat")
     with pytest.raises(BackendError, match="cannot connect: check OPENAI_BASE_URL"):
         openai.top_logprobs([openai.tokenize("Hello")], 3)

@@ -128,10 +128,10 @@ def test_mlx_accepting_a_sample_then_searching_reads_nothing_again(fresh_mlx_bac
         assert candidate.logprob == pytest.approx(reference[candidate.token_id].item(), abs=1e-3)
 
 
-def test_mlx_progress_reports_the_reading_and_the_draw(embedded_model_path):
+def test_mlx_progress_reports_the_reading_and_the_draw(embedded_model_path, closed_after):
     from backends.mlx.backend import MLXBackend
 
-    backend = MLXBackend(embedded_model_path, prefill_chunk=16)
+    backend = closed_after(MLXBackend(embedded_model_path, prefill_chunk=16))
     context = backend.tokenize(STORY * 2)
     reports = []
     result = ramify(backend, context, PARAMS, progress=reports.append)
@@ -189,8 +189,8 @@ def test_llamacpp_cold_draws_follow_its_greedy_path(llama):
 
 
 # -- vLLM ------------------------------------------------------------------------------------
-def test_vllm_samples_with_its_own_sampler(vllm_url, mlx_backend):
-    vllm = VLLMBackend(vllm_url)
+def test_vllm_samples_with_its_own_sampler(vllm_url, mlx_backend, closed_after):
+    vllm = closed_after(VLLMBackend(vllm_url))
     context = vllm.tokenize(STORY)
     hot = replace(PARAMS, temperature=1.3, min_p=0.0)
     result = ramify(vllm, context, hot)
@@ -208,12 +208,19 @@ def test_vllm_samples_with_its_own_sampler(vllm_url, mlx_backend):
 
 
 # -- OpenAI (vLLM's and llama.cpp's OpenAI endpoints) ------------------------------------------
-def openai_on(url: str, endpoint: str) -> OpenAIBackend:
-    return OpenAIBackend(api_key="EMPTY", model="smol", base_url=f"{url}/v1", endpoint=endpoint)
+@pytest.fixture
+def openai_on(closed_after):
+    """`openai_on(url, endpoint)`: a client of `url`'s OpenAI API, closed when the test ends."""
+
+    def client(url: str, endpoint: str) -> OpenAIBackend:
+        options = dict(api_key="EMPTY", model="smol", base_url=f"{url}/v1", endpoint=endpoint)
+        return closed_after(OpenAIBackend(**options))
+
+    return client
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
-def test_openai_samples_through_vllm(vllm_url, endpoint):
+def test_openai_samples_through_vllm(vllm_url, endpoint, openai_on):
     openai = openai_on(vllm_url, endpoint)
     context = openai.tokenize("Once upon a time,")
     result = ramify(openai, context, PARAMS)
@@ -222,8 +229,8 @@ def test_openai_samples_through_vllm(vllm_url, endpoint):
     assert drawn_ids(ramify(openai, context, PARAMS)) == drawn_ids(result)
 
 
-def test_openai_legacy_samples_are_the_raw_continuation(vllm_url):
-    openai, vllm = openai_on(vllm_url, "completions"), VLLMBackend(vllm_url)
+def test_openai_legacy_samples_are_the_raw_continuation(vllm_url, closed_after, openai_on):
+    openai, vllm = openai_on(vllm_url, "completions"), closed_after(VLLMBackend(vllm_url))
     cold = replace(PARAMS, n=2, temperature=0.0)
     ours = ramify(openai, openai.tokenize(STORY), cold).samples[0]
     theirs = ramify(vllm, vllm.tokenize(STORY), cold).samples[0]
@@ -231,14 +238,14 @@ def test_openai_legacy_samples_are_the_raw_continuation(vllm_url):
     assert ours.logprob == pytest.approx(theirs.logprob, abs=1e-3)
 
 
-def test_openai_samples_through_llama_cpp(llama_url):
+def test_openai_samples_through_llama_cpp(llama_url, openai_on):
     openai = openai_on(llama_url, "chat")
     result = ramify(openai, openai.tokenize("The dragon circled the tower,"), PARAMS)
     assert_well_formed(openai, result, PARAMS)
 
 
 # -- servers that answer badly (loopback stubs) ------------------------------------------------
-def test_a_reply_without_the_drawn_tokens_is_a_clear_error():
+def test_a_reply_without_the_drawn_tokens_is_a_clear_error(closed_after, openai_on):
     routes = {
         "/props": (200, {"total_slots": 2, "model_path": "/models/x.gguf"}),
         "/tokenize": (200, {"tokens": []}),
@@ -246,7 +253,7 @@ def test_a_reply_without_the_drawn_tokens_is_a_clear_error():
         "/completion": (200, {"content": " and then", "completion_probabilities": []}),
     }
     with serving(routes=routes) as url, pytest.raises(BackendError, match="return_tokens"):
-        ramify(LlamaCppBackend(url), [1, 2, 3], PARAMS)
+        ramify(closed_after(LlamaCppBackend(url)), [1, 2, 3], PARAMS)
     with serving(200, {"choices": []}) as url:
         openai = openai_on(url, "chat")
         with pytest.raises(BackendError, match="no choices") as error:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -154,8 +155,10 @@ def test_a_llama_server_reads_a_long_story_apart_with_its_progress(tmp_path):
     (`return_progress`); the search that follows finds the story in its slot. A read no
     longer wanted stops at the next batch."""
     flags = ("-c", "8192", "-b", str(CHUNK), "-ub", str(CHUNK))
-    with llama_server(tmp_path / "llama.log", slots=1, flags=flags) as url:
-        backend = LlamaCppBackend(url)
+    with (
+        llama_server(tmp_path / "llama.log", slots=1, flags=flags) as url,
+        closing(LlamaCppBackend(url)) as backend,
+    ):
         ids = backend.tokenize(LONG)[:1500]
         assert backend.unread(ids) >= 1500
         reports = []
@@ -170,4 +173,3 @@ def test_a_llama_server_reads_a_long_story_apart_with_its_progress(tmp_path):
         with backend.cancellable(lambda: not reports), pytest.raises(Cancelled):
             backend.read_ahead(other, 5, lambda read, total: reports.append(read))
         assert len(reports) == 1
-        backend.close()

@@ -5,6 +5,7 @@ killed with SIGKILL, as a run killed from outside is; its server must not outliv
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +43,17 @@ with running(command, url, log=Path(sys.argv[4]), wait=60):
     time.sleep(3600)
 """
 
+# A run that starts the page as the page tests do (no model behind it), says so, and waits.
+PAGE_RUN = """
+import sys, time
+from pathlib import Path
+from scripts.screenshot import streamlit_app
+env = {"LLOOM_BACKEND": "llamacpp", "LLAMA_API_URL": sys.argv[2]}  # nothing loads
+with streamlit_app(Path(sys.argv[1]), env=env) as (server, url):
+    print(server.pid, url, flush=True)
+    time.sleep(3600)
+"""
+
 
 def answers(url: str) -> bool:
     try:
@@ -68,6 +80,14 @@ def group_gone(group: int, seconds: float) -> bool:
     """Whether process group `group` has no live process left (a zombie an init that does
     not reap leaves behind counts as gone)."""
     return within(seconds, lambda: not live_members(group))
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` is there and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def live_members(group: int) -> list[int]:
@@ -135,3 +155,28 @@ def test_the_servers_of_a_run_still_going_are_left_alone(tmp_path):
         reap_stale_servers()
         assert answers(url)
     assert not answers(url)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+def test_a_page_server_dies_with_the_run_that_started_it(tmp_path):
+    """`streamlit run lloom.py` started as the page tests start it (scripts/screenshot.py's
+    `streamlit_app`) goes with a run killed by SIGKILL: two pages of 950 MB each outlived
+    the run the kernel killed for memory (issue 40)."""
+    model = f"http://127.0.0.1:{free_port()}"
+    run = subprocess.Popen(
+        [sys.executable, "-c", PAGE_RUN, str(tmp_path), model],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        pid, url = run.stdout.readline().split()
+        page = int(pid)
+        assert requests.get(f"{url}/_stcore/health", timeout=10).status_code == 200
+    finally:
+        run.kill()
+        run.wait()
+    try:
+        assert within(20, lambda: not alive(page)), "the page outlived the run that started it"
+        assert group_gone(page, 20)
+    finally:
+        if alive(page):  # not in the run's group: the page alone
+            os.kill(page, signal.SIGKILL)

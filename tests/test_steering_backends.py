@@ -11,6 +11,7 @@ OpenAI-compatible endpoints (no key to OpenAI's own exists here).
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -66,12 +67,10 @@ def check_sent(received: list[list[int]], context: Context) -> None:
 # -- llama.cpp ------------------------------------------------------------------------------
 @pytest.mark.parametrize("story", [STORY, LONG_STORY.rstrip() + "\nTobin said nothing,"])
 def test_llamacpp_is_sent_the_steered_context(llama_url, story):
-    with recording(llama_url) as proxy:
-        backend = LlamaCppBackend(proxy.url)
+    with recording(llama_url) as proxy, closing(LlamaCppBackend(proxy.url)) as backend:
         context = fitted_context(backend, STEERING, story, room=PARAMS.max_depth)
         result = expand(backend, sent_ids(backend, context), PARAMS)
         read = backend.detokenize(list(context.ids))  # the text the model read
-        backend.close()
     assert result.suggestions
     check_text(context.text, story)
     check_text(read, story)
@@ -85,11 +84,9 @@ def test_llamacpp_is_sent_the_steered_context(llama_url, story):
 # -- vLLM -----------------------------------------------------------------------------------
 def test_vllm_is_sent_the_steered_context_trimmed_to_its_window(vllm_url):
     story = LONG_STORY.rstrip() + "\n\n" + LONG_STORY.rstrip() + "\nTobin said nothing,"
-    with recording(vllm_url) as proxy:
-        backend = VLLMBackend(proxy.url)
+    with recording(vllm_url) as proxy, closing(VLLMBackend(proxy.url)) as backend:
         context = fitted_context(backend, STEERING, story, room=PARAMS.max_depth)
         result = expand(backend, sent_ids(backend, context), PARAMS)
-        backend.close()
     assert result.suggestions
     assert context.left_out > 0  # ~2,600 story tokens, a 2,048-token window
     assert context.token_count + PARAMS.max_depth <= backend.context_length
@@ -101,11 +98,10 @@ def test_vllm_is_sent_the_steered_context_trimmed_to_its_window(vllm_url):
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
 def test_openai_is_sent_the_steered_context_as_one_text(llama_url, endpoint):
     with recording(llama_url) as proxy:
-        backend = OpenAIBackend(api_key="EMPTY", model="smol", base_url=f"{proxy.url}/v1",
-                                endpoint=endpoint)  # fmt: skip
-        context = fitted_context(backend, STEERING, STORY, room=PARAMS.max_depth)
-        result = expand(backend, sent_ids(backend, context), PARAMS)
-        backend.close()
+        options = dict(api_key="EMPTY", model="smol", base_url=f"{proxy.url}/v1")
+        with closing(OpenAIBackend(**options, endpoint=endpoint)) as backend:
+            context = fitted_context(backend, STEERING, STORY, room=PARAMS.max_depth)
+            result = expand(backend, sent_ids(backend, context), PARAMS)
     assert result.suggestions
     check_text(context.text, STORY)
     if endpoint == "chat":

@@ -6,6 +6,7 @@ prompt it received is checked), a SillyTavern world-info file read as the lorebo
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 
 from backends.llamacpp import LlamaCppBackend
@@ -46,12 +47,11 @@ def test_expand_sends_memory_note_and_sillytavern_lore(llama_url, tmp_path):
             env={"LLAMA_API_URL": proxy.url},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        backend = LlamaCppBackend(llama_url)
-        read = [backend.detokenize(p) for p in prompts(proxy.bodies("/completion"))]
-        steering = ("A dark tale.", "[Keep it dark.]", 2)
-        fired = (LoreEntry(("Mira",), "Mira is a spy with red hair.", name="Mira"),)
-        expected = fitted_context(backend, Steering(*steering, fired), STORY, room=3).text
-        backend.close()
+        with closing(LlamaCppBackend(llama_url)) as backend:
+            read = [backend.detokenize(p) for p in prompts(proxy.bodies("/completion"))]
+            steering = ("A dark tale.", "[Keep it dark.]", 2)
+            fired = (LoreEntry(("Mira",), "Mira is a spy with red hair.", name="Mira"),)
+            expected = fitted_context(backend, Steering(*steering, fired), STORY, room=3).text
     assert expected == (
         "A dark tale.\nMira is a spy with red hair.\nThe night was cold.\n[Keep it dark.]\n"
         "The wind howled over the moor.\nMira waited by the gate,"

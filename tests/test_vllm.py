@@ -107,8 +107,8 @@ def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm):
     assert first[0].text == " the"
 
 
-def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url):
-    backend = VLLMBackend(vllm_url)
+def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url, closed_after):
+    backend = closed_after(VLLMBackend(vllm_url))
     params = SearchParams(cutoff=0.05, max_depth=8)
     first = expand(backend, backend.tokenize(STORIES[0]), params)
     second = expand(backend, backend.tokenize(STORIES[2]), params)
@@ -160,13 +160,13 @@ def test_usage_counts_round_trips_and_uncached_prompt_tokens(vllm):
     assert spent.model_tokens == spent.prefill_tokens + 1
 
 
-def test_chain_positions_come_as_made_and_a_dropped_chain_stops_the_server(vllm_url):
+def test_chain_positions_come_as_made_and_a_dropped_chain_stops_the_server(vllm_url, closed_after):
     """A streamed chain gives its first positions while the server goes on; once closed,
     the server stops generating: its count of computed tokens settles far below what was
     asked. Counts are read once settled, before and after: the server publishes them a
     little after it computes, and a loaded machine may deliver the close late; a server
     that ignored it would go on to the whole `asked` (~30 s on this CPU server)."""
-    backend = VLLMBackend(vllm_url)
+    backend = closed_after(VLLMBackend(vllm_url))
     ids = backend.tokenize(LONG_STORY.read_text())[:40]
     asked = 400
     before = computed_tokens_once_settled(vllm_url)
@@ -189,8 +189,8 @@ def test_control_tokens_come_from_the_tokenizer_and_are_never_offered(vllm):
     assert result.suggestions and not any("<|" in s.text for s in result.suggestions)
 
 
-def test_the_token_the_server_stops_on_is_learnt(vllm_url):
-    backend = VLLMBackend(vllm_url)
+def test_the_token_the_server_stops_on_is_learnt(vllm_url, closed_after):
+    backend = closed_after(VLLMBackend(vllm_url))
     backend.special_token_ids = frozenset()  # as against a server without /tokenizer_info
     ids = backend.tokenize("<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\nOK.")
     [chain] = backend.greedy_chains([ids], 3, [10])
@@ -199,8 +199,8 @@ def test_the_token_the_server_stops_on_is_learnt(vllm_url):
     assert backend.detokenize([end]) == "<|im_end|>"
 
 
-def test_more_logprobs_than_the_server_allows_are_clamped(vllm_url, caplog):
-    backend = VLLMBackend(vllm_url)
+def test_more_logprobs_than_the_server_allows_are_clamped(vllm_url, caplog, closed_after):
+    backend = closed_after(VLLMBackend(vllm_url))
     ids = backend.tokenize("Once upon a time,")
     with caplog.at_level(logging.WARNING):
         [answer] = backend.top_logprobs([ids], 30)  # the server runs --max-logprobs 20
@@ -228,10 +228,10 @@ def test_a_silent_server_times_out_clearly():
         VLLMBackend(url, timeout=0.5)
 
 
-def test_a_server_that_goes_away_is_an_error_not_an_empty_answer():
+def test_a_server_that_goes_away_is_an_error_not_an_empty_answer(closed_after):
     routes = {"/v1/models": (200, MODELS), **STUB_TOKENIZER}
     with serving(routes=routes) as url:
-        backend = VLLMBackend(url)
+        backend = closed_after(VLLMBackend(url))
     with pytest.raises(BackendError, match="cannot connect"):
         backend.top_logprobs([[1, 2]], 3)
 
@@ -251,10 +251,10 @@ def test_a_server_that_goes_away_is_an_error_not_an_empty_answer():
          "top_logprobs\\['token_id:5'\\] is None, expected a number"),
     ],
 )  # fmt: skip
-def test_bad_replies_are_clear_errors(status, body, message):
+def test_bad_replies_are_clear_errors(status, body, message, closed_after):
     routes = {"/v1/models": (200, MODELS), **STUB_TOKENIZER, "/v1/completions": (status, body)}
     with serving(routes=routes) as url:
-        backend = VLLMBackend(url)
+        backend = closed_after(VLLMBackend(url))
         with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
     assert url in str(error.value)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from contextlib import contextmanager
+from concurrent.futures import Future, InvalidStateError
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from backends.base import Cancelled, Usage
@@ -69,6 +69,15 @@ def usage_of(forwards: list[Forward], contexts: frozenset[Context] | None = None
     return total
 
 
+def _failed(request: Request, job: Future) -> None:
+    """A request whose job failed fails with it (the worker stopped: the backend was
+    closed), unless another job has served it already: else its caller waits forever."""
+    error = job.exception()
+    if error is not None:
+        with suppress(InvalidStateError):
+            request.future.set_exception(error)
+
+
 class Batcher:
     """Joins pending requests into one `run(contexts, k, background) -> (answers,
     forwards)` call on the worker thread (`submit` runs a job there); `background` says
@@ -99,7 +108,7 @@ class Batcher:
         with self._arrived:
             self._pending.append(request)
             self._arrived.notify_all()
-        self._submit(self._serve)
+        self._submit(self._serve).add_done_callback(lambda job: _failed(request, job))
         return request.future
 
     @contextmanager
