@@ -462,7 +462,8 @@ def story_ui(ws: session.Workspace) -> None:
     if page().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
         page().story_shown = shown
-    st.text_area("Story", key="story_text", height=130, on_change=apply_edit, args=(ws,),
+    st.text_area("Story", key="story_text", height=130, on_change=apply_edit,
+                 args=(ws, ws.story_id, ws.cursor),
                  label_visibility="collapsed", placeholder="Write the story here",
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
     end_js = static_text("story_end.html").replace("LENGTH", str(len(ws.text)))
@@ -503,8 +504,10 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
     return ws.offers.draw(ws.cursor)
 
 
-def apply_edit(ws: session.Workspace) -> None:
-    ws.edit(st.session_state.story_text)
+def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
+    """The story box's edit, in the story and at the node the box was drawn for: another
+    widget's callback in the same run (an import) may have opened another story first."""
+    ws.edit_typed(story_id, node_id, st.session_state.story_text)
 
 
 # -- searching ------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""The desk's wrong turns of a writer's evening (issue 41) through AppTest on the fake model:
+every click lands where it says and every import reads right."""
+
+from __future__ import annotations
+
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+from tests.test_page import FIRST, started, story, workspace
+from weave.loom.store import LoomStore
+
+TYPED = "When the tide turned, Mara walked slowly along the shore."
+
+
+def browser_order(at, first: str) -> WidgetStates:
+    """The widget states AppTest would send, the widget keyed `first` moved to the front:
+    the order a browser sends them in, which is the order it first drew each widget (the
+    sidebar's uploader, drawn on the start page, before the story box)."""
+    states = at._tree.get_widget_states()
+    ordered = sorted(states.widgets, key=lambda w: not w.id.endswith(f"-{first}"))
+    return WidgetStates(widgets=ordered)
+
+
+def test_an_edit_typed_in_one_story_never_lands_in_the_story_an_import_opens(fake, data_dir):
+    """Item 1: the story box edited (and the title box) and a file imported in one script
+    run (two reruns the server joined while a long search ran), the uploader's callback
+    first, as the browser orders them: the import makes one new story, untouched; the edit
+    is a branch of the story it was typed in, and the title that story's."""
+    at = started()
+    typed_in = workspace(at).story_id
+    exported = workspace(at).export()
+    at.text_area(key="story_text").set_value(TYPED)
+    at.text_input(key=f"title_{typed_in}").set_value("The tide")
+    [uploader] = [u for u in at.file_uploader if u.key.startswith("import_")]
+    uploader.set_value(("story.json", exported.encode(), "application/json"))
+    at._run(browser_order(at, uploader.key))
+    assert not at.exception
+    store = LoomStore(data_dir)
+    imported = workspace(at).story_id
+    assert imported != typed_in and story(at) == FIRST  # the imported story, as it was
+    assert [n.text for n in store.load(imported).nodes.values()] == ["", FIRST]
+    mine = store.load(typed_in)
+    assert mine.text() == TYPED and mine.node().kind == "edited"  # where it was typed
+    assert len(store.stories()) == 2
+    assert store.info(typed_in).title == "The tide" and store.info(imported).title != "The tide"
+    said = [w.value for w in at.warning if "Your edit" in w.value]
+    assert said and "saved there" in said[0]
