@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
-from tests.test_page import FIRST, started, story, workspace
+from tests.test_page import (
+    FIRST,
+    accept,
+    keep,
+    started,
+    story,
+    suggestions,
+    undo_to,
+    workspace,
+)
 from weave.loom.store import LoomStore
 
 TYPED = "When the tide turned, Mara walked slowly along the shore."
@@ -44,3 +53,23 @@ def test_an_edit_typed_in_one_story_never_lands_in_the_story_an_import_opens(fak
     assert store.info(typed_in).title == "The tide" and store.info(imported).title != "The tide"
     said = [w.value for w in at.warning if "Your edit" in w.value]
     assert said and "saved there" in said[0]
+
+
+def test_go_to_lands_where_its_entry_says_not_on_a_branch_only_kept(fake):
+    """Item 2: a piece taken, a suggestion kept after it (📌: the cursor stays), then back
+    up: Go to's entry that reads as the taken piece goes to it, not to the kept branch
+    folded under it; the kept branch is an entry of its own."""
+    at = started()
+    start = workspace(at).cursor
+    first = suggestions(at)[0]
+    accept(at, 0)  # (and any lone suggestion after it, taken by itself)
+    there, taken = workspace(at).cursor, story(at)
+    keep(at, 0)
+    undo_to(at, start)
+    picker = at.selectbox(key="go_to")
+    labels = picker.options
+    [entry] = [i for i, label in enumerate(labels) if label.lstrip("· ").startswith(first)]
+    picker.select_index(entry).run()
+    assert not at.exception
+    assert workspace(at).cursor == there and story(at) == taken
+    assert any(" — kept" in label for label in labels)  # the kept branch: its own entry
