@@ -8,6 +8,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from tests.test_page import (
     FIRST,
     accept,
+    app,
     keep,
     started,
     story,
@@ -73,3 +74,15 @@ def test_go_to_lands_where_its_entry_says_not_on_a_branch_only_kept(fake):
     assert not at.exception
     assert workspace(at).cursor == there and story(at) == taken
     assert any(" — kept" in label for label in labels)  # the kept branch: its own entry
+
+
+def test_find_shows_its_hit_with_the_spaces_between_the_pieces(fake, data_dir):
+    """Item 3: a phrase across pieces ("…her wet", " grey", " shawl and said…") is listed
+    as the story reads, the spaces at the match's edges kept, the match in bold."""
+    store = LoomStore(data_dir)
+    sid, _ = store.create("She looked at her wet")
+    store.update(sid, lambda loom: loom.accept(" grey").accept(" shawl and said nothing."))
+    at = app()
+    at.text_input(key="find_text").set_value("grey shawl").run()
+    [hit] = [b.label for b in at.sidebar.button if b.key and b.key.startswith("found_")]
+    assert hit.startswith("…She looked at her wet **grey shawl** and said nothing.…"), hit

@@ -13,6 +13,7 @@ The page (`lloom.py`) puts these strings into widgets; the plain-text ones go th
 from __future__ import annotations
 
 import math
+import re
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -395,8 +396,14 @@ def shorten(text: str, limit: int) -> str:
 
 
 def one_line(text: str) -> str:
-    """`text` on one line: each run of whitespace (newlines too) one space."""
+    """`text` on one line: each run of whitespace (newlines too) one space, none at the ends."""
     return " ".join(text.split())
+
+
+def spaced(text: str) -> str:
+    """`text` on one line, each run of whitespace one space, its ends' too: a part of a
+    line that another part continues ("…her wet " before "grey")."""
+    return re.sub(r"\s+", " ", text)
 
 
 # -- text in Streamlit's markdown -------------------------------------------------------
