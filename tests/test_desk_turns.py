@@ -3,6 +3,8 @@ every click lands where it says and every import reads right."""
 
 from __future__ import annotations
 
+import json
+
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
 from tests.test_page import (
@@ -86,3 +88,55 @@ def test_find_shows_its_hit_with_the_spaces_between_the_pieces(fake, data_dir):
     at.text_input(key="find_text").set_value("grey shawl").run()
     [hit] = [b.label for b in at.sidebar.button if b.key and b.key.startswith("found_")]
     assert hit.startswith("…She looked at her wet **grey shawl** and said nothing.…"), hit
+
+
+def upload(at, name: str, doc) -> None:
+    """Drop a file on 📥 Import a story (a fresh uploader after each import)."""
+    [uploader] = [u for u in at.file_uploader if u.key.startswith("import_")]
+    uploader.set_value((name, json.dumps(doc).encode(), "application/json")).run()
+    assert not at.exception
+
+
+SOCKETTEER = {  # socketteer/loom's demo file's shape: its selected node is an empty one
+    "root": {"id": "r", "text": "", "visited": True, "children": [
+        {"id": "s", "text": "", "children": [
+            {"id": "t", "text": "Don't you want to wake up?", "children": [
+                {"id": "u", "text": " You could stay here, too.", "children": []}]},
+            {"id": "f", "text": "FAQ", "children": []}]}]},
+    "chapters": {}, "canonical": [], "memories": {}, "frame": {}, "preferences": {},
+    "workspace": {}, "selected_node_id": "s",
+}  # fmt: skip
+CHAT = {  # an Open Loom v1 tree: one message a node
+    "id": "c", "title": "Hello", "rootNodeId": "m1", "currentNodeId": "m3",
+    "bookmarkedNodes": {}, "systemMessage": "",
+    "nodes": {
+        "m1": {"id": "m1", "text": "Hey what's going on", "author": "user",
+               "parentId": None, "childrenIds": ["m2"]},
+        "m2": {"id": "m2", "text": "Hi! I'm doing well. How are you?", "author": "assistant",
+               "parentId": "m1", "childrenIds": ["m3"]},
+        "m3": {"id": "m3", "text": "I'm good.", "author": "user", "parentId": "m2",
+               "childrenIds": []},
+    },
+}  # fmt: skip
+
+
+def test_an_import_opens_on_a_story_to_read_and_says_in_one_plain_line_what_it_kept(fake):
+    """Item 4: socketteer's demo names an empty node as its current one: the import opens
+    on its richest branch instead, under one plain line (no list of the file's fields)."""
+    at = app()
+    upload(at, "loom_demo.json", SOCKETTEER)
+    assert story(at) == "Don't you want to wake up? You could stay here, too."
+    assert not [i for i in at.info if "The story is empty here" in i.value]
+    [said] = [w.value for w in at.warning if "Imported from" in w.value]
+    assert said == (
+        "Imported from socketteer loom. Kept with the story but not shown here: "
+        "its chapters, memories and 4 of the app's settings."
+    )
+    assert "canonical" not in said and "\n" not in said
+
+
+def test_an_open_loom_v1_chat_reads_as_turns(fake):
+    """Item 4: an Open Loom v1 chat's messages do not run together."""
+    at = app()
+    upload(at, "chat.json", CHAT)
+    assert story(at) == ("Hey what's going on\n\nHi! I'm doing well. How are you?\n\nI'm good.")
