@@ -518,6 +518,7 @@ def search_ui(
     status line, live while a search runs. Returns the suggestions to show: this node's
     only (after a failure, its earlier ones)."""
     line = st.empty()  # a line, not `st.status`: that sleeps 50 ms, and the browser animates it
+    reading = st.empty()  # drawn first thing, it replaces the last run's reading line at once
 
     def searching():
         line.caption(f"⏳ {present.first_status(ws.text)}")
@@ -530,7 +531,8 @@ def search_ui(
     except Cancelled:  # the tab is gone: no one to show anything to
         st.stop()
     if shown.source == "reading":
-        reading_ui(ws)
+        with reading.container():
+            reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
     status = present.shown_status(shown.offer and shown.offer.result, shown.source,
