@@ -4,12 +4,12 @@ and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 
 from weave.desk import session
-from weave.desk.alternatives import Alternatives
+from weave.desk.alternatives import Alternatives, Choice
 
 
 @dataclass
@@ -25,6 +25,8 @@ class PageState:
     settings_for: tuple | None = None  # (story, model's defaults) the sliders were set for
     story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
     alternatives: Alternatives | None = None  # the last alternatives asked for
+    alternative_words: dict[int, tuple[Choice, ...]] = field(default_factory=dict)  # by
+    # row position: the choices there, each read on to its word's end (`Offers.choices`)
     alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
     import_error: str | None = None  # why the last file could not be imported: said once

@@ -4,7 +4,10 @@ every click lands where it says and every import reads right."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
+import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
 from tests.test_page import (
@@ -21,6 +24,7 @@ from tests.test_page import (
 from weave.loom.store import LoomStore
 
 TYPED = "When the tide turned, Mara walked slowly along the shore."
+LONG = (Path(__file__).resolve().parent.parent / "bench" / "long_story.txt").read_text()
 
 
 def browser_order(at, first: str) -> WidgetStates:
@@ -140,3 +144,30 @@ def test_an_open_loom_v1_chat_reads_as_turns(fake):
     at = app()
     upload(at, "chat.json", CHAT)
     assert story(at) == ("Hey what's going on\n\nHi! I'm doing well. How are you?\n\nI'm good.")
+
+
+@pytest.mark.slow
+def test_alternatives_read_the_storys_end_in_words(data_dir):
+    """Item 6, on the real embedded model: the dialog's tokens begin at a word (its window
+    of the story's last tokens began inside "ridden"), the line over the
+    choices names the word and its probability in two figures, and a choice the model
+    began as a word-piece (" Tob") is offered as the word it begins."""
+    at = started(LONG[:1553] + " She looked at her wet grey shawl and said")
+    at.button(key="alt_show").click().run()
+    assert not at.exception
+    rows = at.session_state["page"].alternatives.rows
+    assert rows[0].text[:1].isspace()
+    grey = next(row for row in rows if row.text == " grey")
+    at.text_input(key="alt_pick").set_value(str(grey.position)).run()
+    line = next(m.value for m in at.markdown if m.value.startswith("At "))
+    assert re.fullmatch(r"At “grey” \([\d.]+%\) the model offered:", line), line
+    assert "0.0%" not in line
+    her = next(row for row in reversed(rows) if row.text == " her")
+    at.text_input(key="alt_pick").set_value(str(her.position)).run()
+    labels = [b.label for b in at.button if b.key and b.key.startswith(f"alt_{her.position}_")]
+    pieces = [i for i, c in enumerate(her.top) if c.text in (" M", " Tob")]
+    assert pieces, [c.text for c in her.top]  # what the embedded model offers there
+    for i in pieces:
+        word = labels[i].rsplit(" ", 1)[0]
+        assert len(word) > len(her.top[i].text) and word.startswith("␣"), labels
+    assert all(re.fullmatch(r"\S+ [\d.]+%", label) for label in labels), labels

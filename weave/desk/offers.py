@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backends.base import Backend, BackendError
-from weave.desk.alternatives import Alternatives, alternatives_at
+from backends.base import Backend, BackendError, TokenAlternatives
+from weave.desk.alternatives import Alternatives, Choice, alternatives_at, whole_words
 from weave.desk.lookahead import LookAhead, always
 from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
@@ -253,6 +253,16 @@ class Offers:
         except (BackendError, ValueError) as e:
             return Alternatives(spot.story_id, spot.node_id, error=str(e))
         return alternatives_at(backend, context, spot.story_id, spot.node_id, k=k, last=last)
+
+    def choices(self, backend: Backend, spot: Spot, row: TokenAlternatives) -> tuple[Choice, ...]:
+        """The alternatives at `row` (one of `alternatives`' rows at `spot`) as the writer
+        picks them, each word read on to its end (`whole_words`); where the backend fails
+        to read on, the tokens as the model offered them (they still branch)."""
+        try:
+            context = self.context(backend, spot, room=0)
+            return whole_words(backend, context.ids, row)
+        except (BackendError, ValueError):
+            return tuple(Choice(c.token_id, c.text, c.logprob) for c in row.top)
 
     def _sent(self, backend: Backend, spot: Spot, params: SearchParams) -> list[int]:
         """The ids a search at `spot` with `params` sends: look-ahead keys its searches by

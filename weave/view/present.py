@@ -206,15 +206,22 @@ def story_tokens_html(rows: Sequence[TokenAlternatives], *, picked: int | None =
 
 
 def token_probability(row: TokenAlternatives) -> str:
-    """The probability the model gave a story token, as its tooltip and the dialog say it."""
+    """The probability the model gave a story token, as its tooltip and the dialog say it
+    (two figures however small: "0.021%", never "0.0%")."""
     if row.logprob is None:
         return f"not in the top {len(row.top)}"
-    return f"{math.exp(row.logprob):.1%}"
+    return share_text(math.exp(row.logprob))
 
 
-def alternative_label(candidate) -> str:
+def token_word(text: str) -> str:
+    """A story token as a writer names it: its words ("grey" for " grey"), or its
+    whitespace made visible when it holds nothing else."""
+    return " ".join(text.split()) or editable_text(text) or "∅"
+
+
+def alternative_label(choice) -> str:
     """One alternative as a choice shows it: its visible text and probability."""
-    return f"{editable_text(candidate.text) or '∅'} {math.exp(candidate.logprob):.1%}"
+    return f"{editable_text(choice.text) or '∅'} {share_text(math.exp(choice.logprob))}"
 
 
 def _attribute(text: str) -> str:
