@@ -479,7 +479,8 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
     key = {name: k.shortcut for name, k in keys.MOVES.items()}
     with st.container(horizontal=True, gap="xsmall", vertical_alignment="center"):
         st.button("🔁 Again", on_click=ws.retry, key="again", disabled=not ws.text,
-                  shortcut=key["again"], help="Suggest again here")  # fmt: skip
+                  shortcut=key["again"], help="Search again here (after a failure); where "
+                  "nothing changed, what would give other suggestions")  # fmt: skip
         st.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
                   shortcut=key["undo"],
                   help="Back to the parent: the story before its last piece (before all the "
@@ -499,7 +500,8 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
         clicked = st.button("🎲 Sample", key="sample", shortcut=key["sample"],
                             disabled=backend is None or not ws.text,
                             help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
-    if clicked:
+    asked, page().sample_next = page().sample_next, False  # 🔁 Again's offer (`again_ui`)
+    if (clicked or asked) and backend is not None and ws.text:
         lloom_sampling.sample(ws, backend, lloom_sampling.sample_params(settings))
     return ws.offers.draw(ws.cursor)
 
@@ -539,7 +541,32 @@ def search_ui(
                                   failed=shown.error is not None)  # fmt: skip
     if status:
         line.caption(status)
+    if shown.source == "same":
+        again_ui(params)
     return shown.offer
+
+
+def again_ui(params: SearchParams) -> None:
+    """🔁 Again where nothing changed: the search is exact, so what would give the writer
+    something new is offered instead: samples, or a wider tree (a lower cutoff)."""
+    low = bound_of(SearchParams, "cutoff").low
+    wider = max(low, round(params.cutoff / 2, 2))
+    wider = wider if wider < params.cutoff else None
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
+        st.button("🎲 Sample", key="again_sample", on_click=sample_next)
+        if wider is not None:
+            st.button(f"Cutoff {wider:g}", key="again_wider", on_click=set_cutoff,
+                      args=(wider,), help="A lower cutoff: more tokens start a suggestion "
+                      "of their own")  # fmt: skip
+
+
+def sample_next() -> None:
+    page().sample_next = True  # drawn in this run's moves (`moves_ui`), under its status
+
+
+def set_cutoff(cutoff: float) -> None:
+    st.session_state["cfg_cutoff"] = cutoff
 
 
 @st.fragment(run_every=READING_EVERY_S)
@@ -573,7 +600,7 @@ def error_ui(ws: session.Workspace) -> None:
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
     elif ws.offers.error:
         st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
-                 "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
+                 "suggestions are kept; press *🔁 Again* to retry.", icon="🔌")  # fmt: skip
     for notice in (ws.notice, ws.offers.notice):
         if notice:
             st.warning(md(notice), icon="⚠️")

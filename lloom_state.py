@@ -34,6 +34,7 @@ class PageState:
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
+    sample_next: bool = False  # draw samples in this run: what 🔁 Again offered was taken
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
 
 

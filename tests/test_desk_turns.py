@@ -15,7 +15,9 @@ from tests.test_page import (
     accept,
     app,
     keep,
+    offer,
     started,
+    status_line,
     story,
     suggestions,
     undo_to,
@@ -171,3 +173,23 @@ def test_alternatives_read_the_storys_end_in_words(data_dir):
         word = labels[i].rsplit(" ", 1)[0]
         assert len(word) > len(her.top[i].text) and word.startswith("␣"), labels
     assert all(re.fullmatch(r"\S+ [\d.]+%", label) for label in labels), labels
+
+
+def test_again_where_nothing_changed_offers_what_would_differ(fake):
+    """Item 7: 🔁 Again with the same story and settings does not pretend to search (the
+    search is exact: the same 25 rows "from cache, 0.0 s"); it says the tree is the same
+    and offers samples or a wider cutoff, each of which gives something new."""
+    at = started()
+    shown, calls = suggestions(at), len(fake.calls)
+    at.button(key="again").click().run()
+    assert not at.exception and len(fake.calls) == calls  # no search
+    assert suggestions(at) == shown
+    found = len(offer(at).result.suggestions)  # (the first LISTED are rows)
+    assert status_line(at).startswith(f"✔️ The same {found} suggestions: nothing here")
+    cutoff = offer(at).params.cutoff
+    at.button(key="again_wider").click().run()
+    assert offer(at).params.cutoff == cutoff / 2 and len(fake.calls) > calls  # searched
+    assert not any(b.key == "again_wider" for b in at.button)  # said once
+    at.button(key="again").click().run()
+    at.button(key="again_sample").click().run()
+    assert not at.exception and workspace(at).offers.draw(workspace(at).cursor) is not None

@@ -421,7 +421,8 @@ def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefil
     assert offer(at).result.stats.prefill_tokens == 0
     assert "prefill tokens: **0**" in sidebar_stats(at)
     go_to(at, start)
-    at.button(key="again").click().run()  # back at the start, searched again: all held
+    at.button(key="again").click().run()  # back at the start: the same tree, nothing searched
+    at.button(key="again_wider").click().run()  # searched wider: the story is all held
     assert offer(at).result.stats.prefill_tokens == 0 and not backend_error(at)
 
 
@@ -1162,7 +1163,8 @@ def test_the_start_page_says_first_that_the_model_cannot_be_used(data_dir, monke
 @pytest.mark.slow
 def test_a_search_answered_from_the_cache_says_so(data_dir):
     at = started()  # the real embedded model: its fragment tree keeps every answer
-    at.button(key="again").click().run()  # the same search: nothing to compute
+    fewer = at.slider(key="cfg_max_suggestions").value - 1
+    at.slider(key="cfg_max_suggestions").set_value(fewer).run()  # the same tree: no forward
     assert not at.exception
     assert "from cache, 0.0 s · " in status_line(at)  # not "0 tokens/s"
     assert offer(at).result.stats.forward_calls == 0

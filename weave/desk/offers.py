@@ -83,6 +83,11 @@ class Offers:
         again once it is read); without, the search reads it in line. Raises the
         backend's `Cancelled` (the tab is gone)."""
         model = backend.model_name if backend is not None else None
+        if self.forced and _key(spot, params) != self.failed:
+            kept = self.offer(spot, params, model=model)
+            if kept is not None:  # the search is exact: again, it would make the same tree
+                self.forced = False
+                return Shown(kept, "same")
         if backend is not None and self._needs_search(spot, params, model=model):
             ready = not self.forced and self._ready_ahead(backend, spot, params)
             reading = None if ready or alive is None else self._read(backend, spot, params, alive)
@@ -154,7 +159,10 @@ class Offers:
             return None
 
     def retry(self) -> None:
-        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
+        """'Suggest again': search once more where the last search failed or nothing is kept
+        (the suggestions shown stay until it succeeds); where the suggestions kept were
+        made with these very parameters, steering, bans and model, `show` answers them as
+        "same": the search would only make them again."""
         self.forced, self.failed = True, None
 
     def suggest(

@@ -308,10 +308,22 @@ def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> s
     there is nothing to say (no suggestions, or the node's earlier ones)."""
     if failed:
         return "⚠️ No suggestions: see below"
+    if result is not None and source == "same":
+        n = len(result.suggestions)
+        return (f"✔️ The same {n} suggestion{'s' if n != 1 else ''}: nothing here changed "
+                "since they were made, and the search makes the same tree each time")  # fmt: skip
     if result is None or source not in ("searched", "ahead", "kept"):
         return None
     kind = {"ahead": source == "ahead", "kept": source == "kept"}
     return f"✔️ {md(search_status(result, **kind))}"
+
+
+def again_hint(cutoff: float, wider: float | None) -> str:
+    """What 🔁 Again says when searching again would give the same tree: what would differ
+    (`wider`: a lower cutoff to offer, None when the cutoff is as low as it goes)."""
+    widen = (f", or widen the tree: cutoff {cutoff:g} → {wider:g} (more beginnings of "
+             "suggestions)" if wider is not None else "")  # fmt: skip
+    return f"For other suggestions here: draw samples (chance takes other ways on){widen}."
 
 
 def draw_status(result: RamifyResult) -> str:
