@@ -185,7 +185,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
-            suggestions_ui(ws, offer, prefix_space, shading)
+            ahead = backend is not None and settings.lookahead_rows(backend.name) > 0
+            suggestions_ui(ws, offer, prefix_space, shading, ahead=ahead)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         if draw is not None:  # below the suggestions: they stay on the first screen
@@ -540,7 +541,8 @@ def search_ui(
     status = present.shown_status(shown.offer and shown.offer.result, shown.source,
                                   failed=shown.error is not None)  # fmt: skip
     if status:
-        line.caption(status)
+        result = shown.offer.result if shown.offer is not None else None
+        line.caption(status, help=present.search_figures(result) if result else None)
     if shown.source == "same":
         again_ui(params)
     return shown.offer
@@ -639,10 +641,11 @@ def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> Non
 
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
-                   shading: bool) -> None:  # fmt: skip
+                   shading: bool, *, ahead: bool) -> None:  # fmt: skip
     """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
-    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`). The
-    first LISTED, until the writer lists them all.
+    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
+    under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
+    lists them all.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -663,8 +666,9 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
             suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
         more_rows_ui(len(suggestions))
-        st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one in its row "
-                   f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it.")  # fmt: skip
+        bars = present.bar_caption(offer.params.score, ahead=ahead)
+        st.caption(f"{bars} ✏️ edits one in its row (Enter takes it), 📌 keeps one as a "
+                   f"branch, {ACCEPT} takes it.")  # fmt: skip
 
 
 def more_rows_ui(count: int) -> None:
@@ -689,8 +693,8 @@ def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[flo
     its part of the best one's; its text, each token shaded by its probability."""
     html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
     part, filled = share
-    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}">'
-              f"{present.share_html(part)}</span>")  # fmt: skip
+    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
+              f'title="{present.SHARE_TITLE}">{present.share_html(part)}</span>')  # fmt: skip
     offer_row(row, html, figure, rank)
 
 

@@ -472,7 +472,7 @@ def row_samples(run: Evening) -> Outcome:
     sample = page.get_by_role("button", name=re.compile("^🎲 Sample"))
     done = probe.timed_click(page, sample, ready=drawn)
     box = page.locator(".st-key-samples")
-    figures = [float(t) for t in box.locator(".share").all_inner_texts()]
+    figures = [float(t.strip("<%")) for t in box.locator(".share").all_inner_texts()]
     whole = all(box.locator(ROW).evaluate_all(WHOLE))  # no sample's text cut
     widths = box.locator(ROW_TEXT).evaluate_all(WIDTHS)
     suggestion_width = min(page.locator(f".st-key-suggestions {ROW_TEXT}").evaluate_all(WIDTHS))
@@ -484,7 +484,7 @@ def row_samples(run: Evening) -> Outcome:
         f"{len(figures)} rows in {done.seconds:.1f} s, {min(widths, default=0):.0f} px wide "
         f"as the suggestions' ({suggestion_width:.0f} px), text whole: {whole}, best first: "
         f"{best_first} "
-        f"({', '.join(f'{f:.1f}' for f in figures)}); top suggestion still in view: "
+        f"({', '.join(f'{f:g}%' for f in figures)}); top suggestion still in view: "
         f"{first_in_view}",
         fixed=best_first and full and whole and first_in_view,
     )

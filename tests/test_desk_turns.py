@@ -193,3 +193,24 @@ def test_again_where_nothing_changed_offers_what_would_differ(fake):
     at.button(key="again").click().run()
     at.button(key="again_sample").click().run()
     assert not at.exception and workspace(at).offers.draw(workspace(at).cursor) is not None
+
+
+def test_the_page_says_its_figures_as_a_writer_reads_them(fake, monkeypatch):
+    """Item 8: the search's line says how varied the suggestions are and how sure the
+    model is, its figures a hover away; the caption under the rows says what ⚡ marks;
+    a sample's figure is its share of the draw, its log-probability a hover away."""
+    monkeypatch.setenv("LLOOM_LOOKAHEAD", "2")
+    at = started()
+    [line] = [c for c in at.caption if c.value.startswith("✔️")]
+    assert "effective choices" not in line.value and "tokens/s" not in line.value
+    assert re.search(r"ways on|favourite", line.value) and "the model" in line.value
+    assert "effective choices" in line.help and "tokens/s" in line.help
+    under = next(c.value for c in at.caption if c.value.startswith("Bars:"))
+    assert "⚡: its next suggestions are ready" in under
+    at.slider(key="smp_n").set_value(3).run()
+    at.button(key="sample").click().run()
+    figures = re.findall(r'<span class="share" title="([^"]*)"[^>]*>([^<]*)</span>',
+                         " ".join(m.value for m in at.markdown))  # fmt: skip
+    assert len(figures) == 3
+    assert all(re.fullmatch(r"[\d.]+%", shown) for _, shown in figures), figures
+    assert all("log-probabilities summed: -" in title for title, _ in figures)

@@ -31,6 +31,15 @@ FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
 SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
+# how varied: fewer effective choices than each number, these words ("many ways on" past)
+VARIETY = (
+    (1.5, "one clear favourite"),
+    (3.5, "two or three ways on"),
+    (8.0, "a handful of ways on"),
+)
+# how sure: at least this part of the model's probability, these words
+SURENESS = ((0.5, "the model is sure of these"), (0.05, "the model finds these likely"))
+SHARE_TITLE = "Its share of the list (see the line under it); ⚡: its next suggestions are ready"
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 MARKDOWN = set("\\`*_[]<>$~|")  # characters markdown reads as markup
 LINE_START = set("#-+=")  # ... and at the start of a line
@@ -260,13 +269,28 @@ def share_text(share: float) -> str:
     return f"{percent:.{decimals}f}%"
 
 
+def sample_shares(logprobs: Sequence[float]) -> list[float]:
+    """Each sample's share of the samples' probability (from its tokens' log-probabilities
+    summed), as a row's figure reads: they add up to 1."""
+    if not logprobs:
+        return []
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]  # shifted: no underflow
+    return [w / sum(weights) for w in weights]
+
+
 def share_html(share: float) -> str:
     """`share_text` inside HTML."""
     return share_text(share).replace("<", "&lt;")
 
 
-def bar_caption(score: Score) -> str:
-    """What the bars measure, in words."""
+def bar_caption(score: Score, *, ahead: bool = False) -> str:
+    """What the bars measure, in words (`ahead`: and what a ⚡ mark by one says)."""
+    said = _bars(score)
+    return f"{said} ⚡: its next suggestions are ready (made while you read)." if ahead else said
+
+
+def _bars(score: Score) -> str:
     if score == "lloom":
         return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
     if score == "words":
@@ -276,8 +300,10 @@ def bar_caption(score: Score) -> str:
 
 
 def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = False) -> str:
-    """The search's one-line summary: from look-ahead (made while the writer read), kept
-    from an earlier search (none made now), from the cache, or its time and speed."""
+    """The search's one line as a writer reads it: how many, from where or how long (from
+    look-ahead while the writer read, kept from an earlier search, from the cache, or its
+    time), and what they are worth in words (`worth_words`); the figures behind those
+    words are `search_figures`', a hover away."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if result.pruned:  # the bans panel lists which
@@ -289,13 +315,32 @@ def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = Fal
     elif from_cache(s):
         line = f"{found} from cache, {s.seconds:.1f} s"
     else:
-        rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-        line = f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
-    return f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+        line = f"{found} in {s.seconds:.1f} s"
+    return f"{line} · {worth_words(result.suggestions)}" if result.suggestions else line
+
+
+def search_figures(result: SearchResult) -> str:
+    """The figures behind a search's line (its tooltip): speed, and what the suggestions
+    are worth (`worth_text`)."""
+    s = result.stats
+    rate = f"{s.model_tokens / s.seconds:,.0f} tokens/s" if s.seconds > 0 else "no time"
+    worth_part = f" · {worth_text(result.suggestions)}" if result.suggestions else ""
+    return f"{s.model_tokens:,} model tokens, {rate}{worth_part}"
+
+
+def worth_words(suggestions: Sequence[Suggestion]) -> str:
+    """What the suggestions are worth as a writer says it: how varied the ways on are
+    (their effective choices) and how sure the model is of them (the part of its
+    probability they hold)."""
+    w = worth([s.probability for s in suggestions])
+    varied = next((said for most, said in VARIETY if w.effective_choices < most), "many ways on")
+    sure = next((said for least, said in SURENESS if w.mass_covered >= least),
+                "the model could go many other ways")  # fmt: skip
+    return f"{varied}; {sure}"
 
 
 def worth_text(suggestions: Sequence[Suggestion]) -> str:
-    """What the suggestions are worth (`weave.search.worth`), in words."""
+    """What the suggestions are worth (`weave.search.worth`), in its figures."""
     w = worth([s.probability for s in suggestions])
     return (f"{share_text(w.mass_covered)} of the model's probability in "
             f"{w.effective_choices:.1f} effective choices (sampling: at least about "
