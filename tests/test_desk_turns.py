@@ -214,3 +214,16 @@ def test_the_page_says_its_figures_as_a_writer_reads_them(fake, monkeypatch):
     assert len(figures) == 3
     assert all(re.fullmatch(r"[\d.]+%", shown) for _, shown in figures), figures
     assert all("log-probabilities summed: -" in title for title, _ in figures)
+
+
+def test_keep_says_what_it_kept(fake):
+    """Item 9: 📌 Keep's only confirmation was a greyed button: a toast says it now."""
+    at = started()
+    kept = suggestions(at)[1]
+    keep(at, 1)
+    assert not at.exception
+    [toast] = [t.value for t in at.toast]
+    assert toast.startswith("Kept as a branch here: “") and kept.strip()[:10] in toast
+    assert story(at) == FIRST  # the writer stays
+    at.button(key="bookmark").click().run()
+    assert not at.toast  # said once
