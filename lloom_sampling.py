@@ -48,14 +48,15 @@ def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> Non
         if draw is None:
             status.update(label="No samples: see below", state="error")
         else:
-            status.update(label=present.draw_status(draw.result), state="complete")
+            status.update(label=present.draw_status(draw.result, asked=params.n),
+                          state="complete")  # fmt: skip
 
 
 def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
     """The samples drawn here, likeliest first: each its share of the samples' probability
     over a bar as long as its part of the best one's (its log-probability a hover away),
     its text, ✏️, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
+    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result, asked=draw.params.n)}")
     space = "p" if prefix_space else "n"
     samples = draw.result.samples
     shares = present.sample_shares([sample.logprob for sample in samples])

@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
+import backends
+from tests.fake_backend import StoryFake
 from tests.test_page import (
     FIRST,
     accept,
     app,
     keep,
     offer,
+    spaced_table,
     started,
     status_line,
     story,
@@ -24,6 +27,7 @@ from tests.test_page import (
     workspace,
 )
 from weave.loom.store import LoomStore
+from weave.story.bans import BanRule, Bans
 
 TYPED = "When the tide turned, Mara walked slowly along the shore."
 LONG = (Path(__file__).resolve().parent.parent / "bench" / "long_story.txt").read_text()
@@ -227,3 +231,26 @@ def test_keep_says_what_it_kept(fake):
     assert story(at) == FIRST  # the writer stays
     at.button(key="bookmark").click().run()
     assert not at.toast  # said once
+
+
+@pytest.fixture
+def spaced(data_dir, monkeypatch) -> StoryFake:
+    """The fake model whose every story goes on with " the" or "a" (tests/test_page.py)."""
+    backend = StoryFake(table=spaced_table)
+    monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
+    return backend
+
+
+def test_a_draw_says_how_many_of_the_samples_asked_the_bans_cut(spaced):
+    """Item 9: 8 samples asked, some cut by a ban: the list says "of 8" and why, never a
+    bare smaller count."""
+    at = started()
+    workspace(at).set_bans(Bans((BanRule("the"),)))
+    at.slider(key="smp_n").set_value(8).run()
+    at.button(key="sample").click().run()
+    assert not at.exception
+    drawn = workspace(at).offers.draw(workspace(at).cursor).result
+    cut = len(drawn.pruned)
+    assert cut and len(drawn.samples) + cut == 8  # the fake offers " the" at every turn
+    [line] = [m.value for m in at.markdown if m.value.startswith("**🎲 Samples**")]
+    assert f"{len(drawn.samples)} of 8 samples" in line and f"🚫 {cut} cut by the bans" in line

@@ -371,11 +371,17 @@ def again_hint(cutoff: float, wider: float | None) -> str:
     return f"For other suggestions here: draw samples (chance takes other ways on){widen}."
 
 
-def draw_status(result: RamifyResult) -> str:
-    """A draw's one-line summary: its samples, time and speed."""
-    s, n = result.stats, len(result.samples)
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
+def draw_status(result: RamifyResult, *, asked: int) -> str:
+    """A draw's one-line summary: its samples (of the `asked` for, with why any are
+    missing: cut by the bans, or not going on from the word being typed) and its time."""
+    s, n, cut = result.stats, len(result.samples), len(result.pruned)
+    line = f"{n} of {asked} samples" if n < asked else f"{n} sample{'s' if n != 1 else ''}"
+    line += f" in {s.seconds:.1f} s"
+    if cut:
+        line += f" · 🚫 {cut} cut by the bans"
+    if (astray := asked - n - cut) > 0:
+        line += f" · {astray} did not go on from the word you were typing"
+    return line
 
 
 def when(seconds: float) -> str:
