@@ -90,8 +90,10 @@ def confirm(flag: str, action, story_id: str) -> None:
 def story_info_ui(ws: session.Workspace) -> None:
     st.subheader("Story")
     key = f"title_{ws.story_id}"
-    st.text_input("Title", value=ws.title, key=key, on_change=rename,
-                  args=(ws, ws.story_id, key))  # fmt: skip
+    if page().title_shown != (ws.story_id, ws.title):  # renamed, or its opening rewritten
+        st.session_state[key] = ws.title
+        page().title_shown = (ws.story_id, ws.title)
+    st.text_input("Title", key=key, on_change=rename, args=(ws, ws.story_id, key))
     st.button("📚 All stories · new story", key="close", on_click=ws.close)
 
 

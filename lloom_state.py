@@ -24,6 +24,7 @@ class PageState:
     confirm_purge: str | None = None
     settings_for: tuple | None = None  # (story, model's defaults) the sliders were set for
     story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
+    title_shown: tuple[str, str] | None = None  # (story, title) in the sidebar's title box
     alternatives: Alternatives | None = None  # the last alternatives asked for
     alternative_words: dict[int, tuple[Choice, ...]] = field(default_factory=dict)  # by
     # row position: the choices there, each read on to its word's end (`Offers.choices`)

@@ -254,3 +254,19 @@ def test_a_draw_says_how_many_of_the_samples_asked_the_bans_cut(spaced):
     assert cut and len(drawn.samples) + cut == 8  # the fake offers " the" at every turn
     [line] = [m.value for m in at.markdown if m.value.startswith("**🎲 Samples**")]
     assert f"{len(drawn.samples)} of 8 samples" in line and f"🚫 {cut} cut by the bans" in line
+
+
+def test_an_untitled_story_is_titled_by_its_opening_as_it_reads_now(fake, data_dir):
+    """Item 9: a story started from "Once upon a time," and rewritten whole in the story
+    box is titled by what it begins with now, in the sidebar, the tab and the library."""
+    at = started()
+    at.text_area(key="story_text").set_value(TYPED).run()
+    sid = workspace(at).story_id
+    assert (
+        at.text_input(key=f"title_{sid}").value
+        == "When the tide turned, Mara walked slowly along …"
+    )
+    assert LoomStore(data_dir).info(sid).title == workspace(at).title
+    at.text_input(key=f"title_{sid}").set_value("The tide").run()  # a title given stays
+    at.text_area(key="story_text").set_value(FIRST).run()
+    assert at.text_input(key=f"title_{sid}").value == "The tide"

@@ -148,10 +148,12 @@ class Workspace:
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
             settings = self.store.settings(self.story_id)  # another tab may have steered
+            title = self.store.info(self.story_id).title  # renamed, or its opening rewritten
         except StoreError as e:
             self.library.failed(e, reading=True)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
+        self.title = title
         self._take_settings(settings)
 
     # -- opening and closing ------------------------------------------------------------
