@@ -278,9 +278,12 @@ def open_from_url(ws: session.Workspace) -> None:
         return
     page().url_read = True
     story_id = st.query_params.get("story")
-    opened = story_id and ws.open(story_id, st.query_params.get("node"))
-    if story_id and not opened and ws.save_error is None:  # else storage_ui says why
-        page().url_missing = story_id
+    if not story_id:
+        return
+    begun = ws.library.ids_starting(story_id)  # an id cut short (sync_url writes it whole)
+    opened = ws.open(begun[0] if len(begun) == 1 else story_id, st.query_params.get("node"))
+    if not opened and ws.save_error is None:  # else storage_ui says why
+        page().url_missing = (story_id, len(begun))
 
 
 def sync_url(ws: session.Workspace) -> None:
@@ -318,8 +321,11 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             icon="💾",
         )
     missing, page().url_missing = page().url_missing, None
-    if missing:
-        st.warning(f"No story {md(missing)} of yours here: it may have been purged, or be "
+    if missing and missing[1] > 1:
+        st.warning(f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
+                   "link's whole story id, or open one below.", icon="🔎")  # fmt: skip
+    elif missing:
+        st.warning(f"No story {md(missing[0])} of yours here: it may have been purged, or be "
                    "another writer's.", icon="🔎")  # fmt: skip
 
 

@@ -18,7 +18,8 @@ class PageState:
 
     ws: session.Workspace
     url_read: bool = False  # the URL's story and node were opened (once per session)
-    url_missing: str | None = None  # a story the URL named that is not here (said once)
+    url_missing: tuple[str, int] | None = None  # a story the URL named that is not here,
+    # and how many of the writer's stories begin with what it named (said once)
     backend_error: str | None = None  # why the backend cannot be used (until retried)
     confirm_delete: str | None = None  # the story whose deletion awaits a yes
     confirm_purge: str | None = None

@@ -270,3 +270,13 @@ def test_an_untitled_story_is_titled_by_its_opening_as_it_reads_now(fake, data_d
     at.text_input(key=f"title_{sid}").set_value("The tide").run()  # a title given stays
     at.text_area(key="story_text").set_value(FIRST).run()
     assert at.text_input(key=f"title_{sid}").value == "The tide"
+
+
+def test_a_story_id_cut_short_in_the_url_opens_the_one_story_it_begins(fake):
+    """Item 9: a link whose story id lost its end opened the start page: the one story of
+    the writer's it begins opens, and the URL gets the whole id."""
+    sid = workspace(started()).story_id
+    at = app(story=sid[:8])
+    assert not at.exception and workspace(at).story_id == sid and story(at) == FIRST
+    assert at.query_params["story"] == sid
+    assert not [w for w in at.warning if "No story" in w.value]
