@@ -188,7 +188,8 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
-            suggestions_ui(ws, offer, prefix_space, shading)
+            ahead = backend is not None and settings.lookahead_rows(backend.name) > 0
+            suggestions_ui(ws, offer, prefix_space, shading, ahead=ahead)
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         if draw is not None:  # below the suggestions: they stay on the first screen
@@ -280,9 +281,12 @@ def open_from_url(ws: session.Workspace) -> None:
         return
     page().url_read = True
     story_id = st.query_params.get("story")
-    opened = story_id and ws.open(story_id, st.query_params.get("node"))
-    if story_id and not opened and ws.save_error is None:  # else storage_ui says why
-        page().url_missing = story_id
+    if not story_id:
+        return
+    begun = ws.library.ids_starting(story_id)  # an id cut short (sync_url writes it whole)
+    opened = ws.open(begun[0] if len(begun) == 1 else story_id, st.query_params.get("node"))
+    if not opened and ws.save_error is None:  # else storage_ui says why
+        page().url_missing = (story_id, len(begun))
 
 
 def sync_url(ws: session.Workspace) -> None:
@@ -320,8 +324,11 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             icon="💾",
         )
     missing, page().url_missing = page().url_missing, None
-    if missing:
-        st.warning(f"No story {md(missing)} of yours here: it may have been purged, or be "
+    if missing and missing[1] > 1:
+        st.warning(f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
+                   "link's whole story id, or open one below.", icon="🔎")  # fmt: skip
+    elif missing:
+        st.warning(f"No story {md(missing[0])} of yours here: it may have been purged, or be "
                    "another writer's.", icon="🔎")  # fmt: skip
 
 
@@ -481,7 +488,8 @@ def story_ui(ws: session.Workspace) -> None:
     if page().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
         page().story_shown = shown
-    st.text_area("Story", key="story_text", height=130, on_change=apply_edit, args=(ws,),
+    st.text_area("Story", key="story_text", height=130, on_change=apply_edit,
+                 args=(ws, ws.story_id, ws.cursor),
                  label_visibility="collapsed", placeholder="Write the story here",
                  help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
     end_js = static_text("story_end.html").replace("LENGTH", str(len(ws.text)))
@@ -497,7 +505,8 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
     key = {name: k.shortcut for name, k in keys.MOVES.items()}
     with st.container(horizontal=True, gap="xsmall", vertical_alignment="center"):
         st.button("🔁 Again", on_click=ws.retry, key="again", disabled=not ws.text,
-                  shortcut=key["again"], help="Suggest again here")  # fmt: skip
+                  shortcut=key["again"], help="Search again here (after a failure); where "
+                  "nothing changed, what would give other suggestions")  # fmt: skip
         st.button("↩ Undo", on_click=ws.undo, disabled=ws.undo_target() is None, key="undo",
                   shortcut=key["undo"],
                   help="Back to the parent: the story before its last piece (before all the "
@@ -517,13 +526,16 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
         clicked = st.button("🎲 Sample", key="sample", shortcut=key["sample"],
                             disabled=backend is None or not ws.text,
                             help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
-    if clicked:
+    asked, page().sample_next = page().sample_next, False  # 🔁 Again's offer (`again_ui`)
+    if (clicked or asked) and backend is not None and ws.text:
         lloom_sampling.sample(ws, backend, lloom_sampling.sample_params(settings))
     return ws.offers.draw(ws.cursor)
 
 
-def apply_edit(ws: session.Workspace) -> None:
-    ws.edit(st.session_state.story_text)
+def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
+    """The story box's edit, in the story and at the node the box was drawn for: another
+    widget's callback in the same run (an import) may have opened another story first."""
+    ws.edit_typed(story_id, node_id, st.session_state.story_text)
 
 
 # -- searching ------------------------------------------------------------------------------
@@ -534,6 +546,7 @@ def search_ui(
     status line, live while a search runs. Returns the suggestions to show: this node's
     only (after a failure, its earlier ones)."""
     line = st.empty()  # a line, not `st.status`: that sleeps 50 ms, and the browser animates it
+    reading = st.empty()  # drawn first thing, it replaces the last run's reading line at once
 
     def searching():
         line.caption(f"⏳ {present.first_status(ws.text)}")
@@ -546,14 +559,41 @@ def search_ui(
     except Cancelled:  # the tab is gone: no one to show anything to
         st.stop()
     if shown.source == "reading":
-        reading_ui(ws)
+        with reading.container():
+            reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
     status = present.shown_status(shown.offer and shown.offer.result, shown.source,
                                   failed=shown.error is not None)  # fmt: skip
     if status:
-        line.caption(status)
+        result = shown.offer.result if shown.offer is not None else None
+        line.caption(status, help=present.search_figures(result) if result else None)
+    if shown.source == "same":
+        again_ui(params)
     return shown.offer
+
+
+def again_ui(params: SearchParams) -> None:
+    """🔁 Again where nothing changed: the search is exact, so what would give the writer
+    something new is offered instead: samples, or a wider tree (a lower cutoff)."""
+    low = bound_of(SearchParams, "cutoff").low
+    wider = max(low, round(params.cutoff / 2, 2))
+    wider = wider if wider < params.cutoff else None
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
+        st.button("🎲 Sample", key="again_sample", on_click=sample_next)
+        if wider is not None:
+            st.button(f"Cutoff {wider:g}", key="again_wider", on_click=set_cutoff,
+                      args=(wider,), help="A lower cutoff: more tokens start a suggestion "
+                      "of their own")  # fmt: skip
+
+
+def sample_next() -> None:
+    page().sample_next = True  # drawn in this run's moves (`moves_ui`), under its status
+
+
+def set_cutoff(cutoff: float) -> None:
+    st.session_state["cfg_cutoff"] = cutoff
 
 
 @st.fragment(run_every=READING_EVERY_S)
@@ -587,7 +627,7 @@ def error_ui(ws: session.Workspace) -> None:
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
     elif ws.offers.error:
         st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
-                 "suggestions are kept; press *Suggest again* to retry.", icon="🔌")  # fmt: skip
+                 "suggestions are kept; press *🔁 Again* to retry.", icon="🔌")  # fmt: skip
     for notice in (ws.notice, ws.offers.notice):
         if notice:
             st.warning(md(notice), icon="⚠️")
@@ -626,10 +666,11 @@ def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> Non
 
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
-                   shading: bool) -> None:  # fmt: skip
+                   shading: bool, *, ahead: bool) -> None:  # fmt: skip
     """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
-    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`). The
-    first LISTED, until the writer lists them all.
+    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
+    under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
+    lists them all.
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
@@ -650,8 +691,9 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
             suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
         more_rows_ui(len(suggestions))
-        st.caption(f"{present.bar_caption(offer.params.score)} ✏️ edits one in its row "
-                   f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it.")  # fmt: skip
+        bars = present.bar_caption(offer.params.score, ahead=ahead)
+        st.caption(f"{bars} ✏️ edits one in its row (Enter takes it), 📌 keeps one as a "
+                   f"branch, {ACCEPT} takes it.")  # fmt: skip
 
 
 def more_rows_ui(count: int) -> None:
@@ -676,8 +718,8 @@ def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[flo
     its part of the best one's; its text, each token shaded by its probability."""
     html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
     part, filled = share
-    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}">'
-              f"{present.share_html(part)}</span>")  # fmt: skip
+    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
+              f'title="{present.SHARE_TITLE}">{present.share_html(part)}</span>')  # fmt: skip
     offer_row(row, html, figure, rank)
 
 

@@ -15,7 +15,7 @@ import lloom_bans
 from backends import Backend
 from lloom_state import page
 from weave.desk import session
-from weave.desk.alternatives import Alternatives, branch_text
+from weave.desk.alternatives import Alternatives, Choice, branch_text
 from weave.view import present
 from weave.view.present import md
 
@@ -44,7 +44,7 @@ def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
         with st.spinner("Reading the story's tokens…"):
             shown = ws.offers.alternatives(backend, ws.spot, k=ALTERNATIVES_K,
                                            last=ALTERNATIVE_TOKENS)  # fmt: skip
-        page().alternatives = shown
+        page().alternatives, page().alternative_words = shown, {}
     if shown.unsupported:
         st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
                 "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
@@ -55,25 +55,29 @@ def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
     if not shown.rows:
         st.info("The story is too short here: no token of it has alternatives.")
         return
-    alternatives_picker(ws, shown)
+    alternatives_picker(ws, backend, shown)
 
 
-def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
+def alternatives_picker(ws: session.Workspace, backend: Backend, shown: Alternatives) -> None:
     """The story's last tokens, the one picked outlined (a click picks another), then the
-    model's alternatives there, each a button that branches the loom with it."""
+    model's alternatives there, each read on to its word's end, each a button that
+    branches the loom with it."""
     box = st.session_state.get(ALT_PICK, "")
     row = shown.row_at(int(box) if box.isdigit() else None)
+    words = page().alternative_words
+    if row.position not in words:
+        words[row.position] = ws.offers.choices(backend, ws.spot, row)
     st.markdown(present.story_tokens_html(shown.rows, picked=row.position),
                 unsafe_allow_html=True)  # fmt: skip
     st.text_input("Token picked", key=ALT_PICK, label_visibility="collapsed")
     st.html(TOKEN_CLICK.read_text(), unsafe_allow_javascript=True)
     st.caption("Shaded by the probability the model gave each token (hover for it). Click a "
                "word for the model's alternatives there; click one to branch with it.")  # fmt: skip
-    st.markdown(f"At **{md(present.editable_text(row.text) or '∅')}** "
+    st.markdown(f"At “{md(present.token_word(row.text))}” "
                 f"({present.token_probability(row)}) the model offered:")  # fmt: skip
     banned = lloom_bans.banned_alternatives(ws, list(shown.rows), shown.rows.index(row))
     with st.container(horizontal=True, gap="small"):
-        for i, choice in enumerate(row.top):
+        for i, choice in enumerate(words[row.position]):
             own = choice.token_id == row.token_id
             label = ("🚫 " if i in banned else "") + present.alternative_label(choice)
             st.button(label, key=f"alt_{row.position}_{i}", disabled=own,
@@ -88,7 +92,7 @@ def choice_help(banned: str | None, own: bool) -> str:
     return said if banned is None else f"{said} (the bans would prune it: {banned})"
 
 
-def branch_at(ws: session.Workspace, shown: Alternatives, row, choice) -> None:
+def branch_at(ws: session.Workspace, shown: Alternatives, row, choice: Choice) -> None:
     try:
         ws.edit(branch_text(ws.text, shown.rows, row, choice), how="alternative")
         close_alternatives()

@@ -49,9 +49,12 @@ def find_ui(ws: Workspace) -> None:
 def label(ws: Workspace, match: Found) -> str:
     """The match in bold within the text around it, and the story's title when another."""
     room = max(10, (LABEL_CHARS - len(match.match)) // 2)
-    before = present.one_line(match.before)[-room:]
-    after = present.one_line(match.after)[:room]
-    text = f"…{md(before)}**{md(present.one_line(match.match))}**{md(after)}…"
+    found = present.one_line(match.match)  # in bold: markdown's ** holds no edge space
+    lead = match.match[: len(match.match) - len(match.match.lstrip())]
+    trail = match.match[len(match.match.rstrip()) :]
+    before = present.spaced(match.before + lead)[-room:]  # the spaces between pieces kept
+    after = present.spaced(trail + match.after)[:room]
+    text = f"…{md(before)}**{md(found)}**{md(after)}…"
     other = not ws.started or match.story_id != ws.story_id
     return f"{text} · 📖 {md(present.shorten(match.title, 30))}" if other else text
 

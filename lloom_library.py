@@ -90,7 +90,10 @@ def confirm(flag: str, action, story_id: str) -> None:
 def story_info_ui(ws: session.Workspace) -> None:
     st.subheader("Story")
     key = f"title_{ws.story_id}"
-    st.text_input("Title", value=ws.title, key=key, on_change=rename, args=(ws, key))
+    if page().title_shown != (ws.story_id, ws.title):  # renamed, or its opening rewritten
+        st.session_state[key] = ws.title
+        page().title_shown = (ws.story_id, ws.title)
+    st.text_input("Title", key=key, on_change=rename, args=(ws, ws.story_id, key))
     st.button("📚 All stories · new story", key="close", on_click=ws.close)
 
 
@@ -108,5 +111,5 @@ def bookmarks_ui(ws: session.Workspace) -> None:
                   width="stretch")  # fmt: skip
 
 
-def rename(ws: session.Workspace, key: str) -> None:
-    ws.rename(st.session_state[key])
+def rename(ws: session.Workspace, story_id: str, key: str) -> None:
+    ws.rename(story_id, st.session_state[key])

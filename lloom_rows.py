@@ -99,5 +99,11 @@ def accept_row(row: Row) -> None:
 
 
 def keep_row(row: Row) -> None:
+    """📌 Keep, said where the writer is looking (the greyed button alone said nothing)."""
     page().editing_row = None
+    before = len(row.ws.loom.nodes)
     row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
+    if len(row.ws.loom.nodes) > before:
+        text = present.shorten(present.one_line(row.shown() or row.piece.text), 40)
+        st.toast(f"Kept as a branch here: “{present.md(text)}”. It waits in the story tree "
+                 "and Go to; you stay where you are.", icon="📌")  # fmt: skip

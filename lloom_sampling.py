@@ -6,7 +6,6 @@ draw is `Offers.sample`'s (n8loom's ramify, `weave.search.ramify`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import streamlit as st
@@ -49,19 +48,25 @@ def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> Non
         if draw is None:
             status.update(label="No samples: see below", state="error")
         else:
-            status.update(label=present.draw_status(draw.result), state="complete")
+            status.update(label=present.draw_status(draw.result, asked=params.n),
+                          state="complete")  # fmt: skip
 
 
 def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
-    """The samples drawn here, best (highest log-probability) first: each its log-p over a
-    bar as long as its probability's part of the best one's, its text, ✏️, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result)}")
+    """The samples drawn here, likeliest first: each its share of the samples' probability
+    over a bar as long as its part of the best one's (its log-probability a hover away),
+    its text, ✏️, 📌 and ➜."""
+    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result, asked=draw.params.n)}")
     space = "p" if prefix_space else "n"
-    ranked = sorted(enumerate(draw.result.samples), key=lambda s: -s[1].logprob)
+    samples = draw.result.samples
+    shares = present.sample_shares([sample.logprob for sample in samples])
+    ranked = sorted(enumerate(samples), key=lambda s: -s[1].logprob)
     with st.container(key="samples", gap=None):
         for i, sample in ranked:  # the key keeps the draw's order: a box keeps its sample
             row = Row(ws, draw.piece(sample), f"smp_{draw.tag}_{space}_{i}", prefix_space)
-            filled = math.exp(sample.logprob - ranked[0][1].logprob)
-            figure = (f'<span class="share" title="Its tokens\' log-probabilities, summed" '
-                      f'style="--filled: {filled:.0%}">{sample.logprob:.1f}</span>')  # fmt: skip
+            filled = shares[i] / max(shares)
+            title = (f"Its share of these samples' probability (its tokens' log-probabilities "
+                     f"summed: {sample.logprob:.1f})")  # fmt: skip
+            figure = (f'<span class="share" title="{title}" style="--filled: {filled:.0%}">'
+                      f"{present.share_html(shares[i])}</span>")  # fmt: skip
             offer_row(row, present.sample_html(sample.text, prefix_space=prefix_space), figure)

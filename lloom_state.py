@@ -4,12 +4,12 @@ and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 
 from weave.desk import session
-from weave.desk.alternatives import Alternatives
+from weave.desk.alternatives import Alternatives, Choice
 
 
 @dataclass
@@ -18,13 +18,17 @@ class PageState:
 
     ws: session.Workspace
     url_read: bool = False  # the URL's story and node were opened (once per session)
-    url_missing: str | None = None  # a story the URL named that is not here (said once)
+    url_missing: tuple[str, int] | None = None  # a story the URL named that is not here,
+    # and how many of the writer's stories begin with what it named (said once)
     backend_error: str | None = None  # why the backend cannot be used (until retried)
     confirm_delete: str | None = None  # the story whose deletion awaits a yes
     confirm_purge: str | None = None
     settings_for: tuple | None = None  # (story, model's defaults) the sliders were set for
     story_shown: tuple[str, str, str] | None = None  # (story, node, text) in the story box
+    title_shown: tuple[str, str] | None = None  # (story, title) in the sidebar's title box
     alternatives: Alternatives | None = None  # the last alternatives asked for
+    alternative_words: dict[int, tuple[Choice, ...]] = field(default_factory=dict)  # by
+    # row position: the choices there, each read on to its word's end (`Offers.choices`)
     alternatives_open: bool = False  # the Alternatives dialog is open
     imports: int = 0  # files imported (each import gets a fresh uploader)
     import_error: str | None = None  # why the last file could not be imported: said once
@@ -32,6 +36,7 @@ class PageState:
     switch_to: str | None = None  # the model picked, to load in this run
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
+    sample_next: bool = False  # draw samples in this run: what 🔁 Again offered was taken
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
 
 

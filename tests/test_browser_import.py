@@ -52,9 +52,9 @@ def test_a_socketteer_loom_imports_through_the_page_and_leaves_as_open_loom(tmp_
                 }
             ]  # fmt: skip
         )
-        page.get_by_text("Imported as socketteer loom").first.wait_for()
+        page.get_by_text("Imported from socketteer loom").first.wait_for()
         wait_idle(page)
-        assert "chapters" in page.get_by_text("Imported as socketteer loom").first.text_content()
+        assert "chapters" in page.get_by_text("Imported from socketteer loom").first.text_content()
         assert story_text(page) == "The lighthouse keeper woke to a ship's horn."
         (info,) = LoomStore(tmp_path).stories()
         loom = LoomStore(tmp_path).load(info.id)

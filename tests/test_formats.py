@@ -67,7 +67,7 @@ def test_a_socketteer_loom_keeps_its_texts_shape_cursor_bookmarks_and_chapters(t
                                  "c": "The rain rose upward."}  # fmt: skip
     assert [c.id for c in loom.children("r")] == ["a", "b"] and loom.cursor == "c"
     assert loom.bookmarks == {"a"}
-    assert said.startswith("Imported as socketteer loom.") and "chapters" in said
+    assert said.startswith("Imported from socketteer loom.") and "chapters" in said
     kept = store.settings(story_id)[IMPORTED_KEY]
     assert kept["extensions"]["socketteer-loom"]["chapters"] == SOCKETTEER["chapters"]
     assert kept["nodes"]["a"]["extensions"]["socketteer-loom"]["text_attributes"]
@@ -101,7 +101,7 @@ def test_an_open_loom_v1_tree_keeps_order_authors_times_and_bookmark_labels(tmp_
         },
     }  # fmt: skip
     loom, store, story_id, said = imported(tmp_path, doc)
-    assert said == "Imported as Open Loom v1." and store.info(story_id).title == "Marie"
+    assert said == "Imported from Open Loom v1." and store.info(story_id).title == "Marie"
     assert [c.id for c in loom.children("n1")] == ["n2", "n3"]  # childrenIds' order, not the map's
     assert loom.text("n3") == "Marie sang." and loom.cursor == "n3" and loom.bookmarks == {"n3"}
     assert loom.node("n1").created == 700000000 + 978307200  # Swift's 2001 epoch
@@ -123,7 +123,7 @@ def test_a_loomsidian_note_keeps_its_tree_current_node_and_ui_state(tmp_path):
         },
     }  # fmt: skip
     loom, store, story_id, said = imported(tmp_path, note)
-    assert said == "Imported as Loomsidian." and loom.text() == "Dear diary, today I flew."
+    assert said == "Imported from Loomsidian." and loom.text() == "Dear diary, today I flew."
     assert loom.bookmarks == {"k1"} and loom.node("k1").provenance.author == "mixed"
     kept = store.settings(story_id)[IMPORTED_KEY]
     assert kept["nodes"]["k1"]["extensions"]["loomsidian"]["collapsed"] is True
@@ -146,7 +146,7 @@ def test_an_exoloom_tree_keeps_children_order_bookmarks_and_pruned_nodes(tmp_pat
                  "zoom": 2},
     }  # fmt: skip
     loom, store, story_id, said = imported(tmp_path, doc)
-    assert said == "Imported as ExoLoom." and [c.id for c in loom.children("x0")] == ["x1", "x2"]
+    assert said == "Imported from ExoLoom." and [c.id for c in loom.children("x0")] == ["x1", "x2"]
     assert loom.bookmarks == {"x2"} and loom.text("x1") == "Go west."
     kept = store.settings(story_id)[IMPORTED_KEY]
     assert kept["nodes"]["x1"]["meta"] == {"pruned": True}
@@ -219,9 +219,8 @@ def test_a_basemode_export_keeps_its_checked_out_path_and_context_nodes(tmp_path
          "checked_out": True, "metadata": {"bookmarked": True, "rating": 2}},
     ]}  # fmt: skip
     loom, store, story_id, said = imported(tmp_path, doc)
-    assert (
-        said == "Imported as basemode-loom. Kept aside (LLooM cannot show them): 1 context node(s)."
-    )
+    assert said == ("Imported from basemode-loom. Kept with the story but not shown here: "
+                    "1 context node(s).")  # fmt: skip
     assert loom.cursor == "s" and loom.text() == "Night. Smoke." and loom.bookmarks == {"s"}
     assert loom.node("q").provenance.model == "gpt2" and loom.node("p").kind == "typed"
     kept = store.settings(story_id)[IMPORTED_KEY]

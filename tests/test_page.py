@@ -199,8 +199,7 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
             "Tree .json", "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
-    assert "tokens/s · " in status_line(at)
-    assert status_line(at).endswith(present.worth_text(offer(at).result.suggestions))
+    assert status_line(at).endswith(present.worth_words(offer(at).result.suggestions))
     assert "<svg" in story_tree(at)  # drawn when its tab is shown
     assert branch(at) == "branch 1 of 1"
     assert at.button(key="undo").disabled is False  # back to the empty start
@@ -335,7 +334,7 @@ def test_backend_error_keeps_story_and_suggestions(fake):
     at = started()
     shown = suggestions(at)
     fake.down = True
-    at.button(key="again").click().run()
+    at.slider(key="cfg_max_suggestions").set_value(len(shown) - 1).run()  # a search: it fails
     assert not at.exception
     assert story(at) == FIRST
     assert suggestions(at) == shown
@@ -343,7 +342,7 @@ def test_backend_error_keeps_story_and_suggestions(fake):
     assert "connection refused" in message and "127.0.0.1:9" in message
     fake.down = False
     at.button(key="again").click().run()
-    assert not backend_error(at) and suggestions(at) == shown
+    assert not backend_error(at) and suggestions(at) and offer(at).node_id == workspace(at).cursor
 
 
 def test_a_backend_that_cannot_load_leaves_the_page_working(data_dir, monkeypatch):
@@ -423,7 +422,8 @@ def test_the_real_model_suggests_and_accepting_or_switching_back_costs_no_prefil
     assert offer(at).result.stats.prefill_tokens == 0
     assert "prefill tokens: **0**" in sidebar_stats(at)
     go_to(at, start)
-    at.button(key="again").click().run()  # back at the start, searched again: all held
+    at.button(key="again").click().run()  # back at the start: the same tree, nothing searched
+    at.button(key="again_wider").click().run()  # searched wider: the story is all held
     assert offer(at).result.stats.prefill_tokens == 0 and not backend_error(at)
 
 
@@ -1177,7 +1177,8 @@ def test_the_start_page_says_first_that_the_model_cannot_be_used(data_dir, monke
 @pytest.mark.slow
 def test_a_search_answered_from_the_cache_says_so(data_dir):
     at = started()  # the real embedded model: its fragment tree keeps every answer
-    at.button(key="again").click().run()  # the same search: nothing to compute
+    fewer = at.slider(key="cfg_max_suggestions").value - 1
+    at.slider(key="cfg_max_suggestions").set_value(fewer).run()  # the same tree: no forward
     assert not at.exception
     assert "from cache, 0.0 s · " in status_line(at)  # not "0 tokens/s"
     assert offer(at).result.stats.forward_calls == 0

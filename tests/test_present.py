@@ -26,6 +26,7 @@ from weave.view.present import (
     cache_note,
     editable_text,
     few_suggestions_hint,
+    search_figures,
     search_status,
     share_text,
     shown_text,
@@ -187,10 +188,10 @@ def test_a_search_answered_from_the_cache_says_so(fresh_mlx_backend):
     params = SearchParams(max_suggestions=10)
     first = expand(fresh_mlx_backend, story, params)
     again = expand(fresh_mlx_backend, story, params)
-    worth = (r" · [\d.]+% of the model's probability in [\d.]+ effective choices "
-             r"\(sampling: at least about [\d,]+ draws for as much\)")  # fmt: skip
-    made = r"10 suggestions in \d+\.\d s · [\d,]+ tokens/s"
+    worth = r"( · (one clear favourite|[a-z ]+ ways on); the model [a-z ]+)"
+    made = r"10 suggestions in \d+\.\d s"
     assert re.fullmatch(made + worth, search_status(first))
+    assert "tokens/s" in search_figures(first) and "effective choices" in search_figures(first)
     assert cache_note(first.stats) is None
     assert again.stats.forward_calls == 0
     assert re.fullmatch("10 suggestions from cache, 0.0 s" + worth, search_status(again))
@@ -237,7 +238,7 @@ def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
     positions = re.findall(r'<span data-lloom-at="(\d+)" tabindex="-1" role="button"', html)
     assert positions == [str(row.position) for row in rows]  # what a click posts; none picked
     first = ihtml.unescape(titles[0])
-    assert re.match(r"\d+\.\d% · ", first)
+    assert re.match(r"\d+(\.\d+)?% · ", first)  # two figures, however small
     assert alternative_label(rows[0].top[0]) in first
 
 
@@ -248,7 +249,7 @@ def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
     assert "rgba(255, 160, 0, 0.00)" in html
     title = re.search(r'title="([^"]*)"', html).group(1)
     assert "<" not in title and '"' not in title
-    assert ihtml.unescape(title) == 'not in the top 1 · "><b> 50.0%'
+    assert ihtml.unescape(title) == 'not in the top 1 · "><b> 50%'
     assert seen(html) == " *x*↵" and "*" not in re.sub(r"&#\d+;", "", html)
 
 

@@ -107,7 +107,7 @@ def test_the_cli_imports_any_format_and_exports_open_loom(tmp_path):
     assert done.returncode == 0 and len(story_id) == 12, done.stderr
     assert (
         done.stderr
-        == "Imported as socketteer loom. Kept aside (LLooM cannot show them): chapters.\n"
+        == "Imported from socketteer loom. Kept with the story but not shown here: its chapters.\n"
     )
     out = loom_cli(tmp_path, "export", story_id, "--format", "openloom")
     doc = json.loads(out.stdout)

@@ -176,9 +176,10 @@ def test_titles_list_rename_delete_restore_purge(tmp_path):
     store = LoomStore(tmp_path)
     first, _ = store.create("  Once   upon\na time  ")
     second, _ = store.create("second story")
+    assert store.info(first).title == "Once upon"  # its first line (issue 34)
     store.update(first, lambda lm: lm.edit("Something else entirely"))
     assert [i.id for i in store.stories()] == [first, second]  # last changed first
-    assert store.info(first).title == "Once upon"  # its first line (issue 34)
+    assert store.info(first).title == "Something else entirely"  # as it reads now (issue 41)
     store.rename(first, "My fox tale")
     assert store.info(first).title == "My fox tale"
     with pytest.raises(InvalidInput, match="title needs a visible character; the old title"):

@@ -3,8 +3,11 @@
 `alternatives_at` asks the backend what it offered at each of the story's last tokens
 under the context the node's searches send (memory, lore and note are read, never
 branched at: `weave.story.model_context.story_alternatives`), and answers `Alternatives`:
-the rows, or why there are none. `branch_text` is the story a loom edit branches with
-when the writer picks another token there. The context comes from the tab's memo
+the rows from the first that begins a word (a window of tokens may begin inside one:
+"ara had kept…"), or why there are none. `whole_words` reads each alternative that ends in
+a letter on to its word's end, the model's likeliest way (" sh" is " shrugged"), so that a
+writer picks words, not word-pieces. `branch_text` is the story a loom edit branches with
+when the writer picks one. The context comes from the tab's memo
 (`weave.desk.offers.Offers.alternatives`); this module keeps nothing.
 """
 
@@ -13,9 +16,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError, Candidate, TokenAlternatives
+from backends.base import Backend, BackendError, TokenAlternatives
 from weave.story.context import Context
 from weave.story.model_context import story_alternatives
+
+WORD_TOKENS = 4  # tokens an alternative is read on by, at most, to its word's end
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One alternative at a story token as the writer picks it: the token the model
+    offered (`token_id`, its `logprob`) and its `text` read on to the end of the word it
+    begins."""
+
+    token_id: int
+    text: str
+    logprob: float
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,7 @@ class Alternatives:
 
 
 def branch_text(
-    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Candidate
+    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Choice
 ) -> str:
     """The story up to the token `at`, then `choice` in its place: what a loom edit
     branches with when the writer picks another token there.
@@ -72,4 +88,34 @@ def alternatives_at(
         return Alternatives(*where, error=str(e))
     if rows is None:
         return Alternatives(*where, unsupported=True)
-    return Alternatives(*where, rows=tuple(rows))
+    return Alternatives(*where, rows=tuple(from_a_word(rows)))
+
+
+def from_a_word(rows: Sequence[TokenAlternatives]) -> Sequence[TokenAlternatives]:
+    """The rows from the first whose token begins a word (all of them where none does)."""
+    first = next((i for i, row in enumerate(rows) if row.text[:1].isspace()), 0)
+    return rows[first:]
+
+
+def whole_words(
+    backend: Backend, ids: Sequence[int], row: TokenAlternatives, *, most: int = WORD_TOKENS
+) -> tuple[Choice, ...]:
+    """The alternatives of `row` (a row of `ids`, the context its alternatives were asked
+    for) as choices, each that ends in a letter read on by the model's likeliest tokens
+    while they continue its word (at most `most`): one `top_logprobs` call a token for
+    all of them. Raises `BackendError`."""
+    before = list(ids[: row.position])
+    texts = {i: c.text for i, c in enumerate(row.top)}
+    going = {i: [c.token_id] for i, c in enumerate(row.top) if c.text[-1:].isalpha()}
+    for _ in range(most):
+        if not going:
+            break
+        asked = list(going)
+        answers = backend.top_logprobs([before + going[i] for i in asked], 1)
+        for i, top in zip(asked, answers, strict=True):
+            if not top or not top[0].text[:1].isalpha():  # a space, a mark: the word ended
+                del going[i]
+                continue
+            texts[i] += top[0].text
+            going[i].append(top[0].token_id)
+    return tuple(Choice(c.token_id, texts[i], c.logprob) for i, c in enumerate(row.top))

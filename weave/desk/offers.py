@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backends.base import Backend, BackendError
-from weave.desk.alternatives import Alternatives, alternatives_at
+from backends.base import Backend, BackendError, TokenAlternatives
+from weave.desk.alternatives import Alternatives, Choice, alternatives_at, whole_words
 from weave.desk.lookahead import LookAhead, always
 from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
@@ -84,6 +84,11 @@ class Offers:
         again once it is read); without, the search reads it in line. Raises the
         backend's `Cancelled` (the tab is gone)."""
         model = backend.model_name if backend is not None else None
+        if self.forced and _key(spot, params) != self.failed:
+            kept = self.offer(spot, params, model=model)
+            if kept is not None:  # the search is exact: again, it would make the same tree
+                self.forced = False
+                return Shown(kept, "same")
         if backend is not None and self._needs_search(spot, params, model=model):
             ready = not self.forced and self._ready_ahead(backend, spot, params)
             reading = None if ready or alive is None else self._read(backend, spot, params, alive)
@@ -155,7 +160,10 @@ class Offers:
             return None
 
     def retry(self) -> None:
-        """'Suggest again': search once more; the suggestions shown stay until it succeeds."""
+        """'Suggest again': search once more where the last search failed or nothing is kept
+        (the suggestions shown stay until it succeeds); where the suggestions kept were
+        made with these very parameters, steering, bans and model, `show` answers them as
+        "same": the search would only make them again."""
         self.forced, self.failed = True, None
 
     def suggest(
@@ -254,6 +262,16 @@ class Offers:
         except (BackendError, ValueError) as e:
             return Alternatives(spot.story_id, spot.node_id, error=str(e))
         return alternatives_at(backend, context, spot.story_id, spot.node_id, k=k, last=last)
+
+    def choices(self, backend: Backend, spot: Spot, row: TokenAlternatives) -> tuple[Choice, ...]:
+        """The alternatives at `row` (one of `alternatives`' rows at `spot`) as the writer
+        picks them, each word read on to its end (`whole_words`); where the backend fails
+        to read on, the tokens as the model offered them (they still branch)."""
+        try:
+            context = self.context(backend, spot, room=0)
+            return whole_words(backend, context.ids, row)
+        except (BackendError, ValueError):
+            return tuple(Choice(c.token_id, c.text, c.logprob) for c in row.top)
 
     def _sent(self, backend: Backend, spot: Spot, params: SearchParams) -> list[int]:
         """The ids a search at `spot` with `params` sends: look-ahead keys its searches by

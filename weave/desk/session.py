@@ -148,10 +148,12 @@ class Workspace:
         try:  # a read that works does not clear `save_error`: it says what failed last
             stored = self.store.load(self.story_id)
             settings = self.store.settings(self.story_id)  # another tab may have steered
+            title = self.store.info(self.story_id).title  # renamed, or its opening rewritten
         except StoreError as e:
             self.library.failed(e, reading=True)
             return
         self.loom = stored.at(self.cursor) if self.cursor in stored.nodes else stored
+        self.title = title
         self._take_settings(settings)
 
     # -- opening and closing ------------------------------------------------------------
@@ -226,6 +228,26 @@ class Workspace:
                 node_id,
             )
             self.lone = self.lone.armed()
+
+    def edit_typed(self, story_id: str, node_id: str, text: str) -> None:
+        """The writer's edit typed in story `story_id` at `node_id`: `edit` while this tab
+        is in that story; else (another callback of the same script run, an import, opened
+        another story first) a branch saved in the story it was typed in, said in `notice`,
+        the tab staying where it is. An edit never lands in a story it was not typed in."""
+        if story_id == self.story_id:
+            self.edit(text)
+            return
+        text, made = without_surrogates(text), Provenance("typed")
+        move = lambda loom: loom.at(node_id).edit(text, provenance=made)  # noqa: E731
+        try:
+            saved = self._save(lambda: self.store.update(story_id, move))
+        except NoSuchNode:
+            saved = None
+        title = self.library.title(story_id) or "the story you were in"
+        said = (f"Your edit to “{title}” was saved there as a new branch; you are in the "
+                "story you opened." if saved is not None else f"Your edit to “{title}” could "
+                f"not be saved there ({self.save_error or 'its node is gone'}).")  # fmt: skip
+        self.notice = f"{self.notice} {said}" if self.notice else said
 
     def accept(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Take a suggestion as shown (maybe edited): a child of the node it was made for.
@@ -346,17 +368,24 @@ class Workspace:
             self._stand_ins[made] = theirs.id
 
     # -- the story's title, settings and file ------------------------------------------
-    def rename(self, title: str) -> None:
-        self.title = self.library.rename(self.story_id, title)
+    def rename(self, story_id: str, title: str) -> None:
+        """Give story `story_id` a title (the story whose title box it was typed in, which
+        another callback of the same run may have left)."""
+        title = self.library.rename(story_id, title)
+        if story_id == self.story_id:
+            self.title = title
 
     def import_file(self, data: bytes | str) -> str | None:
         """Open a loom file (LLooM's or another tool's) as a new story: None when it worked
         (`notice` then says another tool's format and what was kept aside), else what is
-        wrong."""
+        wrong (or that it was imported but cannot be opened yet)."""
         story_id, said = self.library.import_json(data)
         if story_id is None:
             return said
-        self.open(story_id)
+        if not self.open(story_id):  # this story's moves are not saved: it stays open
+            return (f"the file was imported as “{self.library.title(story_id)}”, but this "
+                    "story stays open until its changes are saved; open it from the library "
+                    "then")  # fmt: skip
         self.notice = said or unshowable_import(data)  # said: another tool's file
         return None
 

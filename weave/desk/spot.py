@@ -22,7 +22,7 @@ from weave.story.bans import Bans, Guard
 from weave.story.steering import Steering
 from weave.view.present import accepted_text
 
-SOURCES = ("searched", "ahead", "kept", "earlier", "reading", "none")  # a `Shown`'s sources
+SOURCES = ("searched", "ahead", "kept", "same", "earlier", "reading", "none")  # a `Shown`'s sources
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,11 @@ class Spot:
 class Shown:
     """What a node offers for the parameters asked, and where it came from (`source`):
     "searched" now; "ahead", made by look-ahead while the writer read; "kept" from before
-    (in this tab or saved); "earlier", none for these parameters but the node's latest
-    (after a failure); "reading", the node's latest (or none) while the story is read in
-    the background before its search (`reading`: how far, `weave.desk.reading`); "none".
+    (in this tab or saved); "same", the kept ones when 🔁 Again asked for a search that
+    would make them again (nothing changed); "earlier", none for these parameters but the
+    node's latest (after a failure); "reading", the node's latest (or none) while the
+    story is read in the background before its search (`reading`: how far,
+    `weave.desk.reading`); "none".
     `lone`: a lone suggestion searched now, which LLooM's rule accepts by itself
     (`Workspace.take_lone`). `error`: why a search made now failed."""
 

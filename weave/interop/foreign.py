@@ -78,17 +78,18 @@ class Imported:
     left_out: tuple[str, ...] = ()
 
     def message(self) -> str:
-        """One line for the writer: the format found, and what was kept aside."""
-        said = f"Imported as {self.format}."
+        """One plain line for the writer: the format found, and what was kept aside."""
+        said = f"Imported from {self.format}."
         if self.left_out:
-            said += " Kept aside (LLooM cannot show them): " + "; ".join(self.left_out) + "."
+            said += (" Kept with the story but not shown here: " + "; ".join(self.left_out)
+                     + ".")  # fmt: skip
         return said
 
 
 def build(tree: ForeignTree) -> Imported:
-    """The story `tree` holds, open at its current node (else at the end of its first
-    branch). Raises ValueError naming a duplicate id, a missing parent
-    (an orphan) or a cycle."""
+    """The story `tree` holds, open at its current node (the last visited) where the story
+    there has text, else at the end of its richest branch (the most text). Raises
+    ValueError naming a duplicate id, a missing parent (an orphan) or a cycle."""
     if not tree.nodes:
         raise ValueError("it holds no nodes")
     least = sum(len(n.text) + 2 * len(n.id) for n in tree.nodes) + NODE_BYTES * len(tree.nodes)
@@ -113,7 +114,7 @@ def build(tree: ForeignTree) -> Imported:
         root_id = synthetic = root_id or _fresh_id(by_id)
     nodes = [] if synthetic is None else [_synthetic_root(root_id, tree)]
     nodes += [_native(n, n.parent or synthetic, tree) for n in ordered]
-    current = tree.current if tree.current in by_id else _first_leaf(ordered, root_id)
+    current = _opening(tree.current, ordered, by_id, kept=tree.lloom is not None)
     doc = {"format": "lloom-loom", "version": 1, "id": "", "title": tree.title,
            "created": _time_or_now(tree.created), "settings": {}, "root": root_id,
            "cursor": current, "checkouts": {}, "suggestions": {},
@@ -165,15 +166,20 @@ def _parents_first(nodes: list[ForeignNode], by_id: dict) -> list[ForeignNode]:
     return ordered
 
 
-def _first_leaf(nodes: list[ForeignNode], root_id: str) -> str:
-    """Where a file that names no current node opens: down the first children to a leaf."""
-    first: dict[str | None, str] = {}
-    for node in nodes:
-        first.setdefault(node.parent, node.id)
-    at = first.get(None, root_id)
-    while at in first:
-        at = first[at]
-    return at
+def _opening(current: str | None, nodes: list[ForeignNode], by_id: dict, *, kept: bool) -> str:
+    """Where the story opens: the file's current node when the story there has text (or,
+    `kept`, a story LLooM wrote: its cursor as it was), else the leaf whose story has the
+    most (the first such in the file's order): a file that names none, or names an empty
+    one (socketteer's demo), opens on a story to read."""
+    chars: dict[str, int] = {}
+    parents = set()
+    for node in nodes:  # parents first
+        chars[node.id] = len(node.text) + (chars[node.parent] if node.parent else 0)
+        parents.add(node.parent)
+    if current in by_id and (chars[current] or kept):
+        return current
+    leaves = [node.id for node in nodes if node.id not in parents]
+    return max(leaves, key=chars.__getitem__)  # max keeps the first of equals
 
 
 def _synthetic_root(root_id: str, tree: ForeignTree) -> dict:

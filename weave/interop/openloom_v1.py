@@ -5,7 +5,9 @@ parentId, childrenIds, isBookmarked, bookmarkTitle}}, bookmarkedNodes}`. Childre
 order of their parent's `childrenIds`; `author` user/assistant/system is human/model/system;
 a numeric time counts seconds from 2001-01-01 (Swift's reference date); `modelId` becomes
 the provenance's model. The redundant `bookmarkedNodes` map is ignored, as the Open Loom v2
-spec (§ 8.1) says; other fields go to `extensions["open-loom-v1"]`.
+spec (§ 8.1) says; other fields go to `extensions["open-loom-v1"]`. A node is one message
+of a chat, so the story reads them as turns: a message after one with text begins with
+`TURN` (a blank line) unless whitespace already stands between them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from weave.interop.foreign import (
 )
 
 NAME = "Open Loom v1"
+TURN = "\n\n"  # what stands between two messages of a chat, read as a story
 NAMESPACE = "open-loom-v1"
 ROLES = {"user": "human", "human": "human", "assistant": "model", "model": "model",
          "system": "system"}  # fmt: skip
@@ -43,12 +46,23 @@ def read(doc: dict) -> ForeignTree:
         for i, child in enumerate(item.get("childrenIds") or ()):
             rank.setdefault(str(child), i)
     nodes.sort(key=lambda n: rank.get(n.id, -1))
+    _turns(nodes)
     title = doc.get("title")
     tree_rest = others(doc, {"id", "title", "rootNodeId", "currentNodeId", "nodes",
                              "bookmarkedNodes"})  # fmt: skip
     return ForeignTree(NAME, nodes, current=doc.get("currentNodeId"),
                        title=title if isinstance(title, str) and title.strip() else None,
                        extensions={NAMESPACE: tree_rest} if tree_rest else {})  # fmt: skip
+
+
+def _turns(nodes: list[ForeignNode]) -> None:
+    """Each message that follows one with text, with nothing blank between the two, begins
+    with TURN: the turns of a chat do not run together ("…going on" "Hi!…")."""
+    texts = {node.id: node.text for node in nodes}  # as the file has them
+    for node in nodes:
+        before = texts.get(node.parent, "")
+        if before and node.text and not before[-1].isspace() and not node.text[0].isspace():
+            node.text = TURN + node.text
 
 
 def _node(key: str, item: dict) -> ForeignNode:

@@ -29,6 +29,7 @@ NAME = "socketteer loom"
 NAMESPACE = "socketteer-loom"
 SOURCES = {"AI": "model", "prompt": "human", "mixed": "mixed"}
 _KNOWN = {"id", "text", "children", "parent_id", "tags"}
+STORY_FIELDS = ("chapters", "memories", "summaries")  # the file's parts a writer wrote
 
 
 def detect(doc: Any) -> bool:
@@ -59,9 +60,18 @@ def read(doc: Any) -> ForeignTree:
         stack += [(object_of(c, f"a child of {made_id!r}"), made_id) for c in reversed(children)]
     rest = others(top, {"root", "selected_node_id"})
     selected = top.get("selected_node_id")
-    left_out = [", ".join(sorted(rest))] if rest else []
+    left_out = [_settings(rest)] if rest else []
     return ForeignTree(NAME, nodes, current=str(selected) if selected is not None else None,
                        extensions={NAMESPACE: rest} if rest else {}, left_out=left_out)  # fmt: skip
+
+
+def _settings(rest: dict) -> str:
+    """The file's fields LLooM keeps aside, as a writer reads them: the story's own first
+    (chapters, memories, summaries), then how many of the app's settings."""
+    own = [name for name in STORY_FIELDS if name in rest]
+    others = len(rest) - len(own)
+    said = own + ([f"{others} of the app's settings"] if others else [])
+    return "its " + (", ".join(said[:-1]) + " and " if len(said) > 1 else "") + said[-1]
 
 
 def _node(made_id: str, parent: str | None, item: dict, responses: dict) -> ForeignNode:

@@ -49,6 +49,11 @@ class Library:
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
         return self.save(lambda: self.store.stories(deleted=deleted), reading=True) or []
 
+    def ids_starting(self, prefix: str) -> list[str]:
+        """The ids of the writer's stories (not deleted) that begin with `prefix`: a URL
+        whose story id was cut short still names the one story it begins."""
+        return [info.id for info in self.stories() if info.id.startswith(prefix)]
+
     def title(self, story_id: str) -> str:
         return self.save(lambda: self.store.info(story_id).title, reading=True) or ""
 

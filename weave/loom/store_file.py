@@ -41,7 +41,7 @@ WRITERS = """CREATE TABLE writers (
 SCHEMA = (
     f"""CREATE TABLE stories (
         id TEXT PRIMARY KEY,
-        title TEXT,           -- NULL: the first words of its first node
+        title TEXT,           -- NULL: the first words of its opening (story_infos)
         created REAL NOT NULL,
         updated REAL NOT NULL,
         deleted REAL,         -- when it was deleted; NULL while it is not

@@ -30,7 +30,7 @@ from weave.loom.loom import KINDS, Loom, Node, title_for
 from weave.loom.provenance import Provenance
 from weave.loom.store_errors import DamagedStory, InvalidInput, StoryNotFound
 
-TITLE_BYTES = 4096  # of the first node's text, read to make a title
+TITLE_BYTES = 4096  # of the opening node's text, read to make a title
 
 
 @dataclass(frozen=True)
@@ -144,13 +144,22 @@ def _json(value: Any) -> Any:
 
 
 def story_infos(db: sqlite3.Connection, story_id: str | None = None) -> list[StoryInfo]:
-    """The writer's stories (or the one `story_id`, when it is theirs), last updated first."""
+    """The writer's stories (or the one `story_id`, when it is theirs), last updated first.
+    An untitled story is titled by its opening as it reads now: the first node on the path
+    to its cursor (an edit that rewrote the whole story retitles it), else its first node."""
     where = "WHERE s.owner = writer()" + (" AND s.id = ?" if story_id is not None else "")
     found = db.execute(
         f"""SELECT s.id, s.title, s.created, s.updated, s.deleted,
             (SELECT COUNT(*) FROM nodes WHERE story_id = s.id) AS nodes,
-            (SELECT substr(CAST(text AS BLOB), 1, {TITLE_BYTES}) FROM nodes
-                WHERE story_id = s.id AND seq = 1) AS opening
+            coalesce((WITH RECURSIVE up(id, parent) AS (
+                    SELECT id, parent FROM nodes WHERE story_id = s.id AND id = s.cursor
+                    UNION SELECT n.id, n.parent FROM nodes n  -- UNION: a damaged cycle ends
+                        JOIN up ON n.story_id = s.id AND n.id = up.parent)
+                SELECT substr(CAST(n.text AS BLOB), 1, {TITLE_BYTES}) FROM up
+                    JOIN nodes n ON n.story_id = s.id AND n.id = up.id
+                WHERE up.parent = s.root),
+                (SELECT substr(CAST(text AS BLOB), 1, {TITLE_BYTES}) FROM nodes
+                    WHERE story_id = s.id AND seq = 1)) AS opening
         FROM stories s {where} ORDER BY s.updated DESC, s.created DESC, s.id""",
         () if story_id is None else (story_id,),
     )

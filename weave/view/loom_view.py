@@ -30,6 +30,7 @@ def story_nodes(loom: Loom, notes: Mapping[str, str] | None = None) -> list[Stor
             on_path=n.id in on_path,
             bookmarked=n.id in loom.bookmarks,
             made=_made(n, notes.get(n.id)),
+            kept=n.provenance is not None and n.provenance.how == "kept",
         )
         for n in loom.nodes.values()
     ]

@@ -13,6 +13,7 @@ The page (`lloom.py`) puts these strings into widgets; the plain-text ones go th
 from __future__ import annotations
 
 import math
+import re
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -30,6 +31,15 @@ FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
 SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
+# how varied: fewer effective choices than each number, these words ("many ways on" past)
+VARIETY = (
+    (1.5, "one clear favourite"),
+    (3.5, "two or three ways on"),
+    (8.0, "a handful of ways on"),
+)
+# how sure: at least this part of the model's probability, these words
+SURENESS = ((0.5, "the model is sure of these"), (0.05, "the model finds these likely"))
+SHARE_TITLE = "Its share of the list (see the line under it); ⚡: its next suggestions are ready"
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
 MARKDOWN = set("\\`*_[]<>$~|")  # characters markdown reads as markup
 LINE_START = set("#-+=")  # ... and at the start of a line
@@ -205,15 +215,22 @@ def story_tokens_html(rows: Sequence[TokenAlternatives], *, picked: int | None =
 
 
 def token_probability(row: TokenAlternatives) -> str:
-    """The probability the model gave a story token, as its tooltip and the dialog say it."""
+    """The probability the model gave a story token, as its tooltip and the dialog say it
+    (two figures however small: "0.021%", never "0.0%")."""
     if row.logprob is None:
         return f"not in the top {len(row.top)}"
-    return f"{math.exp(row.logprob):.1%}"
+    return share_text(math.exp(row.logprob))
 
 
-def alternative_label(candidate) -> str:
+def token_word(text: str) -> str:
+    """A story token as a writer names it: its words ("grey" for " grey"), or its
+    whitespace made visible when it holds nothing else."""
+    return " ".join(text.split()) or editable_text(text) or "∅"
+
+
+def alternative_label(choice) -> str:
     """One alternative as a choice shows it: its visible text and probability."""
-    return f"{editable_text(candidate.text) or '∅'} {math.exp(candidate.logprob):.1%}"
+    return f"{editable_text(choice.text) or '∅'} {share_text(math.exp(choice.logprob))}"
 
 
 def _attribute(text: str) -> str:
@@ -252,13 +269,28 @@ def share_text(share: float) -> str:
     return f"{percent:.{decimals}f}%"
 
 
+def sample_shares(logprobs: Sequence[float]) -> list[float]:
+    """Each sample's share of the samples' probability (from its tokens' log-probabilities
+    summed), as a row's figure reads: they add up to 1."""
+    if not logprobs:
+        return []
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]  # shifted: no underflow
+    return [w / sum(weights) for w in weights]
+
+
 def share_html(share: float) -> str:
     """`share_text` inside HTML."""
     return share_text(share).replace("<", "&lt;")
 
 
-def bar_caption(score: Score) -> str:
-    """What the bars measure, in words."""
+def bar_caption(score: Score, *, ahead: bool = False) -> str:
+    """What the bars measure, in words (`ahead`: and what a ⚡ mark by one says)."""
+    said = _bars(score)
+    return f"{said} ⚡: its next suggestions are ready (made while you read)." if ahead else said
+
+
+def _bars(score: Score) -> str:
     if score == "lloom":
         return "Bars: each suggestion's share of LLooM's score (its tokens' probabilities summed)."
     if score == "words":
@@ -268,8 +300,10 @@ def bar_caption(score: Score) -> str:
 
 
 def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = False) -> str:
-    """The search's one-line summary: from look-ahead (made while the writer read), kept
-    from an earlier search (none made now), from the cache, or its time and speed."""
+    """The search's one line as a writer reads it: how many, from where or how long (from
+    look-ahead while the writer read, kept from an earlier search, from the cache, or its
+    time), and what they are worth in words (`worth_words`); the figures behind those
+    words are `search_figures`', a hover away."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if result.pruned:  # the bans panel lists which
@@ -281,13 +315,32 @@ def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = Fal
     elif from_cache(s):
         line = f"{found} from cache, {s.seconds:.1f} s"
     else:
-        rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-        line = f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
-    return f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+        line = f"{found} in {s.seconds:.1f} s"
+    return f"{line} · {worth_words(result.suggestions)}" if result.suggestions else line
+
+
+def search_figures(result: SearchResult) -> str:
+    """The figures behind a search's line (its tooltip): speed, and what the suggestions
+    are worth (`worth_text`)."""
+    s = result.stats
+    rate = f"{s.model_tokens / s.seconds:,.0f} tokens/s" if s.seconds > 0 else "no time"
+    worth_part = f" · {worth_text(result.suggestions)}" if result.suggestions else ""
+    return f"{s.model_tokens:,} model tokens, {rate}{worth_part}"
+
+
+def worth_words(suggestions: Sequence[Suggestion]) -> str:
+    """What the suggestions are worth as a writer says it: how varied the ways on are
+    (their effective choices) and how sure the model is of them (the part of its
+    probability they hold)."""
+    w = worth([s.probability for s in suggestions])
+    varied = next((said for most, said in VARIETY if w.effective_choices < most), "many ways on")
+    sure = next((said for least, said in SURENESS if w.mass_covered >= least),
+                "the model could go many other ways")  # fmt: skip
+    return f"{varied}; {sure}"
 
 
 def worth_text(suggestions: Sequence[Suggestion]) -> str:
-    """What the suggestions are worth (`weave.search.worth`), in words."""
+    """What the suggestions are worth (`weave.search.worth`), in its figures."""
     w = worth([s.probability for s in suggestions])
     return (f"{share_text(w.mass_covered)} of the model's probability in "
             f"{w.effective_choices:.1f} effective choices (sampling: at least about "
@@ -300,17 +353,35 @@ def shown_status(result: SearchResult | None, source: str, *, failed: bool) -> s
     there is nothing to say (no suggestions, or the node's earlier ones)."""
     if failed:
         return "⚠️ No suggestions: see below"
+    if result is not None and source == "same":
+        n = len(result.suggestions)
+        return (f"✔️ The same {n} suggestion{'s' if n != 1 else ''}: nothing here changed "
+                "since they were made, and the search makes the same tree each time")  # fmt: skip
     if result is None or source not in ("searched", "ahead", "kept"):
         return None
     kind = {"ahead": source == "ahead", "kept": source == "kept"}
     return f"✔️ {md(search_status(result, **kind))}"
 
 
-def draw_status(result: RamifyResult) -> str:
-    """A draw's one-line summary: its samples, time and speed."""
-    s, n = result.stats, len(result.samples)
-    rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
-    return f"{n} sample{'s' if n != 1 else ''} in {s.seconds:.1f} s · {rate:.0f} tokens/s"
+def again_hint(cutoff: float, wider: float | None) -> str:
+    """What 🔁 Again says when searching again would give the same tree: what would differ
+    (`wider`: a lower cutoff to offer, None when the cutoff is as low as it goes)."""
+    widen = (f", or widen the tree: cutoff {cutoff:g} → {wider:g} (more beginnings of "
+             "suggestions)" if wider is not None else "")  # fmt: skip
+    return f"For other suggestions here: draw samples (chance takes other ways on){widen}."
+
+
+def draw_status(result: RamifyResult, *, asked: int) -> str:
+    """A draw's one-line summary: its samples (of the `asked` for, with why any are
+    missing: cut by the bans, or not going on from the word being typed) and its time."""
+    s, n, cut = result.stats, len(result.samples), len(result.pruned)
+    line = f"{n} of {asked} samples" if n < asked else f"{n} sample{'s' if n != 1 else ''}"
+    line += f" in {s.seconds:.1f} s"
+    if cut:
+        line += f" · 🚫 {cut} cut by the bans"
+    if (astray := asked - n - cut) > 0:
+        line += f" · {astray} did not go on from the word you were typing"
+    return line
 
 
 def when(seconds: float) -> str:
@@ -396,8 +467,14 @@ def shorten(text: str, limit: int) -> str:
 
 
 def one_line(text: str) -> str:
-    """`text` on one line: each run of whitespace (newlines too) one space."""
+    """`text` on one line: each run of whitespace (newlines too) one space, none at the ends."""
     return " ".join(text.split())
+
+
+def spaced(text: str) -> str:
+    """`text` on one line, each run of whitespace one space, its ends' too: a part of a
+    line that another part continues ("…her wet " before "grey")."""
+    return re.sub(r"\s+", " ", text)
 
 
 # -- text in Streamlit's markdown -------------------------------------------------------

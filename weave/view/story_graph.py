@@ -8,7 +8,8 @@ cursor is highlighted, the cursor filled, bookmarks starred. It folds what would
 the graph unreadable with the token graph's folding (`weave.view.folding`: its `Fit`,
 `shown` and `walk`):
 - runs of single-child nodes become one node (the cursor, a bookmark or a branch point
-  ends a run); clicking it goes to the run's last node;
+  ends a run, and a node kept as a branch starts its own: it is not where the writer
+  went); clicking it goes to the run's last node;
 - a path to the cursor longer than the columns keeps its end: what lies before becomes
   one "⋯ k earlier" node;
 - wide fans and surplus branches fold into "+k more" (k: the story nodes they hold),
@@ -47,6 +48,7 @@ class StoryNode:
     on_path: bool = False  # on the path from the root to the cursor
     bookmarked: bool = False
     made: str = ""  # how it was made (`weave.loom.provenance.describe`), for its tooltip
+    kept: bool = False  # kept as a branch (📌): it starts a run, never folds into the one above
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class _Tree:
             if len(below) != 1:
                 return _Run(tuple(run))
             child = below[0]
-            if self._stands_alone(node) or self._stands_alone(child):
+            if self._stands_alone(node) or self._stands_alone(child) or child.kept:
                 return _Run(tuple(run))
             if child.on_path != node.on_path:
                 return _Run(tuple(run))
