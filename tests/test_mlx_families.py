@@ -19,16 +19,21 @@ from mlx_lm.utils import dequantize_model
 
 from backends.base import Backend, BackendError, Candidate
 from backends.mlx.backend import MLXBackend
+from backends.mlx.tokens import token_pieces
 from tests.mlx_models import FAMILIES, VOCAB, build_model, tiny_model
 from weave.search.beams import SearchParams, expand
 
 STORY = "The forest seemed darker than usual, but that did not bother Elis in the least."
 TOLERANCE = 5e-4
-PARAMS = SearchParams(cutoff=0.05, max_depth=4, max_suggestions=8)
+# multiplier 1: a random tiny model can be sure of its first token (qwen3's: 97 %), the
+# tree must still split after it for the two searches to be compared on several beams
+PARAMS = SearchParams(cutoff=0.05, multiplier=1.0, max_depth=4, max_suggestions=8)
 
 
 class PlainSearch(Backend):
-    """mlx-lm's model as mlx-lm runs it: each context whole, no cache, float64 softmax."""
+    """mlx-lm's model as mlx-lm runs it: each context whole, no cache, float64 softmax; each
+    token's bytes as mlx-lm's tokenizer spells them (`token_pieces`), so that a beam knows
+    where a character is left half done."""
 
     name = "plain"
 
@@ -36,6 +41,7 @@ class PlainSearch(Backend):
         super().__init__()
         self.model, self.tokenizer, self.vocab = model, tokenizer, vocab
         self.special_token_ids = special
+        self.pieces = token_pieces(tokenizer)
 
     @property
     def model_name(self) -> str:
@@ -56,7 +62,10 @@ class PlainSearch(Backend):
             row -= np.log(np.exp(row).sum())
             order = np.argsort(-row, kind="stable")[:k]
             answers.append(
-                [Candidate(int(i), self.detokenize([int(i)]), float(row[i])) for i in order]
+                [
+                    Candidate(int(i), self.detokenize([int(i)]), float(row[i]), self.pieces[i])
+                    for i in order
+                ]  # fmt: skip
             )
         return answers
 
