@@ -88,13 +88,17 @@ def alternatives_at(
         return Alternatives(*where, error=str(e))
     if rows is None:
         return Alternatives(*where, unsupported=True)
-    return Alternatives(*where, rows=tuple(from_a_word(rows)))
+    return Alternatives(*where, rows=tuple(from_a_word(rows, context.prefix_len)))
 
 
-def from_a_word(rows: Sequence[TokenAlternatives]) -> Sequence[TokenAlternatives]:
-    """The rows from the first whose token begins a word (all of them where none does)."""
-    first = next((i for i, row in enumerate(rows) if row.text[:1].isspace()), 0)
-    return rows[first:]
+def from_a_word(rows: Sequence[TokenAlternatives], story_start: int) -> Sequence[TokenAlternatives]:
+    """The rows from the first whose token begins a word: the story's first token (at
+    position `story_start`), one that begins with whitespace or follows a row that ends
+    with it (all of them where none does)."""
+    begins = (i for i, row in enumerate(rows)
+              if row.position == story_start or row.text[:1].isspace()
+              or (i and rows[i - 1].text[-1:].isspace()))  # fmt: skip
+    return rows[next(begins, 0) :]
 
 
 def whole_words(
