@@ -202,37 +202,41 @@ class LlamaCppBackend(GreedyPathBackend):
         return token_texts(pieces, start - lead)
 
     def top_logprobs_also(self, contexts, k, also):
-        """The top k (`top_logprobs`), then the asked ids not among them, from a second
-        request per context: `logit_bias` lifts them by LIFT and `post_sampling_probs`
-        reports the top of that lifted distribution (no sampler but the bias), so they
-        come from anywhere in the vocabulary. Each one's log-prob is its lifted one less
-        LIFT, put back on the raw scale by the likeliest token of the raw top k that is
-        not lifted (in both replies: q = p / Z). An id the lifted reply leaves out lies
-        below the raw k-th's probability times e^-20, where no bias in -20..20 lifts it
-        past the top k: it is left out. `logit_bias` goes per request, not per prompt."""
-        tops = self.top_logprobs(contexts, k)
-        missing = [
-            sorted(set(ids) - {c.token_id for c in top})
-            for top, ids in zip(tops, also, strict=True)
-        ]
-        rows = [r for r, ids in enumerate(missing) if ids]
-        if not rows:
-            return tops
-        for r in rows:
-            self.check_ids(missing[r])
-        prompts = [self._bos + list(contexts[r]) for r in rows]
+        """Each context's top k (as `top_logprobs`), then the asked ids not among them,
+        from a second request right after it in the same slot (which then reads one token
+        again, not the beam's path): `logit_bias` lifts them by LIFT and
+        `post_sampling_probs` reports the top of that lifted distribution (no sampler but
+        the bias), so they come from anywhere in the vocabulary. Each one's log-prob is
+        its lifted one less LIFT, put back on the raw scale by the likeliest token of the
+        raw top k that is not lifted (in both replies: q = p / Z). An id the lifted reply
+        leaves out lies below the raw k-th's probability times e^-20, where no bias in
+        -20..20 lifts it past the top k: it is left out. `logit_bias` goes per request, so
+        each context is a request of its own."""
+        for context, ids in zip(contexts, also, strict=True):
+            self.check_ids(context)
+            self.check_ids(ids)
+        prompts = [self._bos + list(ctx) for ctx in contexts]
 
         def run(work) -> list:
-            return [(i, self._lifted(work.slot, prompts[i], tops[rows[i]], missing[rows[i]]))
-                    for i in work.rows]  # fmt: skip
+            out = []
+            for i in work.rows:
+                [chain], usage = self._request(work.slot, [prompts[i]], k, 1, ())
+                top = chain[0]
+                missing = sorted(set(also[i]) - {c.token_id for c in top})
+                if missing:
+                    extra, more = self._lifted(work.slot, prompts[i], top, missing)
+                    top, usage = top + extra, usage + more
+                out.append((i, top, usage))
+            return out
 
         plan = self.slots.plan(prompts)
         with ThreadPoolExecutor(len(plan)) as pool:
-            done = [pair for pairs in pool.map(run, plan) for pair in pairs]
-        found = list(tops)
-        for i, (extra, usage) in done:
-            self.stats.add(**usage.__dict__)  # on the caller's thread: stats are per thread
-            found[rows[i]] = tops[rows[i]] + extra
+            done = [answer for answers in pool.map(run, plan) for answer in answers]
+        found: list[list[Candidate]] = [[] for _ in contexts]
+        spent = Usage()
+        for i, top, usage in done:
+            found[i], spent = top, spent + usage
+        self.stats.add(**spent.__dict__)  # on the caller's thread: stats are per thread
         return found
 
     def _lifted(self, slot, prompt, top: list[Candidate], ids: list[int]):
