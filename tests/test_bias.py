@@ -10,9 +10,11 @@ import math
 import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
+from weave.cli import to_text
 from weave.search.beams import SearchParams, expand
 from weave.story.bans import BanRule, Bans, Guard
 from weave.story.bias import BiasState, TokenBias, reweighed, variants
+from weave.view.present import search_status
 
 # A toy vocabulary, which splits these words as SmolLM2 does (but " pineapple", one token
 # there): "Pineapple" is "P", "ine", "apple".
@@ -180,6 +182,8 @@ def test_a_backend_that_cannot_weigh_them_says_so_once():
     assert " the" not in [s.text for s in unreached.suggestions]
     [note] = unreached.notes
     assert note.startswith("fake gives the log-probabilities of its top candidates only")
+    assert search_status(unreached).endswith(f" · {note}")  # the page's status line
+    assert f"\nnote: {note}" in to_text(unreached, SearchParams())  # the command line's
     disfavoured = search(FakeBackend(table, reach=False), favour(" the", -8.0))
     assert disfavoured.notes == ()
 

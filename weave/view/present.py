@@ -269,7 +269,8 @@ def bar_caption(score: Score) -> str:
 
 def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = False) -> str:
     """The search's one-line summary: from look-ahead (made while the writer read), kept
-    from an earlier search (none made now), from the cache, or its time and speed."""
+    from an earlier search (none made now), from the cache, or its time and speed; then
+    what the search could not do (`SearchResult.notes`)."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if result.pruned:  # the bans panel lists which
@@ -283,7 +284,8 @@ def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = Fal
     else:
         rate = s.model_tokens / s.seconds if s.seconds > 0 else 0.0
         line = f"{found} in {s.seconds:.1f} s · {rate:,.0f} tokens/s"
-    return f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+    line = f"{line} · {worth_text(result.suggestions)}" if result.suggestions else line
+    return " · ".join([line, *result.notes])
 
 
 def worth_text(suggestions: Sequence[Suggestion]) -> str:
