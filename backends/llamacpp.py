@@ -21,6 +21,11 @@ one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
 `--cache-reuse` (KV shifting of chunks found later in a prompt) does not fit a tree, whose
 prompts differ only at the end; `n_keep` matters only when a context overflows.
 
+A bias's ids (`top_logprobs_also`): `n_probs` reaches only the top, and the raw
+probabilities ignore `logit_bias`, so each context's top-k request is followed in its
+slot by one that lifts the ids by `logit_bias` with `post_sampling_probs` (the lifted
+distribution's top), read back on the raw scale through a token both replies hold.
+
 Both reply shapes are read: the current `completion_probabilities: [{id, token, bytes,
 logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters join), and
 the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped

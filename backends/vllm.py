@@ -52,6 +52,11 @@ The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised
 search asks for what it needs; a request over the limit is refused with the limit in
 its message, which is learnt (and logged as a warning) and the request asked again.
 
+A bias's ids (`top_logprobs_also`): after the top-k, one more request names them in
+`logprob_token_ids` (raw log-probs over the whole vocabulary, at most 128 ids a
+request; the field takes the place of the top-k, hence two requests). A server older
+than the field answers the sampled token only: that is learnt, and the search told.
+
 The vocabulary's size: vLLM names it nowhere but in refusing an id past it, so the
 backend asks once, at start, with a stop token past any vocabulary (`stop_token_ids`,
 checked before anything runs): the refusal says "Vocabulary size: N" (the model's, the
