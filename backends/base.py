@@ -232,10 +232,10 @@ class Backend(ABC):
     backend does not know), which `check_ids` reads.
 
     Optional abilities are declared here, each with the default that is the one way to
-    say "not supported": it answers None (`alternatives`, `greedy_chains`, `sample`,
-    `cache_bytes`, `note`). Hints that change no answer (`read_ahead`, `cancellable`,
-    `background`, `searching`) do nothing by default. Callers ask the method; nobody
-    probes for attributes.
+    say "not supported": it answers None (`top_logprobs_also`, `alternatives`,
+    `greedy_chains`, `sample`, `cache_bytes`, `note`). Hints that change no answer
+    (`read_ahead`, `cancellable`, `background`, `searching`) do nothing by default.
+    Callers ask the method; nobody probes for attributes.
     """
 
     name: str = "backend"
@@ -329,6 +329,18 @@ class Backend(ABC):
     @abstractmethod
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
         """For each context, its k most likely next tokens, most likely first."""
+
+    def top_logprobs_also(
+        self, contexts: list[list[int]], k: int, also: list[Sequence[int]]
+    ) -> list[list[Candidate]] | None:
+        """Optional: `top_logprobs`, each context's top k followed by those of the ids
+        `also[i]` that are not among them, with their log-probs, most likely first (the
+        list stays most likely first: none of them beats the k-th). A search asks this
+        for the tokens a bias weighs (`weave.story.bias`), so a favoured phrase the model
+        ranks below the top k can come in. An id the backend could not weigh is left out
+        (llama.cpp finds them among a larger top-n). Returns None when the backend can
+        weigh no token outside its top k (OpenAI's API)."""
+        return None
 
     def read_ahead(self, context: list[int], k: int, report: Callable[[int, int], None]) -> None:
         """Optional: read a long `context` (and its top-k) into the backend's cache before

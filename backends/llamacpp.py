@@ -21,6 +21,11 @@ one token per tree node. Three levers, measured with bench/bench_llamacpp.py:
 `--cache-reuse` (KV shifting of chunks found later in a prompt) does not fit a tree, whose
 prompts differ only at the end; `n_keep` matters only when a context overflows.
 
+A bias's ids (`top_logprobs_also`): `n_probs` reaches only the top, and the raw
+probabilities ignore `logit_bias`, so each context's top-k request is followed in its
+slot by one that lifts the ids by `logit_bias` with `post_sampling_probs` (the lifted
+distribution's top), read back on the raw scale through a token both replies hold.
+
 Both reply shapes are read: the current `completion_probabilities: [{id, token, bytes,
 logprob, top_logprobs: [...]}]` (token bytes kept, so split UTF-8 characters join), and
 the pre-Dec-2024 `[{content, probs: [{tok_str, prob}]}]`, whose token strings are mapped
@@ -62,6 +67,7 @@ from backends.llamacpp_slots import SlotBook
 log = logging.getLogger(__name__)
 
 HEAL_N_PROBS = 1000  # candidates a healed depth asks for (`heal_k`)
+LIFT = 20.0  # the logit bias that lifts a bias's ids into a reply (a bias weighs -20..20)
 MAX_SLOTS = 1024  # a server's parallel slots (-np); past it /props is not believed
 READ_APART = 512  # prompt tokens a slot has yet to read before a page reads them apart
 FA_HINT = "null probabilities: restart llama-server without -fa (flash attention)"
@@ -199,6 +205,90 @@ class LlamaCppBackend(GreedyPathBackend):
         else:  # a text that tokenizes otherwise: each id decoded alone
             pieces = [self.detokenize([i]).encode("utf-8") for i in ids[lead:]]
         return token_texts(pieces, start - lead)
+
+    def top_logprobs_also(self, contexts, k, also):
+        """Each context's top k (as `top_logprobs`), then the asked ids not among them,
+        from a second request right after it in the same slot (which then reads one token
+        again, not the beam's path): `logit_bias` lifts them by LIFT and
+        `post_sampling_probs` reports the top of that lifted distribution (no sampler but
+        the bias), so they come from anywhere in the vocabulary. Each one's log-prob is
+        its lifted one less LIFT, put back on the raw scale by the likeliest token of the
+        raw top k that is not lifted (in both replies: q = p / Z). An id the lifted reply
+        leaves out lies below the raw k-th's probability times e^-20, where no bias in
+        -20..20 lifts it past the top k: it is left out. `logit_bias` goes per request, so
+        each context is a request of its own."""
+        for context, ids in zip(contexts, also, strict=True):
+            self.check_ids(context)
+            self.check_ids(ids)
+        prompts = [self._bos + list(ctx) for ctx in contexts]
+
+        def run(work) -> list:
+            out = []
+            for i in work.rows:
+                [chain], usage = self._request(work.slot, [prompts[i]], k, 1, ())
+                top = chain[0]
+                missing = sorted(set(also[i]) - {c.token_id for c in top})
+                if missing:
+                    extra, more = self._lifted(work.slot, prompts[i], top, missing)
+                    top, usage = top + extra, usage + more
+                out.append((i, top, usage))
+            return out
+
+        plan = self.slots.plan(prompts)
+        with ThreadPoolExecutor(len(plan)) as pool:
+            done = [answer for answers in pool.map(run, plan) for answer in answers]
+        found: list[list[Candidate]] = [[] for _ in contexts]
+        spent = Usage()
+        for i, top, usage in done:
+            found[i], spent = top, spent + usage
+        self.stats.add(**spent.__dict__)  # on the caller's thread: stats are per thread
+        return found
+
+    def _lifted(self, slot, prompt, top: list[Candidate], ids: list[int]):
+        """`ids`' raw log-probs after `prompt`, most likely first, read from the top of the
+        distribution with `ids` lifted (see `top_logprobs_also`), and what it cost."""
+        body = {
+            "prompt": prompt,
+            "n_predict": 1,
+            "n_probs": len(top) + len(ids),
+            "cache_prompt": True,
+            "samplers": [],  # the logit bias alone: the probabilities are softmax(logits + bias)
+            "post_sampling_probs": True,
+            "logit_bias": [[i, LIFT] for i in ids],
+            "return_tokens": True,
+        }
+        if slot is not None:
+            body["id_slot"] = slot
+        [result] = _ordered(self.client.post("/completion", body), 1, self.client.error)
+        timings = result.get("timings")
+        timings = timings if isinstance(timings, dict) else {}
+        prompt_n = _count_of(timings.get("prompt_n"))
+        usage = Usage(forward_calls=1, model_tokens=prompt_n + 1, prefill_tokens=prompt_n)
+        self._held(prompt, result, prompt_n)
+        positions = result.get("completion_probabilities")
+        if not isinstance(positions, list) or not positions:
+            return [], usage  # a drawn token inside a character: the server held them back
+        what = "/completion completion_probabilities[0].top_probs"
+        replies.of_type(positions[0], dict, self.client.error, "/completion position")
+        entries = replies.of_type(positions[0].get("top_probs"), list, self.client.error, what)
+        shown = {}
+        for j, option in enumerate(entries):
+            replies.of_type(option, dict, self.client.error, f"{what}[{j}]")
+            lq = replies.probability(option.get("prob"), self.client.error, f"{what}[{j}].prob")
+            if lq is not None:
+                shown[option.get("id")] = (lq, option)
+        asked = set(ids)
+        reference = next((c for c in top if c.token_id in shown and c.token_id not in asked), None)
+        if reference is None:
+            return [], usage
+        log_z = reference.logprob - shown[reference.token_id][0]
+        extra = []
+        for token_id in asked & shown.keys():
+            lq, option = shown[token_id]
+            logprob = min(0.0, lq + log_z - LIFT)
+            extra.append(self._current({**option, "logprob": logprob}, what))
+        extra.sort(key=lambda c: -c.logprob)
+        return extra, usage
 
     # -- requests --------------------------------------------------------------------
     def _complete(

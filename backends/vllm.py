@@ -52,6 +52,11 @@ The logprobs limit: the server's `--max-logprobs` (default 20) is not advertised
 search asks for what it needs; a request over the limit is refused with the limit in
 its message, which is learnt (and logged as a warning) and the request asked again.
 
+A bias's ids (`top_logprobs_also`): after the top-k, one more request names them in
+`logprob_token_ids` (raw log-probs over the whole vocabulary, at most 128 ids a
+request; the field takes the place of the top-k, hence two requests). A server older
+than the field answers the sampled token only: that is learnt, and the search told.
+
 The vocabulary's size: vLLM names it nowhere but in refusing an id past it, so the
 backend asks once, at start, with a stop token past any vocabulary (`stop_token_ids`,
 checked before anything runs): the refusal says "Vocabulary size: N" (the model's, the
@@ -97,6 +102,7 @@ log = logging.getLogger(__name__)
 PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
 VOCABULARY = re.compile(r"[Vv]ocabulary size:? (\d{1,9})\b")
+NAMED = 128  # ids one request may name in `logprob_token_ids` (vLLM's MAX_LOGPROB_TOKEN_IDS)
 POOL = 32  # connections kept: each depth of a search may hold a stream open a while
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
                 "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
@@ -114,6 +120,7 @@ class VLLMBackend(GreedyPathBackend):
         info = self._tokenizer_info()
         self.vocab_size = self._vocabulary(info)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
+        self.names_ids: bool | None = None  # whether it answers `logprob_token_ids`, once seen
         separator = separator_token(self.tokenize, self.detokenize, self.url)
         self.special_token_ids = frozenset(special_ids(info)) if info else frozenset()
         self._controls_lock = threading.Lock()  # searches and the look-ahead thread learn them
@@ -211,6 +218,71 @@ class VLLMBackend(GreedyPathBackend):
             TokenAlternatives(i, ids[i], chain[0][-1].text, own, chain[0][:-1])
             for i, ((_, own), chain) in enumerate(zip(scored, spelled, strict=True), start)
         ]
+
+    def top_logprobs_also(self, contexts, k, also):
+        """The top k (`top_logprobs`), then the asked ids not among them, from a second
+        request: vLLM's `logprob_token_ids` gives named ids' log-probs over the whole
+        vocabulary (raw, as `logprobs`), one list for every prompt of a request (the union
+        is asked, NAMED at a time; each context keeps its own). A server that does not
+        answer it (older than the field) says None, once and for later calls."""
+        if self.names_ids is False:
+            return None
+        tops = self.top_logprobs(contexts, k)
+        missing = [
+            sorted(set(ids) - {c.token_id for c in top})
+            for top, ids in zip(tops, also, strict=True)
+        ]
+        rows = [r for r, ids in enumerate(missing) if ids]
+        if not rows:
+            return tops
+        union = sorted(set().union(*(missing[r] for r in rows)))
+        self.check_ids(union)
+        prompts = [list(contexts[r]) for r in rows]
+        found: list[dict[int, float]] = [{} for _ in rows]
+        for start in range(0, len(union), NAMED):
+            named = union[start : start + NAMED]
+            for i, weighed in enumerate(self._named(prompts, named)):
+                found[i].update(weighed)
+        if self.names_ids is False:
+            return None
+        extras = [
+            sorted((Candidate(t, "", lp) for t, lp in got.items() if t in set(missing[r])),
+                   key=lambda c: (-c.logprob, c.token_id))
+            for r, got in zip(rows, found, strict=True)
+        ]  # fmt: skip
+        spelled = self._texts.spell(prompts, [[extra] for extra in extras])
+        out = list(tops)
+        for r, [extra] in zip(rows, spelled, strict=True):
+            out[r] = tops[r] + extra
+        return out
+
+    def _named(self, prompts: list[list[int]], named: list[int]) -> list[dict[int, float]]:
+        """Each prompt's next-token log-probs of the ids `named` ({id: log-prob})."""
+        body = {"model": self._model, "prompt": prompts, "max_tokens": 1, "temperature": 0,
+                "logprobs": 1, "logprob_token_ids": named,
+                "return_tokens_as_token_ids": True}  # fmt: skip
+        reply = self.client.post("/v1/completions", body)
+        self._count(reply)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        expect(isinstance(choices, list) and len(choices) == len(prompts), self.client,
+               f"expected {len(prompts)} choices")  # fmt: skip
+        out = []
+        for i, choice in enumerate(ordered_choices(choices, self.client)):
+            logprobs = choice.get("logprobs")
+            positions = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
+            expect(isinstance(positions, list) and len(positions) == 1, self.client,
+                   f"choices[{i}] without one top_logprobs entry")  # fmt: skip
+            entry = replies.of_type(positions[0], dict, self.client.error, "top_logprobs[0]")
+            weighed = {}
+            for key, value in entry.items():
+                logprob = replies.logprob(value, self.client.error, f"top_logprobs[{key!r}]")
+                if logprob is not None:
+                    weighed[token_id(key, self.client, self.id_bound)] = logprob
+            out.append(weighed)
+        answered = any(set(named) & got.keys() for got in out)
+        if self.names_ids is None:
+            self.names_ids = answered
+        return out
 
     def _prompt_position(
         self, entry: object, token_id: int, k: int

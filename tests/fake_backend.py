@@ -33,14 +33,17 @@ class FakeBackend(Backend):
         seed: int = 0,
         chains: bool = False,
         context_length: int | None = None,
+        reach: bool = True,
     ):
         super().__init__()
         self.table = table
         self.seed = seed
         self.chains = chains
+        self.reach = reach  # it weighs ids beyond its top-k (`top_logprobs_also`), as MLX does
         self._context_length = context_length
         self.special_token_ids = frozenset({EOS})
         self.calls: list[int] = []  # contexts per call, for asserting on batching
+        self.chained = 0  # greedy-chain requests answered
 
     @property
     def model_name(self) -> str:
@@ -66,10 +69,22 @@ class FakeBackend(Backend):
         self.stats.add(forward_calls=1, model_tokens=len(contexts))
         return [self.distribution(ctx)[:k] for ctx in contexts]
 
+    def top_logprobs_also(self, contexts, k, also):
+        if not self.reach:
+            return None
+        self.calls.append(len(contexts))
+        self.stats.add(forward_calls=1, model_tokens=len(contexts))
+        out = []
+        for ctx, asked in zip(contexts, also, strict=True):
+            ranked = self.distribution(ctx)
+            out.append(ranked[:k] + [c for c in ranked[k:] if c.token_id in set(asked)])
+        return out
+
     def greedy_chains(self, contexts, k, lengths, *, stops=()):
         if not self.chains:
             return None
         self.calls.append(len(contexts))
+        self.chained += 1
         out = []
         for ctx, length in zip(contexts, lengths, strict=True):
             chain, ctx = [], list(ctx)

@@ -40,8 +40,9 @@ def test_expand_json_on_the_embedded_model():
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert set(out) == {"params", "steering", "suggestions", "tree", "stats", "context_tokens",
-                        "pruned", "pruned_branches"}  # fmt: skip
+                        "pruned", "pruned_branches", "notes"}  # fmt: skip
     assert out["pruned"] == 0 and out["pruned_branches"] == []  # no bans given
+    assert out["notes"] == []  # nothing the search could not do
     assert out["steering"] == {"memory": "", "note": "", "note_depth": 3, "lore": []}
     suggestions = out["suggestions"]
     assert 10 <= len(suggestions) <= 25  # the embedded model's defaults give real choice

@@ -48,6 +48,20 @@ def test_top_k_matches_our_mlx_backend(llama, mlx_backend):
     assert worst <= 0.25, worst
 
 
+def test_bias_ids_lifted_into_a_reply_read_back_as_the_raw_log_probs(llama):
+    story = llama.tokenize("Once upon a time, there was a")
+    [whole] = llama.top_logprobs([story], llama.vocab_size)  # every token, raw
+    exact = {c.token_id: c.logprob for c in whole}
+    rare = [c.token_id for c in whole[2000:6000:1000]] + [whole[-1].token_id]
+    asked = [[*rare, whole[0].token_id], []]  # the top one is in the top k: listed once
+    answer, alone = llama.top_logprobs_also([story, story[:-1]], 5, asked)
+    assert [c.token_id for c in answer[:5]] == [c.token_id for c in whole[:5]]
+    found = [c.token_id for c in answer[5:]]
+    assert found == rare[: len(found)] and len(found) >= 3  # the least likely may be left out
+    assert all(abs(c.logprob - exact[c.token_id]) <= 1e-3 for c in answer)
+    assert len(alone) == 5
+
+
 def test_a_full_expansion_and_its_round_trips(llama):
     ids = llama.tokenize(STORIES[0])
     result = expand(llama, ids, SearchParams(cutoff=0.1))

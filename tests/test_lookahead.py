@@ -294,7 +294,7 @@ class Recorder:
         self.held = threading.Event()
         self.go = threading.Event()
 
-    def __call__(self, contexts, k, background=False):
+    def __call__(self, contexts, k, asked, background=False):
         self.calls.append(set(contexts))
         if self.hold.is_set():
             self.held.set()

@@ -156,6 +156,32 @@ def test_batched_step_equals_one_at_a_time(embedded_model_path, closed_after):
     assert single.stats.snapshot().forward_calls == 1 + len(contexts)
 
 
+def test_asked_ids_are_weighed_exactly_in_the_forward_that_ranks_the_top_k(fresh_mlx_backend):
+    backend = fresh_mlx_backend
+    story = backend.tokenize("Once upon a time, there was a")
+    whole = dict(plain_top(backend, story, backend.net.vocab))
+    rare = sorted(whole, key=whole.get)[:3]  # the model's three least likely tokens
+    asked = [rare + [whole_top := max(whole, key=whole.get)]]
+    before = backend.stats.snapshot()
+    [answer] = backend.top_logprobs_also([story], 5, asked)
+    assert (backend.stats.snapshot() - before).forward_calls == 1  # the story's one prefill
+    assert_same(answer[:5], plain_top(backend, story, 5))
+    assert [c.token_id for c in answer[5:]] == sorted(rare, key=lambda i: -whole[i])
+    assert all(abs(c.logprob - whole[c.token_id]) <= TOLERANCE for c in answer)
+    assert whole_top not in [c.token_id for c in answer[5:]]  # listed once, in the top
+    # The tree keeps the top k: ids among them are answered from it, others by running
+    # the story's last token again (no prefill).
+    before = backend.stats.snapshot()
+    assert backend.top_logprobs_also([story], 5, [[whole_top]]) == [answer[:5]]
+    assert (backend.stats.snapshot() - before).forward_calls == 0
+    other = sorted(whole, key=whole.get)[3:5]
+    [again] = backend.top_logprobs_also([story], 5, [other])
+    used = backend.stats.snapshot() - before
+    assert used.forward_calls == 1 and used.model_tokens == 1 and used.prefill_tokens == 0
+    assert_same(again[:5], plain_top(backend, story, 5))
+    assert {c.token_id for c in again[5:]} == set(other)
+
+
 def test_rows_of_different_lengths_share_one_batch(fresh_mlx_backend):
     backend = fresh_mlx_backend
     short = backend.tokenize("Once upon a time,")

@@ -18,7 +18,7 @@ class Recorder:
     def __init__(self):
         self.calls: list[tuple[set, int]] = []
 
-    def __call__(self, contexts, k, background=False):
+    def __call__(self, contexts, k, asked, background=False):
         self.calls.append((set(contexts), k))
         answers = {c: [f"{c}:{i}" for i in range(k)] for c in contexts}
         return answers, [Forward(tuple(sorted(contexts)), 1, prefill=False)]

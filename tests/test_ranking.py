@@ -48,6 +48,15 @@ def test_one_chosen_token_per_row_comes_with_its_logprob():
     assert np.abs(also - every[np.arange(5), chosen]).max() <= 1e-5
 
 
+def test_several_asked_tokens_per_row_come_with_their_logprobs():
+    logits = np.random.default_rng(2).normal(size=(3, 49152)).astype(np.float32)
+    asked = np.array([[0, 17, 49151], [5, 5, 300], [40000, 1, 2]])
+    _, _, every = brute_force(logits, 1)
+    _, _, also = ranked(logits.copy(), 4, also=asked)
+    assert also.shape == asked.shape
+    assert np.abs(also - np.take_along_axis(every, asked, -1)).max() <= 1e-5
+
+
 def test_logits_that_are_not_numbers_are_an_error():
     logits = np.zeros((2, 300), np.float32)
     logits[1, 7] = np.nan

@@ -95,6 +95,25 @@ def test_searches_match_mlx_and_split_characters_join(vllm, mlx_backend, story):
 
 
 # -- request patterns -----------------------------------------------------------------
+def test_bias_ids_are_weighed_over_the_whole_vocabulary_as_mlx_weighs_them(vllm, mlx_backend):
+    story = vllm.tokenize("Once upon a time, there was a")
+    [whole] = mlx_backend.top_logprobs([story], mlx_backend.net.vocab)
+    exact = {c.token_id: c.logprob for c in whole}
+    [pineapple] = vllm.tokenize(" pineapple")  # the model's ~3,000th token here
+    rare = sorted({pineapple, *(c.token_id for c in whole[2000:6000:1000]), whole[-1].token_id},
+                  key=lambda i: -exact[i])  # fmt: skip
+    asked = [[*rare, whole[0].token_id], []]  # the top one is in the top k: listed once
+    before, lookups = vllm.stats.snapshot(), vllm.text_lookups
+    answer, alone = vllm.top_logprobs_also([story, story[:-1]], 5, asked)
+    requests = (vllm.stats.snapshot() - before).forward_calls - (vllm.text_lookups - lookups)
+    assert requests == 2  # the top k of both, then the ids the first asked
+    assert [c.token_id for c in answer[:5]] == [c.token_id for c in whole[:5]]
+    assert [c.token_id for c in answer[5:]] == rare  # most likely first
+    assert all(abs(c.logprob - exact[c.token_id]) <= TOLERANCE for c in answer)
+    assert next(c.text for c in answer if c.token_id == pineapple) == " pineapple"
+    assert len(alone) == 5 and vllm.names_ids
+
+
 def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm):
     ids = vllm.tokenize("Once upon a time,")
     [first] = vllm.top_logprobs([ids], 4)

@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         data = search_to_dict(result, params, steering.in_force(story))
         data["pruned"] = len(result.pruned)  # branches the bans and the guard pruned
         data["pruned_branches"] = [{"text": p.text, "by": p.by} for p in result.pruned]
+        data["notes"] = list(result.notes)  # what the search could not do (a bias unreached)
         out = json.dumps(data, ensure_ascii=False, allow_nan=False) if args.json else None
     except ValueError as e:  # backends let no NaN through; this is the last guard
         print(f"error: the result holds a number JSON cannot carry ({e})", file=sys.stderr)
@@ -250,4 +251,5 @@ def to_text(result: SearchResult, params: SearchParams) -> str:
     )
     if result.pruned:
         lines.append(f"{len(result.pruned)} branches pruned by the bans")
+    lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)

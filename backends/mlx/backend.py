@@ -47,7 +47,7 @@ from backends.base import (
 from backends.mlx.alternatives import token_alternatives
 from backends.mlx.attention import install
 from backends.mlx.batching import Batcher, Forward, usage_of
-from backends.mlx.forward import Context, Net, answer
+from backends.mlx.forward import Asked, Context, Net, answer
 from backends.mlx.kv_disk import DiskKV, model_fingerprint
 from backends.mlx.kv_keep import restore, unread
 from backends.mlx.kv_tree import FragmentTree
@@ -187,13 +187,27 @@ class MLXBackend(Backend):
 
     # -- the model's answers -----------------------------------------------------------
     def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
+        return self._answers(contexts, k, {})
+
+    def top_logprobs_also(self, contexts, k, also):
+        """Exact: the ids are read from the same logits as the top k, in the same forward
+        (a context whose top k is cached is run again for its last token where the
+        cached candidates lack one of them)."""
+        asked: dict[tuple[int, ...], frozenset[int]] = {}
+        for context, ids in zip(contexts, also, strict=True):
+            self.check_ids(ids)
+            if ids:
+                asked[tuple(context)] = asked.get(tuple(context), frozenset()) | frozenset(ids)
+        return self._answers(contexts, k, asked)
+
+    def _answers(self, contexts, k, asked) -> list[list[Candidate]]:
         if any(not ctx for ctx in contexts):
             raise BackendError("an empty context has no next token", backend=self.name)
         for context in contexts:
             self.check_ids(context)
-        asked = {tuple(c) for c in contexts}
         callers = self._callers
-        request = self._batcher.ask(asked, k, callers.wanted, background=callers.background)
+        request = self._batcher.ask({tuple(c) for c in contexts}, k, callers.wanted,
+                                    asked=asked, background=callers.background)  # fmt: skip
         answers, usage = request.result()
         self.stats.add(**usage.__dict__)  # counted on the caller's thread, for its search
         return [answers[tuple(ctx)] for ctx in contexts]
@@ -221,7 +235,7 @@ class MLXBackend(Backend):
                 raise Cancelled(f"reading stopped after {done} of {len(ids)} tokens")
             done = min(done + self.prefill_chunk, len(ids))
             # only the whole context is kept on disk, not each chunk on the way to it
-            job = ({ids[:done]}, k, False, done == len(ids))
+            job = ({ids[:done]}, k, {}, False, done == len(ids))
             _, forwards = self._worker.submit(self._call, *job).result()
             self.stats.add(**usage_of(forwards).__dict__)
             report(done, len(ids))
@@ -253,15 +267,21 @@ class MLXBackend(Backend):
         return [Continuation(tuple(d.tokens), self.detokenize(d.tokens), d.logprob) for d in drawn]
 
     def _call(
-        self, contexts: set[Context], k: int, background: bool = False, keep: bool = True
+        self,
+        contexts: set[Context],
+        k: int,
+        asked: Asked,
+        background: bool = False,
+        keep: bool = True,
     ) -> tuple[dict, list[Forward]]:
-        """Answer `contexts` on the worker (`keep`: a context read at length may be kept
-        on disk); the KV a background call files is the first the cap drops."""
+        """Answer `contexts` (and the ids `asked` names beside their top k) on the worker
+        (`keep`: a context read at length may be kept on disk); the KV a background call
+        files is the first the cap drops."""
         ran: list[Forward] = []
         self.tree.ahead = background
         try:
             parts = dict(chunk=self.prefill_chunk, disk=self._disk, keep=keep and not background)
-            answers = answer(self.net, self.tree, contexts, k, ran=ran, **parts)
+            answers = answer(self.net, self.tree, contexts, k, asked=asked, ran=ran, **parts)
         finally:
             self.tree.ahead = False
         self.tree.evict()

@@ -7,9 +7,10 @@ queues a request and a job on the MLX worker; the job takes every request pendin
 waits up to `window` seconds only for sessions that were in the last batch and have not
 asked again yet (a search between two depths): a session alone never waits.
 
-Each request gets its own answers (the top k it asked for) and what was spent on its
-contexts; a request whose caller no longer wants it (`wanted()` is False when its batch
-is taken) fails with `Cancelled` instead of running.
+Each request gets its own answers (the top k it asked for, and the log-probs of the ids
+it asked to weigh beside them) and what was spent on its contexts; a request whose
+caller no longer wants it (`wanted()` is False when its batch is taken) fails with
+`Cancelled` instead of running.
 
 Writers come first. A request may be background work (look-ahead, `weave.desk.lookahead`):
 a batch holds writers' requests only, or background ones only, never both, so no
@@ -30,7 +31,7 @@ from concurrent.futures import Future, InvalidStateError
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
-from backends.base import Cancelled, Usage
+from backends.base import Cancelled, Candidate, Usage
 
 Context = tuple[int, ...]
 
@@ -52,6 +53,7 @@ class Forward:
 class Request:
     contexts: frozenset[Context]
     k: int
+    asked: dict[Context, frozenset[int]]  # per context, ids to weigh beside its top k
     requester: int  # the asking thread: one search runs its depths on one thread
     wanted: Callable[[], bool] = always
     background: bool = False  # look-ahead's: served after every writer's
@@ -79,9 +81,10 @@ def _failed(request: Request, job: Future) -> None:
 
 
 class Batcher:
-    """Joins pending requests into one `run(contexts, k, background) -> (answers,
-    forwards)` call on the worker thread (`submit` runs a job there); `background` says
-    the call is look-ahead's."""
+    """Joins pending requests into one `run(contexts, k, asked, background) -> (answers,
+    forwards)` call on the worker thread (`submit` runs a job there); `asked` holds, per
+    context, the ids every request asked to weigh, and the answers list them after the
+    top k; `background` says the call is look-ahead's."""
 
     def __init__(self, submit: Callable, run: Callable, window: float):
         self._submit = submit
@@ -99,12 +102,15 @@ class Batcher:
         k: int,
         wanted: Callable[[], bool] = always,
         *,
+        asked: dict[Context, frozenset[int]] | None = None,
         background: bool = False,
     ) -> Future:
-        """Queue a request; its future gives ({context: top k}, Usage), or `Cancelled` if
-        wanted() is False when its turn comes (called on the worker thread). A
-        `background` request waits for every writer's."""
-        request = Request(frozenset(contexts), k, threading.get_ident(), wanted, background)
+        """Queue a request; its future gives ({context: top k, then the ids `asked` names
+        for it not among them}, Usage), or `Cancelled` if wanted() is False when its turn
+        comes (called on the worker thread). A `background` request waits for every
+        writer's."""
+        request = Request(frozenset(contexts), k, asked or {}, threading.get_ident(), wanted,
+                          background)  # fmt: skip
         with self._arrived:
             self._pending.append(request)
             self._arrived.notify_all()
@@ -141,14 +147,19 @@ class Batcher:
         if not batch:
             return
         contexts = set().union(*(r.contexts for r in batch))
+        asked: dict[Context, frozenset[int]] = {}
+        for request in batch:
+            for context, ids in request.asked.items():
+                asked[context] = asked.get(context, frozenset()) | ids
+        k = max(r.k for r in batch)
         try:
-            answers, forwards = self._run(contexts, max(r.k for r in batch), batch[0].background)
+            answers, forwards = self._run(contexts, k, asked, batch[0].background)
         except BaseException as e:  # every caller in the batch gets the failure
             for request in batch:
                 request.future.set_exception(e)
             return
         for request in batch:
-            mine = {c: answers[c][: request.k] for c in request.contexts}
+            mine = {c: _mine(answers[c], request.k, request.asked.get(c)) for c in request.contexts}
             request.future.set_result((mine, usage_of(forwards, request.contexts)))
 
     def _take(self) -> list[Request]:
@@ -174,3 +185,11 @@ class Batcher:
             self._last_batch = {r.requester for r in batch}
             self._last_background = not writers
             return batch
+
+
+def _mine(found: list[Candidate], k: int, asked: frozenset[int] | None) -> list[Candidate]:
+    """A request's part of a context's answer (the batch's top k, most likely first, then
+    the ids any request asked for): its own top k, then the ids it asked for."""
+    if not asked:
+        return found[:k]
+    return found[:k] + [c for c in found[k:] if c.token_id in asked]

@@ -8,7 +8,10 @@ what the disk holds of it, `backends.mlx.kv_keep`), then one batched forward for
 context that adds one token to a cached prefix (`step`). A forward (`forward`) runs over
 per-layer caches assembled from the tree (`batch_cache`): left-padded `BatchKVCache`s,
 with the prefix a run of rows shares kept as one copy when our attention is installed
-(`backends.mlx.attention`); each row's new KV is filed under its own node.
+(`backends.mlx.attention`); each row's new KV is filed under its own node. A context may
+come with ids to weigh beside its top-k (`Asked`, a search's bias): they are read from
+the same logits as the top-k, and a context whose cached candidates lack one is run
+again for its last token (the tree keeps each node's top-k only).
 
 Every function here runs on the MLX worker (`backends.mlx.worker`) and appends what it
 ran to the `ran` list it is given (`backends.mlx.batching.Forward`). Does not own:
@@ -17,12 +20,13 @@ threads, cancellation, batching requests across sessions, sampling (`sampling`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import mlx.core as mx
+import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
 from backends.base import BackendError, Candidate
@@ -37,6 +41,7 @@ from backends.mlx.numpy_views import writable
 from backends.mlx.ranking import ranked
 
 Context = tuple[int, ...]
+Asked = Mapping[Context, frozenset[int]]  # per context, ids to weigh beside its top-k
 
 
 @dataclass(frozen=True)
@@ -89,41 +94,55 @@ def answer(
     contexts: set[Context],
     k: int,
     *,
+    asked: Asked,
     chunk: int,
     disk: DiskKV | None,
     keep: bool,
     ran: list[Forward],
 ) -> dict[Context, list[Candidate]]:
-    """Cached answers first, then prefills one by one, then one batched step for the rest."""
+    """Each context's top-k, then the ids `asked` names for it that are not among them,
+    most likely first. Cached answers first, then prefills one by one, then one batched
+    step for the rest."""
     answers: dict[Context, list[Candidate]] = {}
     pending = []
     for ids in sorted(contexts):
-        row = plan(tree, ids, k)
+        want = asked.get(ids, frozenset())
+        row = plan(tree, ids, k, want)
         if row.tail == 0:
-            answers[ids] = row.match.top[:k]
+            answers[ids] = cached(row.match.top, k, want)
         elif row.tail == 1 and row.reuse > 0:
             pending.append(ids)
         else:
-            answers[ids] = prefill(net, tree, ids, k, chunk=chunk, disk=disk, keep=keep, ran=ran)
+            answers[ids] = prefill(net, tree, ids, k, want, chunk=chunk, disk=disk, keep=keep,
+                                   ran=ran)  # fmt: skip
     steps = []
     for ids in pending:  # planned again: a prefill may have split the nodes they use
-        row = plan(tree, ids, k)
+        row = plan(tree, ids, k, asked.get(ids, frozenset()))
         if row.tail == 0:
-            answers[ids] = row.match.top[:k]
+            answers[ids] = cached(row.match.top, k, asked.get(ids, frozenset()))
         else:
             steps.append(row)
     if steps:
-        answers.update(step(net, tree, steps, k, ran))
+        wants = [asked.get(row.ids, frozenset()) for row in steps]
+        answers.update(step(net, tree, steps, k, wants, ran))
     return answers
 
 
-def plan(tree: FragmentTree, ids: Context, k: int) -> Row:
-    """How much of `ids` the tree holds (all of it only with at least k candidates)."""
+def plan(tree: FragmentTree, ids: Context, k: int, want: frozenset[int] = frozenset()) -> Row:
+    """How much of `ids` the tree holds (all of it only with at least k candidates, the
+    ids `want` names among them)."""
     match = tree.match(list(ids))
     top = match.top
-    if match.length == len(ids) and top is not None and len(top) >= k:
+    whole = match.length == len(ids) and top is not None and len(top) >= k
+    if whole and (not want or want <= {c.token_id for c in top}):
         return Row(ids, match, len(ids))
     return Row(ids, match, min(match.length, len(ids) - 1))
+
+
+def cached(top: list[Candidate], k: int, want: frozenset[int]) -> list[Candidate]:
+    """A cached top's first k, then those of `want` among the rest (`plan` made sure all
+    are there)."""
+    return top[:k] + [c for c in top[k:] if c.token_id in want] if want else top[:k]
 
 
 def prefill(
@@ -131,6 +150,7 @@ def prefill(
     tree: FragmentTree,
     ids: Context,
     k: int,
+    want: frozenset[int] = frozenset(),
     *,
     chunk: int,
     disk: DiskKV | None,
@@ -138,43 +158,53 @@ def prefill(
     ran: list[Forward],
 ) -> list[Candidate]:
     """Run a context's uncached tail in chunks, after what the disk holds of it; file
-    each chunk as a fragment; keep a context read at length on disk (`keep`)."""
+    each chunk as a fragment; keep a context read at length on disk (`keep`). Returns
+    its top-k, then the ids of `want` not among them."""
     top: list[Candidate] = []
+    extra: list[Candidate] = []
     restore(tree, disk, ids, net.candidates)
-    row = plan(tree, ids, k)
+    row = plan(tree, ids, k, want)
     if row.tail == 0:  # the disk held it all, with its candidates
-        return row.match.top[:k]
+        return cached(row.match.top, k, want)
     start = row.reuse
     while start < len(ids):
         end = min(start + chunk, len(ids))
         match = tree.match(list(ids[:start]))
-        [top], keys, values = forward(net, tree, [ids[:end]], [match], [start], k)
         last = end == len(ids)
+        asked = [want if last else frozenset()]
+        [top], [extra], keys, values = forward(net, tree, [ids[:end]], [match], [start], k, asked)
         tree.insert(list(ids[:end]), start, keys[0], values[0], top if last else None)
         ran.append(Forward((ids,), end - start, prefill=True))
         start = end
     if keep and top:
         keep_on_disk(tree, disk, ids, top)
-    return top
+    return top + extra
 
 
 def step(
-    net: Net, tree: FragmentTree, rows: list[Row], k: int, ran: list[Forward]
+    net: Net,
+    tree: FragmentTree,
+    rows: list[Row],
+    k: int,
+    asked: Sequence[frozenset[int]],
+    ran: list[Forward],
 ) -> dict[Context, list[Candidate]]:
     """One batched forward: every row adds its last token to a cached prefix."""
     contexts, matches = [row.ids for row in rows], [row.match for row in rows]
-    tops, keys, values = forward(net, tree, contexts, matches, [row.reuse for row in rows], k)
+    reuses = [row.reuse for row in rows]
+    tops, extras, keys, values = forward(net, tree, contexts, matches, reuses, k, asked)
     for row, top, row_keys, row_values in zip(rows, tops, keys, values, strict=True):
         tree.insert(list(row.ids), row.reuse, row_keys, row_values, top)
     ran.append(Forward(tuple(row.ids for row in rows), 1, prefill=False))
-    return {row.ids: top for row, top in zip(rows, tops, strict=True)}
+    return {row.ids: top + extra for row, top, extra in zip(rows, tops, extras, strict=True)}
 
 
-def forward(net: Net, tree: FragmentTree, contexts, matches, reuses, k):
+def forward(net: Net, tree: FragmentTree, contexts, matches, reuses, k, asked):
     """Run contexts[i][reuses[i]:] (equal lengths) after their cached prefixes.
 
-    Returns each row's top-k after its last token, and the new tokens' KV per row as
-    (layers, kv_heads, new_tokens, head_dim) arrays.
+    Returns each row's top-k after its last token, the ids of asked[i] not among them
+    (most likely first), and the new tokens' KV per row as (layers, kv_heads,
+    new_tokens, head_dim) arrays.
     """
     new = len(contexts[0]) - reuses[0]
     inputs = mx.array([list(ctx[reuse:]) for ctx, reuse in zip(contexts, reuses, strict=True)])
@@ -189,10 +219,28 @@ def forward(net: Net, tree: FragmentTree, contexts, matches, reuses, k):
         row_values = [mx.contiguous(new_values[:, i]) for i in range(len(contexts))]
         mx.eval(logits, *row_keys, *row_values)
         # A vocabulary padded past the tokenizer's (Qwen's) offers only real tokens.
-        order, picked, _ = ranked(writable(logits)[:, : net.vocab], k)
+        wanted = [sorted(ids) for ids in asked]
+        also = _padded(wanted)
+        order, picked, weighed = ranked(writable(logits)[:, : net.vocab], k, also)
     pairs = zip(order.tolist(), picked.tolist(), strict=True)
     tops = [net.candidates(o, p) for o, p in pairs]
-    return tops, row_keys, row_values
+    extras = [[] for _ in tops]
+    if also is not None:
+        for top, extra, ids, lps in zip(tops, extras, wanted, weighed.tolist(), strict=True):
+            ranked_ids = {c.token_id for c in top}
+            more = [(i, lp) for i, lp in zip(ids, lps, strict=False) if i not in ranked_ids]
+            more.sort(key=lambda pair: -pair[1])
+            extra += net.candidates([i for i, _ in more], [lp for _, lp in more])
+    return tops, extras, row_keys, row_values
+
+
+def _padded(wanted: list[list[int]]) -> np.ndarray | None:
+    """The asked ids as one (rows, m) array, each row padded with id 0 (read, not used);
+    None where no row asks any."""
+    m = max((len(ids) for ids in wanted), default=0)
+    if m == 0:
+        return None
+    return np.array([ids + [0] * (m - len(ids)) for ids in wanted], dtype=np.int64)
 
 
 def batch_cache(

@@ -21,8 +21,9 @@ BLOCKS = 64
 
 def ranked(logits: np.ndarray, k: int, also: np.ndarray | None = None):
     """For logits (rows, vocab), float32: each row's k most likely token ids (rows, k),
-    most likely first, their log-probabilities (rows, k), and where `also` names one
-    token per row, that token's log-probability (rows,). Overwrites `logits`.
+    most likely first, their log-probabilities (rows, k), and where `also` names tokens
+    per row (one a row, (rows,), or several, (rows, m)), their log-probabilities (of
+    `also`'s shape), read from the same logits. Overwrites `logits`.
     Raises ValueError where a row holds NaN or its largest logit is infinite."""
     rows, vocab = logits.shape
     k = min(k, vocab)
@@ -32,10 +33,14 @@ def ranked(logits: np.ndarray, k: int, also: np.ndarray | None = None):
     bounds = _kth_bound(logits, k)
     ids = np.stack([_top(row, k, bound) for row, bound in zip(logits, bounds, strict=True)])
     chosen = np.take_along_axis(logits, ids, axis=-1)
-    extra = logits[np.arange(rows), also] if also is not None else None
+    extra = None
+    if also is not None:
+        extra = np.take_along_axis(logits, also.reshape(rows, -1), axis=-1).reshape(also.shape)
     totals = _logsumexp_in_place(logits, top)
     logprobs = chosen - totals[:, None]
-    return ids, logprobs, (extra - totals if extra is not None else None)
+    if extra is not None:
+        extra = extra - totals.reshape((rows,) + (1,) * (extra.ndim - 1))
+    return ids, logprobs, extra
 
 
 def _kth_bound(logits: np.ndarray, k: int) -> np.ndarray:

@@ -33,8 +33,17 @@ The rules, precisely:
   that agree with it, renormalised; suggestions are what follows the typed text.
 - under a guard (`weave.story.bans`), each beam's candidates are screened before the
   choice: one that completes a banned phrase (or repeats the story) is left out, so its
-  room goes to the next, and bias shifts the others' log-probs (re-sorted) before the
-  cutoff; `SearchResult.pruned` lists the left-out ones the beam would have taken.
+  room goes to the next; `SearchResult.pruned` lists the left-out ones the beam would
+  have taken.
+- under a bias (the guard's list's biased rules, `weave.story.bias`), each beam asks the
+  backend, beside its top-k, for the log-probs of the ids its bias state names
+  (`Backend.top_logprobs_also`), so a favoured phrase the model ranks below the top-k can
+  come in; its candidates' log-probs become the biased distribution's (renormalised,
+  re-sorted) before the guard and the cutoff; a held beam's are narrowed first. While a
+  phrase is favoured no greedy chain is asked for: a chain's later positions cannot carry
+  the ids a beam's bias names there. A backend that cannot weigh ids outside its top-k
+  (OpenAI) leaves a favoured phrase to where the model ranks it among them, and
+  `SearchResult.notes` says so.
 - the finished beams become rows (`weave.search.tree`, `weave.search.rows`): texts that
   read the same pooled, each opening's best row before any opening's second.
 """
@@ -44,7 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from backends.base import Backend, Candidate, Chain, Usage
@@ -53,6 +62,7 @@ from weave.search.healing import Constraint, Healing, heal, narrowed
 from weave.search.rows import distinct_rows
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
 from weave.story.bans import Guard, GuardState, Pruned
+from weave.story.bias import BiasState, TokenBias, reweighed, spelled
 
 STOP_CHARS = ".,"
 OVERRUN = 4  # tokens a beam may take past max_depth to reach its first word or a whole character
@@ -60,6 +70,11 @@ MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upp
 GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
 SPECIAL_SPARE = 2  # the most candidates asked beyond the rule's for control tokens skipped
 MOST_ASKED = MAX_CANDIDATES + SPECIAL_SPARE + GUARD_SPARE  # the most one beam's step asks
+UNREACHED = (
+    "{backend} gives the log-probabilities of its top candidates only: a favoured phrase "
+    "is favoured where the model ranks its first token among them, and never brought in "
+    "from below"
+)
 
 Rule = Literal["relative", "v03"]
 # Each rule's splitting knobs, as LLooM sets them. The relative rule's were chosen on real
@@ -203,6 +218,7 @@ class SearchResult:
     context_ids: tuple[int, ...]  # the context searched (the story's end if it was too long)
     typed: str = ""  # healed: the text typed after `context_ids`, which suggestions follow
     pruned: tuple[Pruned, ...] = ()  # the branches a guard (bans, repetition) pruned
+    notes: tuple[str, ...] = ()  # what the writer should know of this search (bias unreached)
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -219,6 +235,9 @@ class _Beam:
     taken: int = 0
     state: GuardState | None = None  # where the beam stands for the guard, if any
     free: int = 0  # its tokens that reach past the typed text (all, when nothing was typed)
+    bias: BiasState | None = None  # where the beam stands for the bias, if any
+    weights: dict[int, float] = field(default_factory=dict)  # its bias at this depth
+    greedy: int | None = None  # the model's top token at this depth (a chain went on by it)
 
 
 def expand(
@@ -232,7 +251,8 @@ def expand(
 ) -> SearchResult:
     """Grow the suggestion tree after `context_ids`, healed (`weave.search.healing`) unless
     `healing` is False (a benchmark's "before"); a `guard` (`weave.story.bans`, compiled
-    for the story that ends the context) prunes and biases candidates before the cutoff.
+    for the story that ends the context) prunes candidates before the cutoff, and its
+    list's bias (`weave.story.bias`) reweighs them.
 
     Raises ValueError for an empty context or one that leaves no room for `max_depth` in
     the model's window (`check_fits`), and lets `BackendError` through untouched.
@@ -246,7 +266,9 @@ def expand(
     if healed is not None:
         context = list(healed.context)
         guard = guard.before(healed.typed) if guard is not None else None
-    search = _Search(backend, context, params, progress, started, usage_before, healed, guard)
+    bias = spelled(guard.bans, backend) if guard is not None else None
+    search = _Search(backend, context, params, progress, started, usage_before, healed, guard,
+                     bias)  # fmt: skip
     with backend.searching():  # a backend may hold its background work back till the end
         root = search.run()
     usage = backend.stats.snapshot() - usage_before
@@ -260,6 +282,7 @@ def expand(
         context_ids=tuple(context),
         typed=typed,
         pruned=tuple(search.pruned),
+        notes=search.notes(),
     )
 
 
@@ -321,7 +344,7 @@ class _Search:
     """One expansion's state: the frontier, the finished beams, the running cutoff."""
 
     def __init__(self, backend, context, params, progress, started, usage_before,
-                 healed: Healing | None, guard: Guard | None):  # fmt: skip
+                 healed: Healing | None, guard: Guard | None, bias: TokenBias | None):  # fmt: skip
         self.backend: Backend = backend
         self.context: list[int] = context
         self.params: SearchParams = params
@@ -337,11 +360,15 @@ class _Search:
         self.depths = params.max_depth + len(self.typed.encode("utf-8")) + OVERRUN
         self.guard: Guard | None = guard
         self.pruned: list[Pruned] = []
+        self.bias: TokenBias | None = bias  # the guard's list's bias, if it has one
+        self.reach: bool | None = None  # whether the backend weighs the ids a bias names
 
     def run(self) -> TreeNode:
         if self.progress is not None:  # a long story's first reading shows progress too
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
         live = [_Beam(self.root, state=self.guard.root() if self.guard else None)]
+        if self.bias is not None and self.guard is not None:
+            live[0].bias = self.bias.root(self.context, self.guard.story_text)
         try:
             for depth in range(self.depths):
                 if not live:
@@ -379,10 +406,17 @@ class _Search:
 
     def _candidates(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each live beam's top-k: a beam held to the typed text its allowed candidates
-        (`_narrowed`), the others theirs (`_free`)."""
+        (`_narrowed`), the others theirs (`_free`); under a bias, reweighed."""
+        for beam in live:
+            beam.weights = self.bias.weights_at(beam.bias) if self.bias is not None else {}
         held = [beam for beam in live if self._held(beam)]
         free = [beam for beam in live if not self._held(beam)]
         found = dict(zip(free, self._free(free), strict=True)) if free else {}
+        for beam in free:
+            options = found[beam]
+            beam.greedy = options[0].token_id if options else None
+            if beam.weights:
+                found[beam] = reweighed(options, beam.weights)
         found.update(self._narrowed(held))
         return [found[beam] for beam in live]
 
@@ -402,17 +436,23 @@ class _Search:
     def _narrowed(self, held: list[_Beam]) -> dict[_Beam, list[Candidate]]:
         """The candidates of beams still inside the typed text that agree with it, in one
         call asking `heal_k` of each (one position: a greedy chain would follow a token
-        the constraint may refuse)."""
+        the constraint may refuse); under a bias, narrowed first, then reweighed."""
         if not held:
             return {}
         assert self.held is not None
         contexts = [self.context + beam.node.token_ids() for beam in held]
         k = self._k(0)
-        answers = self.backend.top_logprobs(contexts, max(k, self.backend.heal_k))
-        return {
-            beam: narrowed(self.held, beam.node.piece_path(), options, k)
-            for beam, options in zip(held, answers, strict=True)
-        }
+        answers = self._ask(contexts, max(k, self.backend.heal_k), held)
+        found = {}
+        for beam, options in zip(held, answers, strict=True):
+            beam.greedy = None  # no chain
+            done = beam.node.piece_path()
+            if beam.weights:
+                found[beam] = reweighed(narrowed(self.held, done, options, len(options)),
+                                        beam.weights)[:k]  # fmt: skip
+            else:
+                found[beam] = narrowed(self.held, done, options, k)
+        return found
 
     def _free(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each free beam's top-k: new beams are asked first (a backend that streams its
@@ -440,12 +480,15 @@ class _Search:
     def _fill(self, needy: list[_Beam], live: int) -> dict[_Beam, list[Candidate]]:
         """Ask the backend about `needy` beams (of `live`) in one call: greedy chains where
         they pay (each beam keeps its chain, as long as `_chain_length`), else the top-k
-        here. Returns each beam's top-k."""
+        here. Returns each beam's top-k. While a phrase is favoured, and the backend can
+        weigh the ids it names, no chain: a chain's later positions would need the ids the
+        bias names there, which depend on the path the server has not made yet."""
         if not needy:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
         lengths = [self._chain_length(beam, live) for beam in needy]
-        if self.params.use_chains is not False and max(lengths) > 1:
+        favoured = self.bias is not None and self.bias.favours and self.reach is not False
+        if self.params.use_chains is not False and max(lengths) > 1 and not favoured:
             least = min(beam.free for beam in needy)
             k = max(self._k(f) for f in range(least, self.params.max_depth))
             stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
@@ -454,8 +497,26 @@ class _Search:
                 for beam, chain in zip(needy, chains, strict=True):
                     beam.chain, beam.taken = chain, 0
                 return {beam: _next_of(beam) or [] for beam in needy}
-        answers = self.backend.top_logprobs(contexts, max(self._k(b.free) for b in needy))
+        answers = self._ask(contexts, max(self._k(b.free) for b in needy), needy)
         return dict(zip(needy, answers, strict=True))
+
+    def _ask(self, contexts: list[list[int]], k: int, beams: list[_Beam]) -> list[list[Candidate]]:
+        """Each context's top-k, and beside it the log-probs of the ids its beam's bias
+        names where the backend can weigh them (once it said it cannot, never asked again)."""
+        if self.reach is not False and any(beam.weights for beam in beams):
+            asked = [sorted(beam.weights) for beam in beams]
+            answers = self.backend.top_logprobs_also(contexts, k, asked)
+            self.reach = answers is not None
+            if answers is not None:
+                return answers
+        return self.backend.top_logprobs(contexts, k)
+
+    def notes(self) -> tuple[str, ...]:
+        """What the writer should know of this search: that a favoured phrase could not be
+        brought in from below the backend's top candidates."""
+        if self.reach is False and self.bias is not None and self.bias.favours:
+            return (UNREACHED.format(backend=self.backend.name),)
+        return ()
 
     def _chain_length(self, beam: _Beam, live: int) -> int:
         """How far along its greedy path a beam is worth asking about: to its depth (a
@@ -486,8 +547,9 @@ class _Search:
                 _drop_chain(beam)
                 continue
             budget -= len(chosen) - 1
-            # A greedy chain went on through the raw top token; only that child inherits it.
-            on_chain = chosen[0].token_id == options[0].token_id
+            # A greedy chain went on through the model's top token (before a ban or a bias
+            # passed it over); only that child inherits it.
+            on_chain = chosen[0].token_id == beam.greedy
             passed_on = False
             for i, cand in enumerate(chosen):
                 child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob, open=cand.open)
@@ -495,14 +557,21 @@ class _Search:
                 state = states.get(cand.token_id)
                 if self._ends(child, free) or (capped and self.params.rule == "v03"):
                     self._finish(child)
-                elif i == 0 and on_chain and beam.chain is not None:
-                    next_live.append(_Beam(child, beam.chain, beam.taken, state, free))
+                    continue
+                bias = self._bias_after(beam, cand)
+                if i == 0 and on_chain and beam.chain is not None:
+                    next_live.append(_Beam(child, beam.chain, beam.taken, state, free, bias))
                     passed_on = True
                 else:
-                    next_live.append(_Beam(child, state=state, free=free))
+                    next_live.append(_Beam(child, state=state, free=free, bias=bias))
             if not passed_on:
                 _drop_chain(beam)
         return next_live
+
+    def _bias_after(self, beam: _Beam, cand: Candidate) -> BiasState | None:
+        if self.bias is None or beam.bias is None:
+            return None
+        return self.bias.step(beam.bias, cand.token_id, cand.piece)
 
     def _screen(self, beam: _Beam, options: list[Candidate], room: int, cutoff: float):
         """The guard's view of a beam's candidates: those it keeps (biased, re-sorted) and

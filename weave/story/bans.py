@@ -6,10 +6,9 @@ case and whole-word options, `weave.story.phrases`) or a regular expression, tha
            end, completes it is pruned at that token (`weave.search` gives its room to the
            next candidates), or
   biased   (a weight, in log-probability units, + favours, - disfavours; literal only):
-           NovelAI-style, the weight is added to the log-prob of each token that extends
-           a match of the phrase (the text then ends inside the phrase, or completes it),
-           before the search's cutoff, so a favoured phrase can clear it and a
-           disfavoured one sinks;
+           the weight goes to the tokens that spell the phrase, before the search's
+           cutoff, so a favoured phrase can clear it and a disfavoured one sinks
+           (`weave.story.bias`, which compiles them with the model's tokenizer);
 and the repetition guard (`no_repeat_words` N, 0 = off, the default): a beam that
 completes a run of N words (case folded) found in the story's last `REPEAT_CHARS`
 characters is pruned at the token that completes its last word. `slop` switches on the
@@ -22,7 +21,8 @@ Every problem (a list over `MAX_RULES`, an empty phrase, a control character, a 
 over `MAX_RULE_CHARS`, an invalid regex or one using what RE2 has not, such as a
 lookbehind (`weave.story.patterns`: patterns run in linear time), a weight out of range)
 is one `ValueError` naming the entry. `Guard` is the compiled list for one story: the
-search asks it about each candidate token (`Guard.step`). This module knows nothing of
+search asks it about each candidate token (`Guard.step`), which it prunes or not. This
+module knows nothing of
 backends, pages or stores.
 """
 
@@ -33,7 +33,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,12 +243,11 @@ def slop_rules() -> tuple[BanRule, ...]:
 # -- the compiled list --------------------------------------------------------------------
 @dataclass(frozen=True)
 class GuardState:
-    """Where a beam stands for the guard: its scans and, for the repetition guard, its
+    """Where a beam stands for the guard: its scan and, for the repetition guard, its
     last words (the current one unfinished); `pending` holds a UTF-8 character's bytes
     split between tokens."""
 
     bans: Scan
-    bias: Scan
     words: tuple[str, ...] = ()
     word: str = ""
     pending: bytes = b""
@@ -256,12 +255,10 @@ class GuardState:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What one token does: the state after it, why it is pruned (None: it is not) and
-    the bias added to its log-prob."""
+    """What one token does: the state after it, and why it is pruned (None: it is not)."""
 
     state: GuardState
     pruned_by: str | None
-    bias: float
 
 
 @dataclass(frozen=True)
@@ -273,8 +270,8 @@ class Pruned:
 
 
 class _Compiled:
-    """A `Bans`' phrases compiled: banned (literal and regular expressions, by name) and
-    biased (literal, with their weights)."""
+    """A `Bans`' phrases compiled: banned (literal and regular expressions, by name); the
+    biased rules, and their spellings per model once made (`weave.story.bias.spelled`)."""
 
     def __init__(self, bans: Bans) -> None:
         rules = bans.rules + (slop_rules() if bans.slop else ())
@@ -282,14 +279,13 @@ class _Compiled:
         regexes = [r for r in rules if r.banned and r.regex]
         self.banned = PhraseSet([_phrase(r) for r in literal], [r.pattern for r in regexes])
         self.ban_names = [r.text for r in literal + regexes]
-        biased = [r for r in rules if not r.banned and not r.regex]
-        self.biased = PhraseSet([_phrase(r) for r in biased])
-        self.weights = [r.weight for r in biased]
+        self.biased = tuple(r for r in rules if not r.banned)
+        self.spelled: dict[tuple, Any] = {}  # (backend, model, url) -> its `TokenBias`
 
 
 @dataclass
 class Guard:
-    """A `Bans` read for a story: which tokens it prunes and how it biases them."""
+    """A `Bans` read for a story: which tokens it prunes."""
 
     bans: Bans
     story_text: str
@@ -298,22 +294,18 @@ class Guard:
     def __post_init__(self) -> None:
         compiled = self.bans.compiled()
         self._banned, self._ban_names = compiled.banned, compiled.ban_names
-        self._biased, self._weights = compiled.biased, compiled.weights
         self._runs = _runs(self.story_text, self.bans.no_repeat_words)
 
     def screen(self, state: GuardState, options: Sequence[Candidate]):
-        """`options` (a beam's candidates, best first) with their log-probs biased and
-        re-sorted: those kept, each with its state, and those pruned, each with why."""
+        """`options` (a beam's candidates, best first): those kept, each with its state,
+        and those pruned, each with why."""
         kept, pruned = [], []
         for cand in options:
             verdict = self.step(state, cand.piece)
-            if verdict.bias:
-                cand = replace(cand, logprob=cand.logprob + verdict.bias)
             if verdict.pruned_by is not None:
                 pruned.append((cand, verdict.pruned_by))
             else:
                 kept.append((cand, verdict.state))
-        kept.sort(key=lambda pair: -pair[0].logprob)  # stable: ties keep the model's order
         return kept, pruned
 
     def before(self, typed: str) -> Guard:
@@ -332,7 +324,6 @@ class Guard:
         done = words[:-1] if word else words
         return GuardState(
             self._banned.begin(self.story_text),
-            self._biased.begin(self.story_text),
             done[len(done) - n + 1 :] if n > 1 else (),
             word,
         )
@@ -341,15 +332,13 @@ class Guard:
         """Read one token's bytes after `state`: O(len(piece)) for literal phrases."""
         text, pending = _decode(state.pending + piece)
         bans = self._banned.advance(state.bans, text)
-        bias = self._biased.advance(state.bias, text)
         words, word, repeated = self._read_words(state.words, state.word, text)
         pruned_by = None
         if bans.completed:
             pruned_by = self._ban_names[min(bans.completed)]
         elif repeated:
             pruned_by = f"repeats “{repeated}”"
-        weight = sum(self._weights[i] for i in bias.completed | bias.extended)
-        return Verdict(GuardState(bans.scan, bias.scan, words, word, pending), pruned_by, weight)
+        return Verdict(GuardState(bans.scan, words, word, pending), pruned_by)
 
     def _read_words(self, words, word, text) -> tuple[tuple[str, ...], str, str | None]:
         """The words after `text`; the run of N words it completed that the story holds."""

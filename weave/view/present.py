@@ -302,8 +302,9 @@ def _bars(score: Score) -> str:
 def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = False) -> str:
     """The search's one line as a writer reads it: how many, from where or how long (from
     look-ahead while the writer read, kept from an earlier search, from the cache, or its
-    time), and what they are worth in words (`worth_words`); the figures behind those
-    words are `search_figures`', a hover away."""
+    time), what they are worth in words (`worth_words`), then what the search could not do
+    (`SearchResult.notes`); the figures behind those words are `search_figures`', a hover
+    away."""
     s, n = result.stats, len(result.suggestions)
     found = f"{n} suggestion{'s' if n != 1 else ''}"
     if result.pruned:  # the bans panel lists which
@@ -316,7 +317,8 @@ def search_status(result: SearchResult, *, ahead: bool = False, kept: bool = Fal
         line = f"{found} from cache, {s.seconds:.1f} s"
     else:
         line = f"{found} in {s.seconds:.1f} s"
-    return f"{line} · {worth_words(result.suggestions)}" if result.suggestions else line
+    line = f"{line} · {worth_words(result.suggestions)}" if result.suggestions else line
+    return " · ".join([line, *result.notes])
 
 
 def search_figures(result: SearchResult) -> str:
