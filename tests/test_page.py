@@ -88,7 +88,7 @@ def suggestions(at: AppTest) -> list[str]:
 
 
 def read_row(row_html: str) -> str:
-    row_html = re.sub(r'<span class="share".*?</span>', "", row_html)  # its share's figure
+    row_html = re.sub(r'<span class="(share|variants)\b.*?</span>', "", row_html)  # its figures
     text = html.unescape(re.sub(r"<[^>]+>", "", row_html))
     return present.typed_text(text.replace("·", " "))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html as ihtml
 import math
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -98,6 +99,18 @@ def test_suggestion_html_escapes_html_and_markdown():
         assert ch not in body
     assert "&#60;script&#62;" in body and "↵" in body
     assert ihtml.unescape(body) == visible("".join(nasty))
+
+
+def test_a_row_standing_for_other_texts_lists_them_a_hover_away():
+    s = replace(suggestion([" want", " of", " a", " wife", ","], [0.5] * 5),
+                variants=(" want of a wife.", "\nwant of a <wife>"))  # fmt: skip
+    html = suggestion_html(s, prefix_space=True)
+    mark = re.search(r'<span class="variants" title="([^"]*)">\+2</span></div>$', html)
+    assert mark and seen(html) == "want of a wife,+2"  # after the text, inside its block
+    assert ihtml.unescape(mark.group(1)).split("\n") == [
+        "Read as this row, also offered:", "“want of a wife.”", "“↵want of a <wife>”"]  # fmt: skip
+    assert "<wife>" not in mark.group(1)  # escaped
+    assert "variants" not in suggestion_html(suggestion([" once"], [0.5]), prefix_space=True)
 
 
 def test_suggestion_spans_follow_the_cut_and_split_characters():

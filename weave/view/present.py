@@ -28,6 +28,7 @@ SPACE = "␣"  # a space where a space alone would not be seen
 EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it cannot hold
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
+VARIANT_SHOWN = 80  # characters of each variant a row's "+n" lists
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
 SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
 LONG_STORY = 8_000  # characters; the first search of a longer story says it will be slow
@@ -94,7 +95,8 @@ def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool
     """The suggestion as one block of HTML that wraps: each token shaded by its probability
     (with it as a tooltip) when `shading`; newlines '↵', tabs '⇥' and leading spaces '·'
     shown faintly, and the spaces of a text that is only whitespace as faint '␣' (the
-    prefix space too, when it is all the suggestion is).
+    prefix space too, when it is all the suggestion is); the texts it stands for
+    (`Suggestion.variants`) as a faint "+n" whose tooltip lists them.
 
     Args:
         suggestion: a ranked suggestion (its text may be cut inside its last token).
@@ -118,7 +120,20 @@ def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool
         shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
         parts.append(f'<span title="{p:.1%}" style="{shade}">{body}</span>')
     style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
-    return f'<div style="{style}">{"".join(parts)}</div>'
+    mark = _variants_html(suggestion.variants, prefix_space=prefix_space)
+    return f'<div style="{style}">{"".join(parts)}{mark}</div>'
+
+
+def _variants_html(variants: Sequence[str], *, prefix_space: bool) -> str:
+    """A row's variants (the texts it stands for) as a faint "+n", listed in its tooltip."""
+    if not variants:
+        return ""
+    listed = "&#10;".join(
+        _attribute(f"“{shorten(shown_text(v, prefix_space=prefix_space), VARIANT_SHOWN)}”")
+        for v in variants
+    )
+    title = f"Read as this row, also offered:&#10;{listed}"
+    return f'<span class="variants" title="{title}">+{len(variants)}</span>'
 
 
 def sample_html(text: str, *, prefix_space: bool) -> str:
