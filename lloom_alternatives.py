@@ -63,7 +63,7 @@ def alternatives_picker(ws: session.Workspace, shown: Alternatives) -> None:
     model's alternatives there, each a button that branches the loom with it."""
     box = st.session_state.get(ALT_PICK, "")
     row = shown.row_at(int(box) if box.isdigit() else None)
-    st.markdown(present.story_tokens_html(shown.rows, picked=row.position),
+    st.markdown(present.story_tokens_html(shown.rows, box=ALT_PICK, picked=row.position),
                 unsafe_allow_html=True)  # fmt: skip
     st.text_input("Token picked", key=ALT_PICK, label_visibility="collapsed")
     st.html(TOKEN_CLICK.read_text(), unsafe_allow_javascript=True)

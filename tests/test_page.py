@@ -1198,7 +1198,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
 
 def outlined(at) -> int:
     """The position of the story token the Alternatives dialog shows picked."""
-    html = next(m.value for m in at.markdown if "data-lloom-at" in m.value)
+    html = next(m.value for m in at.markdown if 'data-lloom-box="alt_pick"' in m.value)
     return int(re.search(r'data-lloom-at="(\d+)" tabindex="0"', html).group(1))
 
 
