@@ -10,6 +10,7 @@ import streamlit as st
 
 from weave.desk import session
 from weave.desk.alternatives import Alternatives
+from weave.desk.partial import Offered
 
 
 @dataclass
@@ -33,6 +34,7 @@ class PageState:
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
+    rest: Offered | None = None  # the rest of the row last taken in part (`lloom_part`)
 
 
 def page() -> PageState:
