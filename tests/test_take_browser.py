@@ -3,7 +3,8 @@ Typing then ➜ Take (issue 34, item 2): text typed at the story's end and a cli
 without Ctrl+Enter applies the edit, takes nothing, and says so in one line; never a silent
 📌 Keep. Part of a row (issue 39, item 5): hovering a word marks the words a click takes
 and fades the rest; a click takes the row up to that word in the same page (nothing
-reloads), the rest of the row comes first, and W takes its first word."""
+reloads), the rest of the row comes first, W takes its first word, and the keyboard
+reaches a row's words (Tab, the arrows) and takes it up to one (Enter)."""
 
 from __future__ import annotations
 
@@ -102,11 +103,20 @@ def test_a_click_on_a_word_takes_the_row_up_to_it_in_the_same_page(tmp_path):
             assert any(row.startswith(words_of(rest).rstrip(".,;:!?")) for row in rows), rows
         page.mouse.click(5, 400)  # no box focused: W takes the rest's first word
         page.keyboard.press("w")
-        assert grown(page, story).startswith(story) and len(story_text(page)) > len(story)
+        story, before = grown(page, story), story
+        assert story.startswith(before) and len(story) > len(before)
+        wait_for_suggestions(page)
+        words = page.locator(".st-key-suggestions .take:has(.w:nth-child(3))").first.locator(".w")
+        end = int(words.nth(1).get_attribute("data-lloom-at").rsplit("@", 1)[1])
+        words.nth(0).focus()  # Tab reaches a row's first word; → the next, Enter takes up to it
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        assert len(grown(page, story)) == len(story) + end
         assert page.evaluate("window.lloomSamePage === true")
     [sid] = [info.id for info in LoomStore(tmp_path).stories()]
     loom = LoomStore(tmp_path).load(sid)
-    part = loom.node(loom.cursor)
-    assert part.provenance.how == "partial suggestion"
-    assert loom.node(part.parent).provenance.how == "partial suggestion"
-    assert loom.node(part.parent).text == added
+    by_keys = loom.node(loom.cursor)
+    by_w = loom.node(by_keys.parent)
+    by_click = loom.node(by_w.parent)
+    assert [n.provenance.how for n in (by_keys, by_w, by_click)] == ["partial suggestion"] * 3
+    assert by_click.text == added
