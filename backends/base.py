@@ -22,13 +22,16 @@ class Candidate:
     """One possible next token.
 
     `raw` is the token's bytes when the backend knows them; a token may hold half of a
-    UTF-8 character, so beam text is built by joining `raw` and decoding once.
+    UTF-8 character, so beam text is built by joining `raw` and decoding once. `open`
+    says the token leaves a character unfinished where a backend that knows no bytes
+    holds its part back (vLLM's texts): a beam ending on it ends inside a character.
     """
 
     token_id: int
     text: str
     logprob: float
     raw: bytes | None = None
+    open: bool = False
 
     @property
     def piece(self) -> bytes:

@@ -123,11 +123,14 @@ class TokenTexts:
         """The text `candidate` adds after `run`: complete characters only."""
         if run:
             before = _settled(self._run_texts[run])
-            after = _settled(self._run_texts[run + (candidate.token_id,)])
+            whole = self._run_texts[run + (candidate.token_id,)]
+            after = _settled(whole)
             text = after[len(before) :] if after.startswith(before) else after
         else:
-            text = _settled(self._pieces[candidate.token_id])
-        return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"))
+            whole = self._pieces[candidate.token_id]
+            text = _settled(whole)
+        return Candidate(candidate.token_id, text, candidate.logprob, text.encode("utf-8"),
+                         open=whole.endswith(REPLACEMENT))  # fmt: skip
 
     def _prefetch(self) -> None:
         """Every token's text, a block at a time from the commonest (a vocabulary numbers

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -43,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends import create_backend  # noqa: E402
 from backends.base import Backend  # noqa: E402
 from bench.authors import (  # noqa: E402
-    PASSAGES_FILE, Figures, Passage, Summary, figures, load_passages, words,
+    PASSAGES_FILE, Passage, Summary, figures, load_passages, words,
 )  # fmt: skip
 from bench.panel import PASSAGES as PANEL  # noqa: E402
 from weave.config import load_settings  # noqa: E402
@@ -53,8 +52,7 @@ from weave.search.tree import without_prefix_space  # noqa: E402
 # isort: on
 
 CEILING_K = 25
-V03 = {"rule": "v03", "cutoff": 0.2, "multiplier": 1.0, "split_limit": 3}
-BEFORE = {**V03, "cutoff": 0.1}
+BEFORE = {"cutoff": 0.1}  # LLooM's own setting for this model before the relative rule
 
 
 @dataclass(frozen=True)
@@ -151,54 +149,70 @@ def table(names: Sequence[str], summaries: Sequence[Summary], authors: bool) -> 
         print(f"{label:<44}{cells}")
 
 
+def run_side(settings, side: Side, stories: Sequence[str], budgets: Sequence[int]) -> list[Listing]:
+    """One side over every story, on a backend of its own: a search's model tokens are then
+    its own, none read from a cache another side filled."""
+    backend = create_backend(settings, env={})
+    try:
+        return [side(backend, backend.tokenize(story), budget)
+                for story, budget in zip(stories, budgets, strict=True)]  # fmt: skip
+    finally:
+        backend.close()
+
+
 def main() -> None:
     ask = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ask.add_argument("--texts", type=Path, default=PASSAGES_FILE)
-    ask.add_argument("--each", action="store_true", help="print each passage's rows")
+    ask.add_argument("--each", action="store_true", help="print each passage's first rows")
     args = ask.parse_args()
     passages = load_passages(args.texts)
     settings = load_settings(env={"LLOOM_BACKEND": "mlx"})
     backend = create_backend(settings, env={})
     default = settings.search_for(backend.model_name)
+    stories = [p.story for p in passages]
+    print(f"{backend.model_name}; default {default}; {len(passages)} passages")
+    held = sum(ceiling(backend, backend.tokenize(p.story), p.author_next) for p in passages)
+    healed = [healing_completes(backend, default, p) for p in passages]
+    backend.close()
+    listed = {"default": run_side(settings, searched(default), stories, [0] * len(stories))}
+    budgets = [listing.tokens for listing in listed["default"]]  # the samples spend these
     sides: dict[str, Side] = {
-        "default": searched(default),
-        "v0.3": searched(replace(default, **V03)),
-        "before": searched(replace(default, **BEFORE)),
+        "v0.3": searched(default.under("v03")),
+        "before": searched(replace(default.under("v03"), **BEFORE)),
         "sample": sampled(default, 0.0),
         "min-p 0.1": sampled(default, 0.1),
     }
-    print(f"{backend.model_name}; default {default}; {len(passages)} passages")
-    each: dict[str, list[Figures]] = {name: [] for name in sides}
-    held, healed = 0, []
-    for passage in passages:
-        ids = backend.tokenize(passage.story)
-        budget = 0
-        for name, side in sides.items():
-            listing = side(backend, ids, budget)
-            budget = budget or listing.tokens  # the samples spend the default's tokens
-            each[name].append(figures(listing.rows, passage.author_next, listing.tokens))
-            if args.each and name == "default":
-                print(f"\n{passage.story[-60:]!r} -> {passage.author_next[:30]!r}")
-                for row in listing.rows[:10]:
-                    print(f"    {row!r}")
-        held += ceiling(backend, ids, passage.author_next)
-        healed.append(healing_completes(backend, default, passage))
+    for name, side in sides.items():
+        listed[name] = run_side(settings, side, stories, budgets)
+    each = {name: [figures(listing.rows, p.author_next, listing.tokens)
+                   for listing, p in zip(listings, passages, strict=True)]
+            for name, listings in listed.items()}  # fmt: skip
+    if args.each:
+        for listing, p in zip(listed["default"], passages, strict=True):
+            print(f"\n{p.story[-60:]!r} -> {p.author_next[:30]!r}")
+            for row in listing.rows[:10]:
+                print(f"    {row!r}")
     print()
-    table(list(sides), [Summary.of(f) for f in each.values()], authors=True)
+    table(list(each), [Summary.of(f) for f in each.values()], authors=True)
     halved = [h for h in healed if h is not None]
     print(f"\nthe model's own top {CEILING_K} next tokens hold the author's next word: "
           f"{held / len(passages):.0%} ({held} of {len(passages)})")  # fmt: skip
     print(f"healing, half the author's next word typed: completed as written in "
           f"{sum(halved)} of {len(halved)} ({sum(halved) / len(halved):.0%})")  # fmt: skip
-    panel = {name: [] for name in ("default", "v0.3", "before")}
-    for _genre, text in PANEL:
-        ids = backend.tokenize(text)
-        for name in panel:
-            listing = sides[name](backend, ids, 0)
-            panel[name].append(figures(listing.rows, "", listing.tokens))
+    for group in sorted({p.source.split(" (")[0] for p in passages}):
+        mine = [f for f, p in zip(each["default"], passages, strict=True)
+                if p.source.startswith(group)]  # fmt: skip
+        summary = Summary.of(mine)
+        print(f"  default on {group} ({len(mine)}): next word {summary.first_word:.0%}, "
+              f"two words {summary.two_words:.0%}, openings {summary.openings:.1f}")  # fmt: skip
+    panel_stories = [text for _genre, text in PANEL]
+    zeros = [0] * len(panel_stories)
+    panel = {name: [figures(listing.rows, "", listing.tokens)
+                    for listing in run_side(settings, searched(params), panel_stories, zeros)]
+             for name, params in (("default", default), ("v0.3", default.under("v03")),
+                                  ("before", replace(default.under("v03"), **BEFORE)))}  # fmt: skip
     print(f"\nthe panel ({len(PANEL)} passages of our own)")
     table(list(panel), [Summary.of(f) for f in panel.values()], authors=False)
-    backend.close()
 
 
 if __name__ == "__main__":

@@ -105,18 +105,19 @@ def test_a_healed_search_spells_the_typed_text_and_shows_what_follows():
     result = expand(fake, ids("x", " ", "a"), PARAMS)  # "x a", typed " a"
     assert result.typed == " a" and result.context_ids == tuple(ids("x"))
     texts = {s.text: s for s in result.suggestions}
-    assert set(texts) == {"bc..", "b.."}  # " abc.." and " ab..": what follows " a"
-    best = texts["bc.."]
-    assert best.token_ids == tuple(ids(" ", "ab", "c", ".", "."))
-    assert best.healed == 2 and best.token_pieces == ("", "b", "c", ".", ".")
+    # " abc." and " ab..": what follows " a", 3 tokens past it ("ab" reaches past: it counts)
+    assert set(texts) == {"bc.", "b.."}
+    best = texts["bc."]
+    assert best.token_ids == tuple(ids(" ", "ab", "c", "."))
+    assert best.healed == 2 and best.token_pieces == ("", "b", "c", ".")
     # " " is all the allowed mass at depth 0; "ab" 0.75 of it at depth 1.
     assert best.token_logprobs[:2] == pytest.approx((0.0, math.log(0.75)))
-    assert best.after(tuple(ids("x", " ", "a"))) == tuple(ids("x", " ", "ab", "c", ".", "."))
+    assert best.after(tuple(ids("x", " ", "a"))) == tuple(ids("x", " ", "ab", "c", "."))
 
 
-def test_the_tokens_given_back_do_not_count_against_max_depth():
+def test_the_tokens_that_only_spell_the_typed_text_do_not_count_against_max_depth():
     fake = FakeBackend(lambda beam: {"a": 0.9})
-    result = expand(fake, ids("x", " ", "a"), PARAMS)
+    result = expand(fake, ids("x", " ", "a"), PARAMS)  # " ", "a" spell it, then 3 more
     assert [len(s.token_ids) for s in result.suggestions] == [PARAMS.max_depth + 2]
 
 
@@ -124,7 +125,8 @@ def test_after_a_trailing_space_no_suggestion_starts_with_another():
     table = {("a",): {"b": 0.5, " the": 0.3, " ": 0.2}, ("a", " the"): {"c": 0.9}}
     fake = FakeBackend(lambda beam: table.get(beam, {".": 0.9}))
     result = expand(fake, ids("x", "a", " "), PARAMS)  # "xa ": typed " "
-    assert [s.text for s in result.suggestions] == ["thec.."]  # "..." is no suggestion
+    # " the" reaches past the typed " ": it counts (3 tokens past it); "..." is none
+    assert [s.text for s in result.suggestions] == ["thec."]
     assert math.exp(result.suggestions[0].token_logprobs[0]) == pytest.approx(0.6)
 
 
@@ -159,7 +161,7 @@ def test_a_healed_suggestion_is_taken_as_text_not_as_the_ids():
     fake = FakeBackend(lambda beam: table.get(beam, {".": 0.9}))
     result = expand(fake, ids("x", " ", "a"), PARAMS)
     piece = Offer("n1", PARAMS, result).piece(result.suggestions[0])
-    assert piece.text == "b..." and not piece.exact
+    assert piece.text == "b.." and not piece.exact  # "ab" and two more past the typed " a"
 
 
 def test_look_ahead_searches_from_the_story_a_healed_suggestion_makes():

@@ -14,7 +14,7 @@ import pytest
 from backends.base import Cancelled
 from backends.mlx.batching import Batcher, Forward
 from backends.mlx.worker import MLXWorker
-from tests.fake_backend import FakeBackend
+from tests.fake_backend import VOCAB, FakeBackend
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.desk.lookahead import LookAhead
 from weave.desk.session import Workspace
@@ -51,6 +51,24 @@ def test_each_look_ahead_equals_the_search_made_after_accepting(chains):
         assert found is not None and same_search(found, after)
     fourth = shown.suggestions[3]
     assert ahead.take("fake-model", STORY + list(fourth.token_ids), PARAMS) is None
+
+
+def test_a_lone_suggestion_found_ahead_is_followed_as_the_page_will_take_it():
+    """After "a" the model is sure of "b" (one suggestion, which the page takes by itself),
+    then of "c": look-ahead searches after each, so the writer who takes "a" is shown what
+    follows the lone one without waiting."""
+    table = {(): {"a": 0.5, "x": 0.4}, ("a",): {"b": 0.99}, ("a", "b"): {"c": 0.99}}
+    params = SearchParams(cutoff=0.5, max_depth=1, max_suggestions=4, auto_stop=False)
+    backend = FakeBackend(lambda beam: table.get(beam, {"x": 0.99}))
+    story = [VOCAB.index("x")]  # the fake's tables read what follows the story's one id
+    [top] = [s for s in searched(backend, story, params).suggestions if s.text == "a"]
+    ahead = LookAhead(1)
+    ahead.start(backend, story, [top], params)
+    ahead.join(timeout=30)
+    [lone] = ahead.take("fake-model", story + list(top.token_ids), params).suggestions
+    assert lone.text == "b" and not lone.variants
+    after_lone = ahead.take("fake-model", story + list(top.token_ids + lone.token_ids), params)
+    assert after_lone is not None and [s.text for s in after_lone.suggestions] == ["c"]
 
 
 class Paced(FakeBackend):

@@ -69,14 +69,17 @@ def test_the_hub_cache_lists_only_models_the_backend_runs(tmp_path, small):
 # -- the page --------------------------------------------------------------------------------
 @pytest.fixture
 def page_on_small(small, tmp_path, monkeypatch) -> Path:
+    """The page on the tiny model, every candidate a branch: its random distributions are
+    so sure of one token that a cutoff would leave one suggestion, taken by itself."""
+    config = tmp_path / "config.toml"
+    config.write_text((ROOT / "config.toml").read_text().replace("cutoff = 0.05", "cutoff = 0.0"))
+    monkeypatch.setenv("LLOOM_CONFIG", str(config))
     monkeypatch.setenv("LLOOM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("LLOOM_MODEL", str(small))
     monkeypatch.setenv("LLOOM_LOOKAHEAD", "0")
     st.cache_resource.clear()
-    st.cache_data.clear()
     yield small
     st.cache_resource.clear()
-    st.cache_data.clear()
 
 
 def started() -> AppTest:
@@ -105,7 +108,8 @@ def test_the_page_says_what_runs_and_a_story_goes_on_under_another_tokenizer(
     ws, first = the_offer(at)
     small_name = first.result.stats.model
     assert small_name != SMOL
-    at.button(key=f"sg_{first.tag}_p_0_go").click().run()  # take the top suggestion
+    rank = next(i for i, s in enumerate(first.result.suggestions) if s.exact and not s.healed)
+    at.button(key=f"sg_{first.tag}_p_{rank}_go").click().run()  # take it
     ws, _ = the_offer(at)
     taken = ws.loom.nodes[ws.cursor]
     assert taken.model == small_name and taken.token_ids  # ids of the 400-token vocabulary

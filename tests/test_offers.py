@@ -76,6 +76,16 @@ def test_a_lone_suggestion_is_offered_to_be_taken_once_searched_never_when_kept(
     assert ws.text == "a b." + shown.lone.text and ws.lone_chain().texts == (shown.lone.text,)
 
 
+def test_a_lone_row_standing_for_variants_is_the_writers_choice_not_taken(tmp_path):
+    """ " b," and " b." are one row (weave.search.rows): the writer may want either."""
+    table = {(): {" ": 0.6, "x": 0.2}, (" ",): {"b": 0.9}, (" ", "b"): {",": 0.5, ".": 0.45}}
+    backend = FakeBackend(lambda beam: table.get(beam, {"c": 0.9}))
+    ws = opened(tmp_path, "x")  # one id (not healed): the tables read what follows it
+    shown = ws.offers.show(backend, ws.spot, SearchParams(cutoff=0.5, multiplier=1.0, max_depth=3))
+    [row] = shown.offer.result.suggestions
+    assert row.variants and shown.lone is None
+
+
 def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_path):
     backend, ws = FakeBackend(seed=5), opened(tmp_path)
     shown = ws.offers.show(backend, ws.spot, PARAMS)

@@ -26,6 +26,7 @@ import lloom
 from backends import BackendError
 from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
+from tests.test_rows import assert_openings_first
 from tests.test_token_ids import oov_loom
 from weave.desk import session
 from weave.desk.spot import Offer, Piece
@@ -324,7 +325,8 @@ def test_config_change_searches_with_the_new_parameters(fake):
 
 def test_config_defaults_come_from_the_model_settings(fake):
     at = started()
-    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # [search]: fake has none
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.05)  # [search]: fake has none
+    assert at.selectbox(key="cfg_rule").value == "relative"
     assert at.slider(key="cfg_max_depth").value == 12
     assert at.checkbox(key="cfg_auto_stop").value is True
 
@@ -811,7 +813,8 @@ def test_an_import_with_bad_settings_falls_back(fake):
     assert not at.exception
     assert story(at) == "ab c"
     assert [n.text for n in workspace(at).loom.path()] == ["", "ab", " c"]
-    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # out of bounds: default
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.05)  # out of bounds: default
+    assert at.selectbox(key="cfg_rule").value == "relative"  # no knob kept: no rule implied
     assert at.slider(key="cfg_max_depth").value == 12  # unusable: the default
     [notice] = [w.value.replace("\\", "") for w in at.warning if "saved" in w.value]
     assert "cutoff = 7" in notice and "max_depth = 'deep'" in notice  # named, not clamped
@@ -1014,11 +1017,22 @@ class GgufNamed(StoryFake):
         return "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(data_dir, monkeypatch):
+@pytest.fixture
+def smollm2_section(tmp_path, monkeypatch) -> None:
+    """config.toml with a section of the embedded model's own (cutoff 0.1)."""
+    config = tmp_path / "config.toml"
+    shipped = (Path(lloom.__file__).parent / "config.toml").read_text()
+    config.write_text(shipped + '\n[models."SmolLM2-135M-Instruct"]\ncutoff = 0.1\n')
+    monkeypatch.setenv("LLOOM_CONFIG", str(config))
+
+
+def test_the_model_section_applies_to_a_gguf_name_and_the_page_says_which(
+    data_dir, monkeypatch, smollm2_section
+):
     monkeypatch.setattr(backends, "create_backend", lambda settings: GgufNamed(seed=1))
     at = started()
     assert not at.exception
-    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.2
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.1)  # not [search]'s 0.05
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert '[models."SmolLM2-135M-Instruct"]' in captions
 
@@ -1034,12 +1048,12 @@ class Renamed(StoryFake):
 
 
 def test_a_story_continued_with_another_model_takes_its_section_but_the_writers_values(
-    data_dir, monkeypatch
+    data_dir, monkeypatch, smollm2_section
 ):
     backend = Renamed(seed=1)
     monkeypatch.setattr(backends, "create_backend", lambda settings: backend)
     at = started()
-    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.2)  # [search]'s
+    assert at.slider(key="cfg_cutoff").value == pytest.approx(0.05)  # [search]'s
     at.slider(key="cfg_max_depth").set_value(7).run()  # the writer's own
     assert "cutoff" not in workspace(at).settings  # the model's default: not the writer's
     backend.name_now = "SmolLM2-135M-Instruct"  # [models."SmolLM2-135M-Instruct"] cutoff 0.1
@@ -1118,7 +1132,8 @@ def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     shares = present.bar_shares(ranked, score)
     assert bars(at) == [present.share_html(share) for share in shares][: lloom.LISTED]
     assert not {"0%", "0.0%"} & set(bars(at))  # every listed row's figure reads as something
-    assert shares == sorted(shares, reverse=True)  # the bars fall in rank order
+    assert shares[0] == max(shares)  # the best row first, then each opening's best
+    assert_openings_first(ranked)
     assert any(present.bar_caption(score) in c.value for c in at.caption)
 
 
@@ -1207,16 +1222,16 @@ def choices(at, position: int) -> list:
     return [b for b in at.button if b.key and b.key.startswith(f"alt_{position}_")]
 
 
-def test_a_suggestion_of_whitespace_is_a_visible_row(data_dir, monkeypatch):
+def test_whitespace_alone_is_no_row_and_a_whitespace_variant_is_the_same_row(data_dir, monkeypatch):
     spaces = StoryFake(table=lambda context: {" ": 0.5, "a": 0.45})
     monkeypatch.setattr(backends, "create_backend", lambda settings: spaces)
     at = started()
-    at.slider(key="cfg_max_depth").set_value(1).run()  # one token: " " alone is a suggestion
-    blank = next(row for row in shaded(at) if "a" not in re.sub(r"<[^>]+>", "", row))
-    assert "␣" in blank  # not an empty row
-    index = shaded(at).index(blank)
-    accept(at, index)
-    assert workspace(at).loom.path()[2].text == " "
+    at.slider(key="cfg_max_depth").set_value(1).run()  # " " alone goes on to a word
+    [row] = offer(at).result.suggestions  # " a" and "  a" read alike: one row
+    assert row.text.strip() == "a" and [v.strip() for v in row.variants] == ["a"]
+    assert len(shaded(at)) == 1
+    accept(at, 0)
+    assert workspace(at).loom.path()[2].text.strip() == "a"
 
 
 @pytest.mark.parametrize("flavour", ["llamacpp", "vllm", "openai"])

@@ -243,7 +243,9 @@ def test_the_few_suggestions_hint_gives_the_numbers():
     params = SearchParams(cutoff=0.3, multiplier=1.2, split_limit=3, max_suggestions=25)
     hint = few_suggestions_hint(2, params)
     assert hint.startswith("Only 2 suggestions at cutoff 0.3, times 1.2 per token: lower the")
-    assert "more variety" in hint
+    assert "more variety" in hint and "as a share of its beam's likeliest" in hint
+    v03 = few_suggestions_hint(2, params.under("v03"))
+    assert "reaches it)." in v03 and "share" not in v03  # v0.3's cutoff is a probability
     assert few_suggestions_hint(5, params) is None
     assert few_suggestions_hint(3, SearchParams(max_suggestions=3)) is None  # all it asked
     zero = SearchParams(cutoff=0.0, split_limit=2)

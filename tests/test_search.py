@@ -24,7 +24,8 @@ def texts(result) -> list[str]:
 
 def run(table, **params):
     """A search on `table`, under LLooM v0.3's rule unless `params` name another."""
-    defaults = dict(rule="v03", cutoff=0.25, max_depth=2, auto_stop=False, split_limit=3)
+    defaults = dict(rule="v03", cutoff=0.25, multiplier=1.0, max_depth=2, auto_stop=False,
+                    split_limit=3)  # fmt: skip
     return expand(FakeBackend(table), STORY, SearchParams(**{**defaults, **params}))
 
 

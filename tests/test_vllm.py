@@ -32,7 +32,11 @@ STORIES = [
 ]
 TOLERANCE = 1e-3  # both float32; measured: at most 2.4e-4 over the top 20 of 15 prompts
 MODELS = {"data": [{"id": "smol", "max_model_len": 2048}]}
-STUB_TOKENIZER = {"/tokenize": (200, {"tokens": [31]}), "/detokenize": (200, {"prompt": SEPARATOR})}
+STUB_TOKENIZER = {
+    "/tokenize": (200, {"tokens": [31]}),
+    "/detokenize": (200, {"prompt": SEPARATOR}),
+    "/tokenizer_info": (200, {"vocab_size": 49152}),
+}  # a stub says its size here
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +81,10 @@ def test_top_k_matches_our_mlx_backend(vllm, mlx_backend):
 def test_searches_match_mlx_and_split_characters_join(vllm, mlx_backend, story):
     """The same suggestions, ids and text, as the MLX backend that knows token bytes: a
     character split over tokens appears whole once its last token arrives."""
-    params = SearchParams(cutoff=0.05, max_depth=6, max_suggestions=20, auto_stop=False,
-                          use_chains=False)  # fmt: skip
+    # v0.3's rule at a low cutoff: a relative one fans out over near-ties, whose order two
+    # float32 implementations may swap
+    params = SearchParams(rule="v03", cutoff=0.05, multiplier=1.0, split_limit=3, max_depth=6,
+                          max_suggestions=20, auto_stop=False, use_chains=False)  # fmt: skip
     theirs = expand(vllm, vllm.tokenize(story), params).suggestions
     ours = expand(mlx_backend, mlx_backend.tokenize(story), params).suggestions
     assert [s.token_ids for s in theirs] == [s.token_ids for s in ours]
@@ -252,6 +258,10 @@ def test_bad_replies_are_clear_errors(status, body, message):
         with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
     assert url in str(error.value)
+
+
+def test_the_vocabulary_is_learnt_from_the_server_at_start(vllm):
+    assert vllm.vocab_size == 49152  # SmolLM2's, from vLLM's refusal of a stop token past it
 
 
 def test_control_token_names_in_a_story_are_text(vllm):

@@ -8,6 +8,9 @@ node's path will have, with the same parameters, so the result is the search the
 would get after accepting it (`weave.search.beams` is a function of the backend's answers).
 Under the story's bans (`weave.story.bans`) each search is guarded as the writer's
 would be: by a guard reading the story's text with the suggestion taken (`Ahead.text`).
+A search that finds one lone suggestion, which the page will take by itself
+(`weave.search.rows.lone`), is followed by the search after it, `LONE_FOLLOWS` deep: the
+writer who accepts the row is shown what follows the lone one.
 A suggestion after which the search would not fit the backend's read window (the model's
 window, or less where reading is slow: `Backend.read_window`) is left out: the
 accepted node's context is then cut (`weave.story.context.build_context`), to ids
@@ -35,10 +38,12 @@ from dataclasses import dataclass, field
 from backends.base import Backend, BackendError, Cancelled
 from weave.lru import LRU
 from weave.search.beams import Progress, SearchParams, SearchResult, expand
+from weave.search.rows import lone
 from weave.search.tree import Suggestion
 from weave.story.bans import Bans, Guard
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
+LONE_FOLLOWS = 3  # lone suggestions followed after a planned search (the page takes more)
 PAUSE_S = 0.05  # how often a run waiting (to begin, or out a hold) checks it is still wanted
 NO_BANS = Bans()
 
@@ -198,17 +203,34 @@ class LookAhead:
         try:
             with backend.background(wanted):
                 for plan in plans:
-                    if not self._held(wanted):
-                        return
-                    result = expand(
-                        backend, list(plan.context), plan.params,
-                        progress=between_depths, guard=plan.guard(),
-                    )  # fmt: skip
-                    self._keep(plan, result)
+                    for _ in range(1 + LONE_FOLLOWS):
+                        if not self._held(wanted):
+                            return
+                        made = self.take(plan.model, plan.context, plan.params, plan.bans)
+                        result = made or expand(
+                            backend, list(plan.context), plan.params,
+                            progress=between_depths, guard=plan.guard(),
+                        )  # fmt: skip
+                        self._keep(plan, result)
+                        plan = self._after_lone(plan, result, backend.read_window)
+                        if plan is None:
+                            break
         except (_Dropped, Cancelled, BackendError, ValueError):
             # Dropped or failed: nothing is kept, and a writer who accepts one of these
             # suggestions searches as usual (and sees the backend's error, if it stays).
             return
+
+    @staticmethod
+    def _after_lone(plan: Ahead, result: SearchResult, window: int | None) -> Ahead | None:
+        """The search after `result`'s lone suggestion, which the page takes by itself
+        (None: there is none, or the search would not fit `window`)."""
+        only = lone(result.suggestions)
+        if only is None or not only.exact or not only.token_ids:
+            return None
+        context = only.after(plan.context)
+        if window is not None and len(context) + plan.params.max_depth > window:
+            return None
+        return Ahead(plan.model, context, plan.params, plan.bans, plan.text + only.text)
 
     def _held(self, wanted: Callable[[], bool]) -> bool:
         """Wait out a hold; whether the run is still wanted."""

@@ -30,6 +30,7 @@ from weave.lru import LRU
 from weave.search.beams import ProgressCallback, SearchParams, SearchResult, expand
 from weave.search.codec import search_from_dict, search_steering, search_to_dict, unshowable
 from weave.search.ramify import RamifyParams, ramify
+from weave.search.rows import lone
 from weave.story.bans import Bans
 from weave.story.context import Context
 from weave.story.model_context import Contexts, sent_ids
@@ -96,9 +97,9 @@ class Offers:
             if offer is None:
                 earlier = self.latest(spot.node_id)
                 return Shown(earlier, "earlier" if earlier else "none", error=self.error)
-            lone = offer.result.suggestions
-            lone = offer.piece(lone[0]) if len(lone) == 1 else None
-            return Shown(offer, "ahead" if self.from_ahead(offer) else "searched", lone)
+            only = lone(offer.result.suggestions)
+            lone_piece = offer.piece(only) if only is not None else None
+            return Shown(offer, "ahead" if self.from_ahead(offer) else "searched", lone_piece)
         offer = self.offer(spot, params, model=model)
         if offer is not None:
             return Shown(offer, "ahead" if self.from_ahead(offer) else "kept")

@@ -15,9 +15,10 @@ The rules, precisely:
   candidate's, so a beam splits wide where the model is unsure (a writer's first words)
   and not at all where it is sure; under `v03` (LLooM v0.3's) when its probability is at
   least the cutoff;
-- at most `max_depth` tokens; auto-stop ends a beam once its text after the typed text,
-  past any stop strings and whitespace it starts with, holds a word and then a '.' or ','
-  and cuts the text just after it;
+- at most `max_depth` tokens that reach past the typed text (those that only spell it
+  neither count nor scale the cutoff); auto-stop ends a beam once its text after the
+  typed text, past any stop strings and whitespace it starts with, holds a word and then
+  a '.' or ',' and cuts the text just after it;
 - a beam holds at least one word and no half character: one that reaches `max_depth`
   with none, or inside a character (a token holding part of its bytes), goes on for at
   most `OVERRUN` tokens to reach one; a text of punctuation alone is never a suggestion,
@@ -27,10 +28,9 @@ The rules, precisely:
   its top token and finishes, as v0.3's did;
 - control tokens (`backend.special_token_ids`) are never offered as text;
 - a story that ends inside a word or with whitespace is healed (`weave.search.healing`): the
-  search starts at the last token boundary before that end, with `max_depth` more
-  depths for the tokens given back; a beam still inside the typed text asks the
-  backend for `heal_k` candidates (no greedy chain) and keeps those that agree with
-  it, renormalised; suggestions are what follows the typed text.
+  search starts at the last token boundary before that end; a beam still inside the
+  typed text asks the backend for `heal_k` candidates (no greedy chain) and keeps those
+  that agree with it, renormalised; suggestions are what follows the typed text.
 - under a guard (`weave.story.bans`), each beam's candidates are screened before the
   choice: one that completes a banned phrase (or repeats the story) is left out, so its
   room goes to the next, and bias shifts the others' log-probs (re-sorted) before the
@@ -65,7 +65,7 @@ Rule = Literal["relative", "v03"]
 # Each rule's splitting knobs, as LLooM sets them. The relative rule's were chosen on real
 # authors' prose (bench/bench_authors.py): wide at the first words, where a writer
 # chooses (a share of 0.05 lets ~10-25 openings through a small model's flat first
-# distribution, one where it is sure), narrow from the third token on (3 x 3 x 0.05 > 1).
+# distribution, one where it is sure), no split from the fourth token on (0.05 x 3^3 > 1).
 RULE_KNOBS: dict[str, dict[str, Any]] = {
     "relative": {"cutoff": 0.05, "multiplier": 3.0, "split_limit": 0},
     "v03": {"cutoff": 0.2, "multiplier": 1.0, "split_limit": 3},  # LLooM v0.3's page
@@ -123,8 +123,6 @@ class SearchParams:
         `saved`'s order. A splitting knob saved without a rule was set before LLooM had
         one, under v0.3's rule: that rule comes with it.
         """
-        if saved.keys() & RULE_KNOBS["v03"].keys() and "rule" not in saved:
-            saved = {**saved, "rule": "v03"}
         values, refused, names = {}, [], {f.name for f in fields(cls)}
         for name, saved_value in saved.items():
             if name in names:
@@ -133,6 +131,8 @@ class SearchParams:
                     refused.append(f"{name} = {shown(saved_value)}")
                 else:
                     values[name] = value
+        if values.keys() & RULE_KNOBS["v03"].keys() and "rule" not in saved:
+            values["rule"] = "v03"
         return values, tuple(refused)
 
 
@@ -218,7 +218,7 @@ class _Beam:
     chain: Chain | None = None
     taken: int = 0
     state: GuardState | None = None  # where the beam stands for the guard, if any
-    free: int = 0  # tokens taken after the typed text (all of them when nothing was typed)
+    free: int = 0  # its tokens that reach past the typed text (all, when nothing was typed)
 
 
 def expand(
@@ -332,7 +332,9 @@ class _Search:
         self.finished: list[TreeNode] = []
         self.held: Constraint | None = healed.constraint if healed else None
         self.typed: str = healed.typed if healed else ""
-        self.depths = params.max_depth + (healed.tokens if healed else 0)
+        # Past the typed text a beam has max_depth tokens (OVERRUN more to reach a word);
+        # spelling the typed text takes at most one token a byte.
+        self.depths = params.max_depth + len(self.typed.encode("utf-8")) + OVERRUN
         self.guard: Guard | None = guard
         self.pruned: list[Pruned] = []
 
@@ -341,12 +343,12 @@ class _Search:
             self.backend.read_ahead(self.context, self._k(0), self._report_reading)
         live = [_Beam(self.root, state=self.guard.root() if self.guard else None)]
         try:
-            for depth in range(self.depths + OVERRUN):
+            for depth in range(self.depths):
                 if not live:
                     break
-                candidates = self._candidates(live, depth)
+                candidates = self._candidates(live)
                 capped = len(self.finished) + len(live) >= self.params.max_suggestions
-                live = self._grow(live, candidates, depth, capped)
+                live = self._grow(live, candidates, capped)
                 self._report(depth, live)
         finally:
             for beam in live:  # a search cut short by an error leaves no chain running
@@ -355,9 +357,9 @@ class _Search:
 
     # -- asking the backend ----------------------------------------------------------
     def _cutoff(self, free: int) -> float:
-        """The cutoff for a beam that took `free` tokens after the typed text: scaled by
-        the multiplier once per such token (the tokens given back to healing, which spell
-        what the writer typed, do not scale it)."""
+        """The cutoff for a beam `free` of whose tokens reach past the typed text: scaled
+        by the multiplier once per such token (the tokens given back to healing, which only
+        spell what the writer typed, do not scale it)."""
         return self.params.cutoff * self.params.multiplier**free
 
     def _k(self, free: int) -> int:
@@ -375,23 +377,29 @@ class _Search:
         spare = special + (GUARD_SPARE if self.guard else 0)
         return max(1, min(limit, room, MAX_CANDIDATES)) + spare
 
-    def _candidates(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+    def _candidates(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each live beam's top-k: a beam held to the typed text its allowed candidates
         (`_narrowed`), the others theirs (`_free`)."""
         held = [beam for beam in live if self._held(beam)]
         free = [beam for beam in live if not self._held(beam)]
-        found = dict(zip(free, self._free(free, depth), strict=True)) if free else {}
-        found.update(self._narrowed(held, depth))
+        found = dict(zip(free, self._free(free), strict=True)) if free else {}
+        found.update(self._narrowed(held))
         return [found[beam] for beam in live]
 
     def _held(self, beam: _Beam) -> bool:
         return self._inside_typed(beam.node)
 
+    def _past_typed(self, node: TreeNode) -> bool:
+        """Whether the beam ending at `node` spelled something after the typed text: its
+        last token chose a word of its own (" eyes" after a typed " ", not " ey" after
+        " ey"), so the next choice is narrower."""
+        return len(node.piece_path()) > len(self.typed.encode("utf-8"))
+
     def _inside_typed(self, node: TreeNode) -> bool:
         """Whether the beam ending at `node` has not yet spelled all the typed text."""
         return self.held is not None and self.held.active(node.piece_path())
 
-    def _narrowed(self, held: list[_Beam], depth: int) -> dict[_Beam, list[Candidate]]:
+    def _narrowed(self, held: list[_Beam]) -> dict[_Beam, list[Candidate]]:
         """The candidates of beams still inside the typed text that agree with it, in one
         call asking `heal_k` of each (one position: a greedy chain would follow a token
         the constraint may refuse)."""
@@ -406,17 +414,16 @@ class _Search:
             for beam, options in zip(held, answers, strict=True)
         }
 
-    def _free(self, live: list[_Beam], depth: int) -> list[list[Candidate]]:
+    def _free(self, live: list[_Beam]) -> list[list[Candidate]]:
         """Each free beam's top-k: new beams are asked first (a backend that streams its
         chains answers while the server still makes the older ones' next positions),
         then the older beams take theirs from their chains. A beam whose chain is known
         to have run out is asked with the new ones; one found out only on reading (a
         streamed chain that ended unannounced) is asked again after."""
-        length = self.depths + OVERRUN - depth
         for beam in live:
             if _ran_out(beam):
                 _drop_chain(beam)
-        found = self._fill([beam for beam in live if beam.chain is None], depth, length)
+        found = self._fill([beam for beam in live if beam.chain is None], len(live))
         ran_out = []
         for beam in live:
             if beam in found:
@@ -427,22 +434,22 @@ class _Search:
                 ran_out.append(beam)
             else:
                 found[beam] = top
-        found.update(self._fill(ran_out, depth, length))
+        found.update(self._fill(ran_out, len(live)))
         return [found[beam] for beam in live]
 
-    def _fill(self, needy: list[_Beam], depth: int, remaining: int) -> dict[_Beam, list[Candidate]]:
-        """Ask the backend about `needy` beams in one call: greedy chains where they pay
-        (each beam keeps its chain), else the top-k here. Returns each beam's top-k."""
+    def _fill(self, needy: list[_Beam], live: int) -> dict[_Beam, list[Candidate]]:
+        """Ask the backend about `needy` beams (of `live`) in one call: greedy chains where
+        they pay (each beam keeps its chain, as long as `_chain_length`), else the top-k
+        here. Returns each beam's top-k."""
         if not needy:
             return {}
         contexts = [self.context + beam.node.token_ids() for beam in needy]
-        if self.params.use_chains is not False and remaining > 1:
+        lengths = [self._chain_length(beam, live) for beam in needy]
+        if self.params.use_chains is not False and max(lengths) > 1:
             least = min(beam.free for beam in needy)
-            k = max(self._k(f) for f in range(least, least + remaining))
+            k = max(self._k(f) for f in range(least, self.params.max_depth))
             stops = tuple(STOP_CHARS) if self.params.auto_stop else ()
-            chains = self.backend.greedy_chains(
-                contexts, k, [remaining] * len(contexts), stops=stops
-            )
+            chains = self.backend.greedy_chains(contexts, k, lengths, stops=stops)
             if chains is not None:
                 for beam, chain in zip(needy, chains, strict=True):
                     beam.chain, beam.taken = chain, 0
@@ -450,8 +457,22 @@ class _Search:
         answers = self.backend.top_logprobs(contexts, max(self._k(b.free) for b in needy))
         return dict(zip(needy, answers, strict=True))
 
+    def _chain_length(self, beam: _Beam, live: int) -> int:
+        """How far along its greedy path a beam is worth asking about: to its depth (a
+        beam going on past it to reach a word asks again); under v0.3's rule, not far
+        past where the cap is likely to end it. There, once finished plus live beams reach
+        the cap, every beam takes its top token and ends, so positions asked beyond would
+        be computed for nothing; the room left lasts about room / live depths if each beam
+        splits once a depth, and the depth that reaches the cap still needs one more
+        position. (A path asked too short only costs asking again.)"""
+        remaining = max(1, self.params.max_depth - beam.free)
+        if self.params.rule != "v03":
+            return remaining
+        room = self.params.max_suggestions - len(self.finished) - live
+        return 1 if room <= 0 else min(remaining, 1 + -(-room // max(live, 1)))
+
     # -- growing the tree --------------------------------------------------------------
-    def _grow(self, live, candidates, depth, capped) -> list[_Beam]:
+    def _grow(self, live, candidates, capped) -> list[_Beam]:
         budget = self.params.max_suggestions - len(self.finished) - len(live)
         next_live: list[_Beam] = []
         for beam, options in zip(live, candidates, strict=True):
@@ -468,11 +489,11 @@ class _Search:
             # A greedy chain went on through the raw top token; only that child inherits it.
             on_chain = chosen[0].token_id == options[0].token_id
             passed_on = False
-            free = beam.free + 1 if not self._held(beam) else 0
             for i, cand in enumerate(chosen):
-                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob)
+                child = beam.node.add_child(cand.token_id, cand.piece, cand.logprob, open=cand.open)
+                free = beam.free + 1 if self._past_typed(child) else 0
                 state = states.get(cand.token_id)
-                if self._ends(child, depth + 1) or (capped and self.params.rule == "v03"):
+                if self._ends(child, free) or (capped and self.params.rule == "v03"):
                     self._finish(child)
                 elif i == 0 and on_chain and beam.chain is not None:
                     next_live.append(_Beam(child, beam.chain, beam.taken, state, free))
@@ -518,15 +539,16 @@ class _Search:
             room -= 1
         return chosen
 
-    def _ends(self, node: TreeNode, depth: int) -> bool:
-        """Whether the beam ending at `node` (`depth` tokens deep) is finished: auto-stop
-        ended it, or it is `max_depth` tokens past the typed text, holding a word and no
-        half character (else it may go on `OVERRUN` tokens more to reach them)."""
+    def _ends(self, node: TreeNode, free: int) -> bool:
+        """Whether the beam ending at `node`, `free` of whose tokens reach past the typed
+        text, is finished: auto-stop ended it, or it has `max_depth` such tokens, holding a
+        word and no half character (else it may go on `OVERRUN` tokens more for them)."""
         if self._stops(node):
             return True
-        if depth < self.depths:
+        if free < self.params.max_depth:
             return False
-        return depth >= self.depths + OVERRUN or (node.whole() and _has_word(self._after(node)))
+        done = node.whole() and _has_word(self._after(node))
+        return done or free >= self.params.max_depth + OVERRUN
 
     def _after(self, node: TreeNode) -> str:
         """The beam's text after what the writer typed."""

@@ -31,9 +31,10 @@ def key(text: str) -> tuple[str, ...]:
 
 
 def opening(text: str) -> str:
-    """A row's opening: its first word (case aside), or its text if it has none."""
+    """A row's opening: its first word (case and the punctuation after it aside: "said,"
+    and "Said:" open alike), or its text if it has none."""
     words = key(text)
-    return words[0].casefold() if words else text
+    return (words[0].rstrip(FINAL_PUNCTUATION) or words[0]).casefold() if words else text
 
 
 @dataclass
@@ -58,6 +59,12 @@ def distinct_rows(suggestions: list[Suggestion], score: Score) -> list[Suggestio
     merged = [_merged(row, score) for row in folded]
     merged.sort(key=lambda s: (-s.score, s.text))
     return _openings_first(merged)
+
+
+def lone(rows: list[Suggestion]) -> Suggestion | None:
+    """The row LLooM's rule takes by itself: the only one, standing for no other text (a
+    row with variants is a choice the writer may want to make)."""
+    return rows[0] if len(rows) == 1 and not rows[0].variants else None
 
 
 def _fold_prefixes(rows: list[_Row]) -> list[_Row]:

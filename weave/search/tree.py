@@ -27,6 +27,7 @@ class TreeNode:
     children: list[TreeNode] = field(default_factory=list)
     finished: bool = False
     cut: int | None = None  # characters of the beam's text kept, when auto-stop cut it
+    open: bool = False  # the token leaves a character its backend holds back (`Candidate.open`)
 
     @property
     def depth(self) -> int:
@@ -36,8 +37,8 @@ class TreeNode:
     def probability(self) -> float:
         return math.exp(self.logprob)
 
-    def add_child(self, token_id: int, piece: bytes, logprob: float) -> TreeNode:
-        child = TreeNode(token_id, piece, logprob, parent=self)
+    def add_child(self, token_id: int, piece: bytes, logprob: float, *, open: bool = False):
+        child = TreeNode(token_id, piece, logprob, parent=self, open=open)
         self.children.append(child)
         return child
 
@@ -63,8 +64,9 @@ class TreeNode:
         return _decoded(self.piece_path())[0]
 
     def whole(self) -> bool:
-        """Whether the beam's bytes end where a character ends."""
-        return _decoded(self.piece_path())[1]
+        """Whether the beam ends where a character ends: its bytes do, and its backend
+        holds no part of one back."""
+        return _decoded(self.piece_path())[1] and not self.open
 
     def text(self) -> str:
         """The beam's text as offered: cut just after the stop string when auto-stop fired."""
@@ -93,6 +95,8 @@ class TreeNode:
             out["bytes"] = list(self.piece)  # half a character: its text alone cannot say it
         if self.cut is not None:
             out["cut"] = self.cut
+        if self.open:
+            out["open"] = True
         if self.finished:
             out["finished"] = True
         if self.children:
@@ -109,6 +113,7 @@ class TreeNode:
             parent=parent,
             finished=bool(data.get("finished", False)),
             cut=data.get("cut"),
+            open=bool(data.get("open", False)),
         )
         node.children = [cls.from_dict(child, node) for child in data.get("children", [])]
         return node
@@ -136,7 +141,8 @@ class Suggestion:
 
     logprob/probability are pooled over beams that read the same (`suggestions_from`);
     text, token_ids and token_logprobs belong to the best of them. `exact` says whether
-    `text` is exactly the decoded token ids (auto-stop may cut inside a token). A healed
+    `text` is exactly the decoded token ids (auto-stop may cut inside a token, and a beam
+    that ends inside a character shows only its whole ones). A healed
     search's suggestion (`weave.search.healing`) is what follows the text typed after the
     story's last token boundary: its ids spell that typed text and then `text`, and
     replace the story's last `healed` ids (0: they follow the story's); its
@@ -219,7 +225,7 @@ def _suggestion(members: list[TreeNode], score: Score, typed: str, healed: int) 
         score=logprob if score == "joint" else beam_score(best, score),
         token_pieces=_past(tuple(n.piece.decode("utf-8", errors="replace") for n in path), typed),
         token_logprobs=tuple(n.logprob for n in path),
-        exact=best.cut is None,
+        exact=best.cut is None and best.whole(),
         healed=healed,
     )
 

@@ -432,9 +432,10 @@ def few_suggestions_hint(count: int, params: SearchParams) -> str | None:
     only = f"Only {count} suggestion{'s' if count != 1 else ''}"
     if params.cutoff > 0:
         grows = f", times {params.multiplier:g} per token" if params.multiplier > 1 else ""
+        share = " as a share of its beam's likeliest token's" if params.rule == "relative" else ""
         return (
             f"{only} at cutoff {params.cutoff:g}{grows}: lower the cutoff for more variety "
-            "(a token starts a new suggestion only when its probability reaches it)."
+            f"(a token starts a new suggestion only when its probability reaches it{share})."
         )
     if params.split_limit:
         return f"{only} at split limit {params.split_limit}: raise it for more variety."
