@@ -36,6 +36,7 @@ import lloom_files
 import lloom_graphs
 import lloom_hosts
 import lloom_library
+import lloom_part
 import lloom_sampling
 import lloom_steering
 from backends import Backend, BackendError, Choice, choose_backend
@@ -49,6 +50,7 @@ from weave import access, keys
 from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
+from weave.desk.partial import Offered
 from weave.desk.spot import Draw, Offer
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
@@ -670,13 +672,15 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
     """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
     📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
     under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
-    lists them all.
+    lists them all. A click on a word takes its row up to there; the rest of a row so
+    taken comes first, here (`lloom_part`).
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
     """
     suggestions = offer.result.suggestions
-    if not suggestions:
+    rest = lloom_part.rest_here(ws, suggestions)
+    if not suggestions and rest is None:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
     hint = present.few_suggestions_hint(len(suggestions), offer.params)
@@ -684,16 +688,22 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
         st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
     space = "p" if prefix_space else "n"
-    rows = list(zip(suggestions, shares, strict=True))
+    rows, takeable = list(zip(suggestions, shares, strict=True)), {}
     with st.container(key="suggestions", gap=None):
+        if rest is not None:
+            takeable[lloom_part.rest_row(ws, rest, prefix_space, shading)] = rest
         for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
+            takeable[row.key] = Offered(row.piece, suggestion)
             suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
+        lloom_part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
         more_rows_ui(len(suggestions))
         bars = present.bar_caption(offer.params.score, ahead=ahead)
-        st.caption(f"{bars} ✏️ edits one in its row (Enter takes it), 📌 keeps one as a "
-                   f"branch, {ACCEPT} takes it.")  # fmt: skip
+        st.caption(f"{bars} A click on a word takes its row up to there, ✏️ edits one in "
+                   f"its row (Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes "
+                   "it.")  # fmt: skip
+    lloom_part.pick_ui(ws, takeable, prefix_space)
 
 
 def more_rows_ui(count: int) -> None:
@@ -715,8 +725,10 @@ def list_all(value: bool) -> None:
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
                    shading: bool) -> None:  # fmt: skip
     """One suggestion's row (`lloom_rows`): its share, the figure over a bar as long as
-    its part of the best one's; its text, each token shaded by its probability."""
-    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading)
+    its part of the best one's; its text, each token shaded by its probability, each
+    word a click's target (`lloom_part`), its variants a "+n" whose tooltip lists them."""
+    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading,
+                                   words=lloom_part.words(row.key, suggestion.text))  # fmt: skip
     part, filled = share
     figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
               f'title="{present.SHARE_TITLE}">{present.share_html(part)}</span>')  # fmt: skip

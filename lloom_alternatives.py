@@ -67,7 +67,7 @@ def alternatives_picker(ws: session.Workspace, backend: Backend, shown: Alternat
     words = page().alternative_words
     if row.position not in words:
         words[row.position] = ws.offers.choices(backend, ws.spot, row)
-    st.markdown(present.story_tokens_html(shown.rows, picked=row.position),
+    st.markdown(present.story_tokens_html(shown.rows, box=ALT_PICK, picked=row.position),
                 unsafe_allow_html=True)  # fmt: skip
     st.text_input("Token picked", key=ALT_PICK, label_visibility="collapsed")
     st.html(TOKEN_CLICK.read_text(), unsafe_allow_javascript=True)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from weave.desk import session
 from weave.desk.alternatives import Alternatives, Choice
+from weave.desk.partial import Offered
 
 
 @dataclass
@@ -38,6 +39,7 @@ class PageState:
     all_rows: bool = False  # every suggestion listed, not the first LISTED
     sample_next: bool = False  # draw samples in this run: what 🔁 Again offered was taken
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
+    rest: Offered | None = None  # the rest of the row last taken in part (`lloom_part`)
 
 
 def page() -> PageState:

@@ -32,6 +32,9 @@ CHROMIUM = "/usr/bin/chromium"
 STORY = "textarea[aria-label='Story']"
 TREE = ".lloom-graph svg, [data-testid='stGraphVizChart'] svg"  # dot's SVG, or Streamlit's
 ROW = "[data-testid='stMarkdownContainer'] div[style^='white-space: pre-wrap']"
+ROW_TEXT = """row => { const copy = row.cloneNode(true);
+  copy.querySelectorAll('.variants').forEach(mark => mark.remove());
+  return copy.textContent; }"""  # a row's text, without its "+n" mark
 ACCEPT = "➜ Take"
 STORY_TREE = "🌳 Story tree"
 CHROMIUM_ARGS = [
@@ -169,8 +172,9 @@ def show_story_tree(page) -> None:
 
 
 def row_text(page, nth: int) -> str:
-    """Suggestion row `nth`'s text as a writer reads it (its faint marks as what they mark)."""
-    shown = page.locator(ROW).nth(nth).inner_text()
+    """Suggestion row `nth`'s text as a writer reads it (its faint marks as what they mark,
+    without the "+n" of the texts it stands for)."""
+    shown = page.locator(ROW).nth(nth).evaluate(ROW_TEXT)
     return shown.replace("·", " ").replace("␣", " ").replace("↵", "\n")
 
 

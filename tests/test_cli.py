@@ -10,15 +10,18 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.fake_backend import VOCAB, FakeBackend
 from tests.test_rows import assert_openings_first
 from weave.bounds import bound_of
+from weave.cli import to_text
 from weave.config import load_settings
 from weave.loom.store import LoomStore
-from weave.search.beams import OVERRUN, SearchParams
+from weave.search.beams import OVERRUN, SearchParams, expand
 from weave.search.tree import Suggestion
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +116,18 @@ def test_readable_output_ranks_and_summarises():
     shares = [float(row.split()[1].strip("<%")) for row in rows]
     assert shares[0] == max(shares) and abs(sum(shares) - 100) < 0.1 * len(shares)
     assert shares[0] > 1
+
+
+def test_readable_output_names_the_texts_a_row_stands_for():
+    params = SearchParams(max_depth=2, max_suggestions=3)
+    result = expand(FakeBackend(seed=5), [VOCAB.index("x")], params)
+    first, *others = result.suggestions
+    wife = replace(
+        first, text=" want of a wife,", variants=(" want of a wife.", "\nwant of a wife")
+    )
+    lines = to_text(replace(result, suggestions=[wife, *others]), params).splitlines()
+    assert lines[0].endswith(r"' want of a wife,'  (also ' want of a wife.', '\nwant of a wife')")
+    assert "also" not in lines[1]  # a row that stands for no other text says nothing more
 
 
 def test_a_reader_that_stops_early_ends_it_quietly(tmp_path):

@@ -104,7 +104,7 @@ def test_every_button_has_words(desk):
 
 def test_no_key_is_a_chord_that_fires_while_typing():
     """Streamlit fires Ctrl/Alt/Cmd chords inside text boxes: the desk uses none."""
-    every = [k.shortcut for k in keys.MOVES.values()]
+    every = [k.shortcut for k in [*keys.MOVES.values(), keys.WORD]]
     every += [keys.accept_key(r) for r in range(keys.NUMBERED)]
     every += [keys.keep_key(r) for r in range(keys.NUMBERED)]
     assert len(set(every)) == len(every)

@@ -89,7 +89,7 @@ def suggestions(at: AppTest) -> list[str]:
 
 
 def read_row(row_html: str) -> str:
-    row_html = re.sub(r'<span class="share".*?</span>', "", row_html)  # its share's figure
+    row_html = re.sub(r'<span class="(share|variants)\b.*?</span>', "", row_html)  # its figures
     text = html.unescape(re.sub(r"<[^>]+>", "", row_html))
     return present.typed_text(text.replace("·", " "))
 
@@ -1214,7 +1214,7 @@ def test_alternatives_at_a_token_branch_the_story_there(data_dir):
 
 def outlined(at) -> int:
     """The position of the story token the Alternatives dialog shows picked."""
-    html = next(m.value for m in at.markdown if "data-lloom-at" in m.value)
+    html = next(m.value for m in at.markdown if 'data-lloom-box="alt_pick"' in m.value)
     return int(re.search(r'data-lloom-at="(\d+)" tabindex="0"', html).group(1))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html as ihtml
 import math
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -18,6 +19,7 @@ from weave.desk.alternatives import branch_text
 from weave.search.beams import SearchParams, expand
 from weave.search.tree import Suggestion
 from weave.view.present import (
+    Words,
     accepted_text,
     alternative_label,
     auto_accept_message,
@@ -99,6 +101,37 @@ def test_suggestion_html_escapes_html_and_markdown():
         assert ch not in body
     assert "&#60;script&#62;" in body and "↵" in body
     assert ihtml.unescape(body) == visible("".join(nasty))
+
+
+def test_a_row_standing_for_other_texts_lists_them_a_hover_away():
+    s = replace(suggestion([" want", " of", " a", " wife", ","], [0.5] * 5),
+                variants=(" want of a wife.", "\nwant of a <wife>"))  # fmt: skip
+    html = suggestion_html(s, prefix_space=True)
+    mark = re.search(r'<span class="variants" title="([^"]*)">\+2</span></div>$', html)
+    assert mark and seen(html) == "want of a wife,+2"  # after the text, inside its block
+    assert ihtml.unescape(mark.group(1)).split("\n") == [
+        "Read as this row, also offered:", "“want of a wife.”", "“↵want of a <wife>”"]  # fmt: skip
+    assert "<wife>" not in mark.group(1)  # escaped
+    assert "variants" not in suggestion_html(suggestion([" once"], [0.5]), prefix_space=True)
+
+
+def test_a_rows_words_each_take_it_up_to_their_end():
+    s = suggestion([" want", " of", " a", " wi", "fe", ",", " and"], [0.5] * 7)
+    words = Words("take_pick", "r1", (5, 8, 10, 15, 16, 20))
+    html = suggestion_html(s, prefix_space=True, words=words)
+    assert re.match(r'<div style="white-space: pre-wrap[^"]*" class="take" '
+                    r'data-lloom-box="take_pick">', html)  # fmt: skip
+    words = re.findall(r'<span class="w" data-lloom-at="r1@(\d+)" role="button" '
+                       r'tabindex="(-?\d)">(.*?)</span></span>', html)  # fmt: skip
+    assert [(int(end), tab, seen(body)) for end, tab, body in words] == [
+        (5, "0", "want"), (8, "-1", " of"), (10, "-1", " a"), (15, "-1", " wife"),
+        (16, "-1", ","), (20, "-1", " and")]  # fmt: skip
+    assert len(re.findall(r'title="50.0%"', html)) == 7  # " wi" and "fe": one word, two tokens
+    straddling = suggestion([" a", " wife,", " and"], [0.5] * 3)  # a token across two words
+    html = suggestion_html(straddling, prefix_space=False, words=Words("b", "r", (2, 7, 8, 12)))
+    assert re.findall(r'data-lloom-at="r@(\d+)"', html) == ["2", "7", "8", "12"]
+    assert re.findall(r'title="([^"]*)"', html) == ["50.0%"] * 4  # " wife," shaded in both
+    assert seen(html) == "·a wife, and"
 
 
 def test_suggestion_spans_follow_the_cut_and_split_characters():
@@ -231,7 +264,7 @@ STORY = 'Once upon a time, a "quoted" <tag> & 🐉 flew'
 def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
     ids = mlx_backend.tokenize(STORY)
     rows = mlx_backend.alternatives(ids, 5)
-    html = story_tokens_html(rows)
+    html = story_tokens_html(rows, box="alt_pick")
     assert seen(html) == STORY[len(mlx_backend.detokenize(ids[:1])) :]
     titles = re.findall(r' title="([^"]*)" style="background-color', html)
     assert len(titles) == len(rows)
@@ -245,7 +278,7 @@ def test_the_story_tokens_show_shaded_with_their_alternatives(mlx_backend):
 def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
     odd = Candidate(7, '"><b>', math.log(0.5))
     row = TokenAlternatives(3, 9, " *x*\n", None, [odd])
-    html = story_tokens_html([row])
+    html = story_tokens_html([row], box="alt_pick")
     assert "rgba(255, 160, 0, 0.00)" in html
     title = re.search(r'title="([^"]*)"', html).group(1)
     assert "<" not in title and '"' not in title
@@ -255,7 +288,7 @@ def test_a_token_outside_the_top_k_is_left_unshaded_and_everything_is_escaped():
 
 def test_the_picked_token_is_outlined_and_the_one_the_keyboard_reaches():
     rows = [TokenAlternatives(p, p, f" w{p}", math.log(0.5), []) for p in (4, 5, 6)]
-    html = story_tokens_html(rows, picked=5)
+    html = story_tokens_html(rows, box="alt_pick", picked=5)
     spans = re.findall(r'<span data-lloom-at="(\d)" tabindex="(-?\d)"[^>]*style="([^"]*)"', html)
     assert [(at, tab) for at, tab, _ in spans] == [("4", "-1"), ("5", "0"), ("6", "-1")]
     assert ["outline" in style for _, _, style in spans] == [False, True, False]

@@ -233,11 +233,13 @@ def _given(args: argparse.Namespace) -> dict:
 
 def to_text(result: SearchResult, params: SearchParams) -> str:
     """The suggestions, one a line: rank, share of the ranking as the page's bar shows it
-    (`weave.view.present.bar_shares`), probability, text; then what the figures are, what
-    the search cost and what its suggestions are worth."""
+    (`weave.view.present.bar_shares`), probability, text, and the texts it stands for
+    (`Suggestion.variants`, "also"); then what the figures are, what the search cost and
+    what its suggestions are worth."""
     shares = bar_shares(result.suggestions, params.score)
     lines = [
         f"{i:3d}. {share_text(share):>8}  p {share_text(s.probability):>8}  {s.text!r}"
+        + (f"  (also {', '.join(map(repr, s.variants))})" if s.variants else "")
         for i, (s, share) in enumerate(zip(result.suggestions, shares, strict=True), 1)
     ]
     lines.append(bar_caption(params.score).replace("Bars: each", "Figures: each"))

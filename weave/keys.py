@@ -31,6 +31,7 @@ MOVES = {  # button -> its key
     "bookmark": Key("B", "bookmark"),
     "sample": Key("S", "sample"),
 }
+WORD = Key("W", "take the first row's first word")  # ✂ Word, under the rows
 
 
 def accept_key(rank: int) -> str | None:
@@ -47,4 +48,4 @@ def key_line() -> str:
     """Every key in one line, as the page shows it under the suggestions."""
     moves = " · ".join(f"{key.shortcut} {key.does}" for key in MOVES.values())
     return (f"⌨️ Keys: 1–{NUMBERED} take a suggestion · Shift+1–{NUMBERED} keep it (📌) · "
-            f"{moves} · none while you type in a box")  # fmt: skip
+            f"{WORD.shortcut} {WORD.does} · {moves} · none while you type in a box")  # fmt: skip

@@ -25,6 +25,7 @@ HOWS = (
     "sampled",  # a sample drawn by a ramification
     "alternative",  # a story branched at another token the model offered
     "edited suggestion",  # a suggestion the writer changed before taking it
+    "partial suggestion",  # a suggestion taken up to a word, or the rest of one so taken
     "imported",  # read from another loom tool's file (`source` names it)
 )
 AUTHORS = ("human", "model", "mixed", "system")  # Open Loom's author roles

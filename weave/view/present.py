@@ -1,10 +1,11 @@
 """What the page says about suggestions and searches: text and HTML, without Streamlit.
 
 Owns how model text is shown (whitespace made visible, every character escaped), the
-one-row suggestion (tokens shaded by probability), the story's tokens with their
-alternatives, the bars' shares, the search's status lines (live, when done, and under a
-node's suggestions: `shown_status`), a draw's, dates as shown (`when`), the messages after
-an automatic accept or a thin search, and text made literal for markdown (`md`, `code`).
+one-row suggestion (tokens shaded by probability, words a click takes it up to, the
+texts it stands for), the story's tokens with their alternatives, the bars' shares, the
+search's status lines (live, when done, and under a node's suggestions: `shown_status`),
+a draw's, dates as shown (`when`), the messages after an automatic accept or a thin
+search, and text made literal for markdown (`md`, `code`).
 The page (`lloom.py`) puts these strings into widgets; the plain-text ones go through
 `md` like any other text. This module does not search, rank or pool
 (`weave.search.beams`, `weave.search.tree`) and draws no graph (`weave.view.render`).
@@ -17,6 +18,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from backends.base import TokenAlternatives
 from weave.search.beams import Progress, SearchParams, SearchResult, SearchStats
@@ -29,6 +31,7 @@ SPACE = "␣"  # a space where a space alone would not be seen
 EDIT_MARKS = {"\n": "↵", "\t": "⇥"}  # what an edit box shows for what it cannot hold
 FEW = 5  # fewer suggestions than this (or than asked for) bring the hint
 QUOTED = 40  # characters of each suggestion quoted in a message
+VARIANT_SHOWN = 80  # characters of each variant a row's "+n" lists
 ALTERNATIVES_SHOWN = 5  # alternatives named in a story token's tooltip
 SMALLEST_SHARE = 1e-6  # the least share `share_text` spells out
 # how varied: fewer effective choices than each number, these words ("many ways on" past)
@@ -100,35 +103,81 @@ def quoted(texts: Sequence[str]) -> str:
 
 
 # -- one suggestion as one row of HTML ----------------------------------------------------
-def suggestion_html(suggestion: Suggestion, *, prefix_space: bool, shading: bool = True) -> str:
+@dataclass(frozen=True)
+class Words:
+    """A row whose words a click takes it up to: each word, ending at one of `ends` (in
+    the suggestion's text, `weave.desk.partial.word_ends`), posts `row@end` to the hidden
+    box `box` (static/token_click.html)."""
+
+    box: str
+    row: str
+    ends: tuple[int, ...]
+
+
+def suggestion_html(
+    suggestion: Suggestion, *, prefix_space: bool, shading: bool = True, words: Words | None = None
+) -> str:
     """The suggestion as one block of HTML that wraps: each token shaded by its probability
     (with it as a tooltip) when `shading`; newlines '↵', tabs '⇥' and leading spaces '·'
     shown faintly, and the spaces of a text that is only whitespace as faint '␣' (the
-    prefix space too, when it is all the suggestion is).
+    prefix space too, when it is all the suggestion is); the texts it stands for
+    (`Suggestion.variants`) as a faint "+n" whose tooltip lists them.
 
     Args:
         suggestion: a ranked suggestion (its text may be cut inside its last token).
         prefix_space: drop one leading space, as the page shows suggestions.
         shading: shade tokens; else the text plainly, with the whitespace still visible.
+        words: make each word a target a click takes the row up to (`Words`); the block's
+            class is then `take`, each word's `w` (the page's CSS marks what a click takes).
     Returns:
         HTML safe for `st.markdown(..., unsafe_allow_html=True)`: every piece of model text
         is HTML-escaped and markdown's special characters are entities.
     """
-    spans = token_spans(suggestion)
+    spans, at = token_spans(suggestion), 0
     if prefix_space and shown_text(suggestion.text, prefix_space=True) and spans[0][0][:1] == " ":
-        spans[0] = (spans[0][0][1:], spans[0][1])  # a lone space stays, to be seen
+        spans[0], at = (spans[0][0][1:], spans[0][1]), 1  # a lone space stays, to be seen
     blank = not "".join(text for text, _ in spans).strip()
-    parts, leading = [], True
+    ends = words.ends if words else (len(suggestion.text),)
+    groups: list[list[str]] = [[] for _ in ends]  # each word's pieces of HTML
+    leading, w = True, 0
     for text, logprob in spans:
-        body, leading = _marked_html(text, leading=leading, blank=blank)
-        if not shading:
-            parts.append(body)
-            continue
-        p = math.exp(logprob)
-        shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
-        parts.append(f'<span title="{p:.1%}" style="{shade}">{body}</span>')
+        while text:
+            while w < len(ends) - 1 and ends[w] <= at:
+                w += 1
+            n = ends[w] - at if ends[w] > at else len(text)  # the token's part in word w
+            piece, text, at = text[:n], text[n:], at + len(text[:n])
+            body, leading = _marked_html(piece, leading=leading, blank=blank)
+            groups[w].append(_shaded(body, logprob) if shading else body)
     style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
-    return f'<div style="{style}">{"".join(parts)}</div>'
+    mark = _variants_html(suggestion.variants, prefix_space=prefix_space)
+    if words is None:
+        return f'<div style="{style}">{"".join(groups[0])}{mark}</div>'
+    targets = "".join(
+        f'<span class="w" data-lloom-at="{words.row}@{end}" role="button" '
+        f'tabindex="{0 if i == 0 else -1}">{"".join(group)}</span>'
+        for i, (end, group) in enumerate(zip(ends, groups, strict=True)) if group
+    )  # fmt: skip
+    box = f'class="take" data-lloom-box="{words.box}"'
+    return f'<div style="{style}" {box}>{targets}{mark}</div>'
+
+
+def _shaded(body: str, logprob: float) -> str:
+    """A token's HTML shaded by its probability, which its tooltip says."""
+    p = math.exp(logprob)
+    shade = f"background-color: rgba(255, 160, 0, {0.08 + 0.72 * p:.2f}); border-radius: 3px"
+    return f'<span title="{p:.1%}" style="{shade}">{body}</span>'
+
+
+def _variants_html(variants: Sequence[str], *, prefix_space: bool) -> str:
+    """A row's variants (the texts it stands for) as a faint "+n", listed in its tooltip."""
+    if not variants:
+        return ""
+    listed = "&#10;".join(
+        _attribute(f"“{shorten(shown_text(v, prefix_space=prefix_space), VARIANT_SHOWN)}”")
+        for v in variants
+    )
+    title = f"Read as this row, also offered:&#10;{listed}"
+    return f'<span class="variants" title="{title}">+{len(variants)}</span>'
 
 
 def sample_html(text: str, *, prefix_space: bool) -> str:
@@ -190,11 +239,14 @@ _FAINT = '<span style="opacity: 0.4">{}</span>'
 
 
 # -- the story's tokens and their alternatives ----------------------------------------------
-def story_tokens_html(rows: Sequence[TokenAlternatives], *, picked: int | None = None) -> str:
+def story_tokens_html(
+    rows: Sequence[TokenAlternatives], *, box: str, picked: int | None = None
+) -> str:
     """The story's tokens (`Backend.alternatives`' rows) shaded by the probability the model
     gave each, with the likeliest alternatives there in its tooltip; a token whose
     probability the backend cannot say is left unshaded. Each token carries its position
-    (`data-lloom-at`, which static/token_click.html posts when it is clicked); the one at
+    (`data-lloom-at`, which static/token_click.html posts to the hidden box `box` when it
+    is clicked); the one at
     position `picked` is outlined and is the one the keyboard reaches (the others are
     reached from it with the arrow keys). Escaped as `suggestion_html` is."""
     parts = []
@@ -211,7 +263,7 @@ def story_tokens_html(rows: Sequence[TokenAlternatives], *, picked: int | None =
         at = f'data-lloom-at="{row.position}" tabindex="{0 if mine else -1}" role="button"'
         parts.append(f'<span {at} title="{_attribute(title)}" style="{shade}">{body}</span>')
     style = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7"
-    return f'<div style="{style}">{"".join(parts)}</div>'
+    return f'<div style="{style}" data-lloom-box="{box}">{"".join(parts)}</div>'
 
 
 def token_probability(row: TokenAlternatives) -> str:
