@@ -13,7 +13,7 @@ typed text ("es and looked up,").
 
 This module is pure: `heal` reads a story's ids through a tokenizer's `detokenize` (and
 `tokenize`, for a backend whose ids are whole texts) and returns a `Healing`; the
-search (`weave.search`) and the draw (`weave.ramify`) apply its `Constraint` to the
+search (`weave.search`) and the draw (`weave.search.ramify`) apply its `Constraint` to the
 candidates a backend returns (`narrowed`). It asks no model anything. How many
 candidates a healed depth asks for is each backend's (`Backend.heal_k`): all of them on
 MLX, where the allowed tokens' probabilities are then exactly the model's, renormalised.
