@@ -4,6 +4,7 @@ fake model (the search itself is test_search.py's; look-ahead's own rules test_l
 from __future__ import annotations
 
 from backends.base import BackendError
+from tests.background import ended
 from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
@@ -113,7 +114,7 @@ def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_pa
     backend, ws = FakeBackend(seed=5), opened(tmp_path)
     shown = ws.offers.show(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown.offer, rows=1)
-    ws.ahead.join(timeout=30)
+    ended(ws.ahead, timeout=30)
     top = shown.offer.result.suggestions[0]
     ws.accept(shown.offer.piece(top), None, prefix_space=False)
     calls, reports = len(backend.calls), []
@@ -143,12 +144,12 @@ def test_a_failed_background_read_is_said_once_and_not_repeated_until_asked(tmp_
     ws, backend = opened(tmp_path), FailingReads(seed=5)
     alive = lambda: True  # noqa: E731
     assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     failed = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)
     assert (failed.source, failed.offer) == ("none", None) and "connection reset" in failed.error
     quiet = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)  # a rerun: no new read
     assert (quiet.source, quiet.error, backend.reads) == ("none", None, 1)
     ws.retry()
     assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     assert backend.reads == 2

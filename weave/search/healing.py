@@ -136,9 +136,3 @@ def narrowed(
     top = max(c.logprob for c in allowed)
     total = top + math.log(sum(math.exp(c.logprob - top) for c in allowed))
     return [replace(c, logprob=c.logprob - total) for c in allowed[:k]]
-
-
-def after_typed(text: str, typed: str) -> str | None:
-    """What a beam's `text` adds after the typed remainder; None when the beam ended
-    before it spelled it all."""
-    return text[len(typed) :] if text.startswith(typed) else None
