@@ -205,6 +205,7 @@ def test_the_search_s_json_says_what_was_typed_and_reads_it_back():
     result = expand(fake, ids("x", " ", "a"), PARAMS)
     data = search_to_dict(result, PARAMS)
     assert data["typed"] == " a" and data["suggestions"][0]["healed"] == 2
-    back, _ = search_from_dict(json.loads(json.dumps(data)))
-    assert back.typed == " a" and back.suggestions == result.suggestions
+    back = search_from_dict(json.loads(json.dumps(data)))
+    assert back.params == PARAMS
+    assert back.result.typed == " a" and back.result.suggestions == result.suggestions
     assert "typed" not in search_to_dict(expand(fake, ids("x", "."), PARAMS))
