@@ -110,8 +110,7 @@ def release(shared: SharedBackend) -> None:
 def shared_backend() -> SharedBackend:
     """The one backend every session uses (the MLX backend serialises its own work), built
     on first use; a writer may switch its MLX model (`switch_model_ui`)."""
-    build = lambda settings: backends.create_backend(settings)  # noqa: E731  (tests replace it)
-    return SharedBackend(shared_settings(), build)
+    return SharedBackend(shared_settings(), backends.create_backend)
 
 
 @st.cache_resource(ttl=60, show_spinner=False)  # not cache_data: see lloom_graphs' docstring

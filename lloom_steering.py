@@ -133,7 +133,7 @@ def _keys(text: str) -> tuple[str, ...]:
 
 
 def _keys_problem(keys: tuple[str, ...]) -> str | None:
-    """The one line that says which cap `keys` pass, if any (`weave.steering`'s caps)."""
+    """The one line that says which cap `keys` pass, if any (`weave.story.steering`'s caps)."""
     if len(keys) > MAX_KEYS:
         return f"An entry holds at most {MAX_KEYS} keys; this one has {len(keys)}."
     long = next((k for k in keys if len(k) > MAX_KEY_CHARS), None)

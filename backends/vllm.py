@@ -139,12 +139,6 @@ class VLLMBackend(GreedyPathBackend):
         return redacted(self.client.base_url)
 
     @property
-    def text_lookups(self) -> int:
-        """/detokenize round trips this thread made for token text (in `stats` too); those
-        made ahead on the backend's own thread count in neither."""
-        return self._texts.lookups
-
-    @property
     def context_length(self) -> int | None:
         return self._context_length
 

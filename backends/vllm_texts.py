@@ -13,13 +13,12 @@ the token that completes it, as an incremental detokenizer shows it (`raw` is th
 text's UTF-8: the beam's joined pieces decode to exactly what the server decodes for its
 ids, less an unfinished last character).
 
-Look-ups are counted per thread, as `BackendStats` are: those made on a searching
-thread count in its stats and in `lookups`; those made ahead on this module's own
-thread count in neither.
+Look-ups count in `BackendStats` per thread, as a request does: those made on a
+searching thread count in its stats; those made ahead on this module's own thread do not.
 
-Owns: the texts known (each id alone, open runs), the look-ups and their count, the
-ahead-of-time thread. Not: the /detokenize request itself (the backend's `detokenize`),
-nor which tokens are control tokens (it reports the ids that decode to nothing).
+Owns: the texts known (each id alone, open runs), the look-ups, the ahead-of-time thread.
+Not: the /detokenize request itself (the backend's `detokenize`), nor which tokens are
+control tokens (it reports the ids that decode to nothing).
 """
 
 from __future__ import annotations
@@ -76,14 +75,8 @@ class TokenTexts:
         self._stats, self._learn_controls = stats, learn_controls
         self._pieces: dict[int, str] = {}  # each id decoded alone
         self._run_texts: dict[Ids, str] = {}  # open runs decoded, with and without a token
-        self._local = threading.local()  # look-ups counted per thread, as `stats` are
         self._lookups = threading.Lock()  # one look-up at a time: a search waits for one ahead
         threading.Thread(target=self._prefetch, name="lloom-vllm-texts", daemon=True).start()
-
-    @property
-    def lookups(self) -> int:
-        """/detokenize round trips this thread made for token text (in `stats` too)."""
-        return getattr(self._local, "lookups", 0)
 
     def spell(self, contexts: list[list[int]], chains: list[Positions]) -> list[Positions]:
         """Give every candidate its text: look-ups only for ids never seen (a block at a
@@ -184,12 +177,8 @@ class TokenTexts:
         if texts is None:
             with ThreadPoolExecutor(PARALLEL_LOOKUPS) as pool:
                 texts = list(pool.map(lambda s: self._detokenize(list(s)), sequences))
-            self._spent(len(sequences))
+            self._stats.add(forward_calls=len(sequences))
         return texts
-
-    def _spent(self, round_trips: int) -> None:
-        self._stats.add(forward_calls=round_trips)
-        self._local.lookups = self.lookups + round_trips
 
     def _decode_joined(self, sequences: list[Ids]) -> list[str] | None:
         """One /detokenize for all: separator, seq, separator, seq, ..., separator.
@@ -198,7 +187,7 @@ class TokenTexts:
         for sequence in sequences:
             joined += [*sequence, self._separator]
         parts = self._detokenize(joined).split(SEPARATOR)
-        self._spent(1)
+        self._stats.add(forward_calls=1)
         if len(parts) != len(sequences) + 2 or parts[0] or parts[-1]:
             return None  # a token held the separator character
         return parts[1:-1]

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.base import Backend  # noqa: E402
+from tests.background import ended  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.desk.lookahead import LookAhead  # noqa: E402
 from weave.search.beams import SearchParams, expand  # noqa: E402
@@ -74,7 +75,7 @@ def cost(backend: Backend, story: str, params: SearchParams) -> None:
     ahead = LookAhead(ROWS)
     before = time.perf_counter()
     ahead.start(backend, ids, shown.suggestions, params)
-    ahead.join()
+    ended(ahead)
     seconds = time.perf_counter() - before
     plans = ahead.plans(backend.model_name, ids, shown.suggestions, params)
     results = [ahead.take(backend.model_name, plan.context, params) for plan in plans]
@@ -98,7 +99,7 @@ def b_search(make: Callable[[], Backend], story_a, story_b, params, during: bool
     expand(backend, ids_b, params)
     seconds = time.perf_counter() - started
     ahead.cancel()
-    ahead.join()
+    ended(ahead)
     return seconds
 
 

@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,9 +105,15 @@ def one_round(backend: MLXBackend, steering: Steering) -> Round:
         (accept[0].stats.prefill_tokens, accept[1]),
         (new_line[0].stats.prefill_tokens, new_line[1]),
         context.token_count,
-        context.token_count - context.before_note,
-        moved.token_count - after.before_note,
+        context.token_count - _before_note(context),
+        moved.token_count - _before_note(after),
     )
+
+
+def _before_note(context: Context) -> int:
+    """How many ids come before the author's note (all of them when there is none): what
+    an accept that adds no line leaves as it was."""
+    return sum(part.token_count for part in takewhile(lambda p: p.kind != "note", context.parts))
 
 
 def _search(backend: MLXBackend, context: Context) -> tuple[SearchResult, float]:

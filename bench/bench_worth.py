@@ -5,7 +5,7 @@ with the model's default search settings:
   tree      one search (`weave.search.beams.expand`): its suggestions, their probability mass
             (`weave.search.worth`: exact, the tree enumerates them) and its tokens, one per
             tree node (the least any backend can evaluate to grow that tree);
-  sampling  `weave.ramify` draws from the model's own distribution (temperature 1,
+  sampling  `weave.search.ramify` draws from the model's own distribution (temperature 1,
             no min-p), each sample read up to where the tree's rules would end it
             (auto-stop's '.' or ',', or the tree's max depth), credited only the
             tokens up to there, drawn until they have spent the tree's tokens. Its mass

@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from tests.background import ended
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.desk.lookahead import LookAhead
 from weave.desk.spot import Draw, Offer
@@ -169,7 +170,7 @@ def test_look_ahead_searches_from_the_story_a_healed_suggestion_makes():
     shown = expand(fake, story, PARAMS)
     ahead = LookAhead(2)
     ahead.start(fake, story, shown.suggestions, PARAMS)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     for s in [s for s in shown.suggestions if s.exact][:2]:
         accepted = ids("x") + list(s.token_ids)  # the typed " a" and what follows, as ids
         assert fake.detokenize(accepted) == "x a" + s.text
@@ -204,6 +205,7 @@ def test_the_search_s_json_says_what_was_typed_and_reads_it_back():
     result = expand(fake, ids("x", " ", "a"), PARAMS)
     data = search_to_dict(result, PARAMS)
     assert data["typed"] == " a" and data["suggestions"][0]["healed"] == 2
-    back, _ = search_from_dict(json.loads(json.dumps(data)))
-    assert back.typed == " a" and back.suggestions == result.suggestions
+    back = search_from_dict(json.loads(json.dumps(data)))
+    assert back.params == PARAMS
+    assert back.result.typed == " a" and back.result.suggestions == result.suggestions
     assert "typed" not in search_to_dict(expand(fake, ids("x", "."), PARAMS))

@@ -14,6 +14,7 @@ import pytest
 from backends.base import Cancelled
 from backends.mlx.batching import Batcher, Forward
 from backends.mlx.worker import MLXWorker
+from tests.background import ended
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.config import ConfigError, LookAheadSettings, load_settings, settings_from_table
 from weave.desk.lookahead import LookAhead
@@ -43,7 +44,7 @@ def test_each_look_ahead_equals_the_search_made_after_accepting(chains):
     assert len(shown.suggestions) >= 4
     ahead = LookAhead(3)
     ahead.start(backend, STORY, shown.suggestions, PARAMS)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     exact = [s for s in shown.suggestions if s.exact][:3]
     for s in exact:
         after = searched(FakeBackend(seed=5, chains=chains), STORY + list(s.token_ids))
@@ -64,7 +65,7 @@ def test_a_lone_suggestion_found_ahead_is_followed_as_the_page_will_take_it():
     [top] = [s for s in searched(backend, story, params).suggestions if s.text == "a"]
     ahead = LookAhead(1)
     ahead.start(backend, story, [top], params)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     [lone] = ahead.take("fake-model", story + list(top.token_ids), params).suggestions
     assert lone.text == "b" and not lone.variants
     after_lone = ahead.take("fake-model", story + list(top.token_ids + lone.token_ids), params)
@@ -94,7 +95,7 @@ def test_a_hold_keeps_look_ahead_from_the_cpu_until_it_passes_then_it_goes_on():
     held_at = time.monotonic()
     ahead.hold(0.5)
     backend.go.set()  # the forward in progress ends; the next waits out the hold
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     later = [t for t in backend.starts if t > held_at]
     assert later and min(later) >= held_at + 0.5
     for s in [s for s in shown.suggestions if s.exact][:2]:  # nothing was dropped for it
@@ -104,11 +105,10 @@ def test_a_hold_keeps_look_ahead_from_the_cpu_until_it_passes_then_it_goes_on():
 def test_a_move_during_a_hold_stops_look_ahead_without_waiting_it_out():
     shown = searched(FakeBackend(seed=5), STORY)
     backend, ahead = FakeBackend(seed=5), LookAhead(2)
-    ahead.hold(3600)  # an hour: a run that waited it out would fail the join below
+    ahead.hold(3600)  # an hour: a run that waited it out would fail the wait below
     ahead.start(backend, STORY, shown.suggestions, PARAMS)
     ahead.cancel()
-    ahead.join(timeout=5)
-    assert not ahead.running()
+    ended(ahead, timeout=5)
     assert not any(ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
                    for s in shown.suggestions)  # fmt: skip
 
@@ -118,7 +118,7 @@ def test_results_are_keyed_by_model_and_parameters():
     shown = searched(backend, STORY)
     ahead = LookAhead(1)
     ahead.start(backend, STORY, shown.suggestions, PARAMS)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     ids = STORY + list(shown.suggestions[0].token_ids)
     assert ahead.ready("fake-model", ids, PARAMS)
     assert not ahead.ready("other-model", ids, PARAMS)
@@ -136,7 +136,7 @@ def test_no_look_ahead_from_a_suggestion_whose_ids_do_not_spell_its_text():
         tuple(s.token_ids) for s in shown.suggestions[2:4]
     ]
     ahead.start(backend, STORY, edited, PARAMS)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     for s in shown.suggestions[:2]:
         assert not ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS)
 
@@ -156,7 +156,7 @@ def test_no_look_ahead_where_the_next_search_would_not_fit_the_window():
     assert plans and len(plans) < len(everything)
     fitted = FakeBackend(seed=5, context_length=window)
     ahead.start(fitted, STORY, shown.suggestions, PARAMS)
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     assert [p for p in everything if ahead.ready("fake-model", p.context, PARAMS)] == plans
 
 
@@ -166,8 +166,8 @@ def test_zero_rows_searches_nothing():
     calls = len(backend.calls)
     ahead = LookAhead(0)
     ahead.start(backend, STORY, shown.suggestions, PARAMS)
-    ahead.join(timeout=30)
-    assert not ahead.running() and len(backend.calls) == calls
+    ended(ahead, timeout=30)
+    assert len(backend.calls) == calls
 
 
 class Gated(FakeBackend):
@@ -193,8 +193,7 @@ def test_cancel_stops_the_run_at_its_next_depth_and_keeps_nothing_unfinished():
     assert gated.asked.acquire(timeout=30)  # the first depth is being asked
     ahead.cancel()
     gated.gate.release()  # it answers; the search stops before asking another
-    ahead.join(timeout=30)
-    assert not ahead.running()
+    ended(ahead, timeout=30)
     assert gated.calls == [1]
     assert not any(
         ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS) for s in shown.suggestions
@@ -236,14 +235,14 @@ def test_asked_again_for_the_same_searches_a_run_goes_on_and_after_a_cancel_star
     ahead.start(gated, STORY, shown.suggestions, PARAMS)  # a page rerun: nothing restarts
     for _ in range(1000):
         gated.gate.release()
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     assert gated.calls == plain.calls
     assert all(
         ahead.ready("fake-model", STORY + list(s.token_ids), PARAMS) for s in shown.suggestions[:2]
     )
     ahead.cancel()
     ahead.start(gated, STORY, shown.suggestions[2:], replace(PARAMS, cutoff=0.3))
-    ahead.join(timeout=30)
+    ended(ahead, timeout=30)
     assert ahead.ready("fake-model", STORY + list(shown.suggestions[2].token_ids),
                        replace(PARAMS, cutoff=0.3))  # fmt: skip
 
@@ -407,7 +406,7 @@ def read_with_look_ahead(tmp_path, rows: int) -> tuple[FakeBackend, Workspace, O
     assert ws.start("a b")
     shown = ws.offers.suggest(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown, rows=rows)
-    ws.ahead.join(timeout=30)
+    ended(ws.ahead, timeout=30)
     return backend, ws, shown
 
 
@@ -440,7 +439,7 @@ def test_an_edited_suggestion_searches_normally_and_a_move_stops_look_ahead(tmp_
     assert gated.asked.acquire(timeout=30)
     ws.undo()  # the writer moves: look-ahead stops at its next depth
     gated.gate.release()
-    ws.ahead.join(timeout=30)
+    ended(ws.ahead, timeout=30)
     assert gated.calls == [1]
 
 
@@ -461,7 +460,7 @@ def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search
     ws.set_bans(bans)
     shown = ws.offers.suggest(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
-    ws.ahead.join(timeout=30)
+    ended(ws.ahead, timeout=30)
     top = shown.result.suggestions[0]
     assert ws.offers.ahead_ready(backend, ws.spot, shown) == {
         s.token_ids for s in shown.result.suggestions[:2]

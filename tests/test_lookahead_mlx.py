@@ -12,6 +12,7 @@ import pytest
 
 from backends.base import Cancelled
 from backends.mlx.backend import MLXBackend
+from tests.background import ended
 from weave.desk.lookahead import LookAhead
 from weave.search.beams import SearchParams, expand
 
@@ -36,7 +37,7 @@ def test_look_ahead_equals_the_searches_made_after_accepting(embedded_model_path
         assert expand(after_backend, ids, PARAMS).suggestions == shown.suggestions
         ahead = LookAhead(3)
         ahead.start(ahead_backend, ids, shown.suggestions, PARAMS)
-        ahead.join(timeout=300)
+        ended(ahead, timeout=300)
         exact = [s for s in shown.suggestions if s.exact][:3]
         assert len(exact) == 3
         for s in exact:  # the writer's searches, in the same order, on a backend like it
@@ -103,7 +104,7 @@ def test_the_kv_cap_holds_with_look_ahead_running_and_its_fragments_go_first(
         assert expand(backend, ids, PARAMS).suggestions == shown.suggestions
         ahead = LookAhead(3)
         ahead.start(backend, ids, shown.suggestions, PARAMS)
-        ahead.join(timeout=300)
+        ended(ahead, timeout=300)
         assert all(
             ahead.ready(MODEL, ids + list(s.token_ids), PARAMS) for s in shown.suggestions[:3]
         )

@@ -13,6 +13,7 @@ import streamlit as st
 
 import lloom
 from scripts.screenshot import STORY, launch_browser, running_app, start_first_story, story_text
+from tests.background import ended
 from tests.test_page import accept, backend_error, offer, started, suggestions, workspace
 from weave.config import DEFAULT_CONFIG
 
@@ -57,7 +58,7 @@ def test_two_sessions_with_look_ahead_get_the_suggestions_one_gets_alone(small_s
     shown = {"a": [suggestions(a)], "b": [suggestions(b)]}
     for _ in range(STEPS):
         for name, at in (("a", a), ("b", b)):
-            workspace(at).ahead.join(timeout=600)  # the writer has read long enough
+            ended(workspace(at).ahead, timeout=600)  # the writer has read long enough
             accept(at, 0)
             assert not at.exception and not backend_error(at)
             assert workspace(at).offers.from_ahead(offer(at)), "not from look-ahead"

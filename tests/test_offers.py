@@ -4,6 +4,7 @@ fake model (the search itself is test_search.py's; look-ahead's own rules test_l
 from __future__ import annotations
 
 from backends.base import BackendError
+from tests.background import ended
 from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
@@ -76,6 +77,29 @@ def test_a_lone_suggestion_is_offered_to_be_taken_once_searched_never_when_kept(
     assert ws.text == "a b." + shown.lone.text and ws.lone_chain().texts == (shown.lone.text,)
 
 
+def test_suggest_again_lets_a_lone_suggestion_it_finds_be_taken_where_the_writer_went_back(
+    tmp_path,
+):
+    """`Workspace.retry`: where the writer went back nothing is taken by itself, until they
+    ask again; suggestions kept that the search would only make again are shown, not taken."""
+    backend, ws = FakeBackend(seed=5), opened(tmp_path, "a b.")
+    lone = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=1)
+    assert ws.take_lone(ws.offers.show(backend, ws.spot, lone).lone, prefix_space=False)
+    ws.undo()  # deliberate: held
+    other = SearchParams(cutoff=0.1, max_depth=5, max_suggestions=1)
+    held = ws.offers.show(backend, ws.spot, other)
+    assert held.lone is not None and not ws.take_lone(held.lone, prefix_space=False)
+    ws.retry()
+    same = ws.offers.show(backend, ws.spot, other)
+    assert (same.source, same.lone) == ("same", None)
+    shallow = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=1)
+    assert ws.offers.show(Down(seed=5), ws.spot, shallow).error  # failed: asked again below
+    ws.retry()
+    again = ws.offers.show(backend, ws.spot, shallow)
+    assert again.source == "searched" and ws.take_lone(again.lone, prefix_space=False)
+    assert ws.text == "a b." + again.lone.text
+
+
 def test_a_lone_row_standing_for_variants_is_the_writers_choice_not_taken(tmp_path):
     """ " b," and " b." are one row (weave.search.rows): the writer may want either."""
     table = {(): {" ": 0.6, "x": 0.2}, (" ",): {"b": 0.9}, (" ", "b"): {",": 0.5, ".": 0.45}}
@@ -90,7 +114,7 @@ def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_pa
     backend, ws = FakeBackend(seed=5), opened(tmp_path)
     shown = ws.offers.show(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown.offer, rows=1)
-    ws.ahead.join(timeout=30)
+    ended(ws.ahead, timeout=30)
     top = shown.offer.result.suggestions[0]
     ws.accept(shown.offer.piece(top), None, prefix_space=False)
     calls, reports = len(backend.calls), []
@@ -120,12 +144,12 @@ def test_a_failed_background_read_is_said_once_and_not_repeated_until_asked(tmp_
     ws, backend = opened(tmp_path), FailingReads(seed=5)
     alive = lambda: True  # noqa: E731
     assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     failed = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)
     assert (failed.source, failed.offer) == ("none", None) and "connection reset" in failed.error
     quiet = ws.offers.show(backend, ws.spot, PARAMS, alive=alive)  # a rerun: no new read
     assert (quiet.source, quiet.error, backend.reads) == ("none", None, 1)
     ws.retry()
     assert ws.offers.show(backend, ws.spot, PARAMS, alive=alive).source == "reading"
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     assert backend.reads == 2

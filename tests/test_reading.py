@@ -28,6 +28,7 @@ from scripts.screenshot import (
     wait_for_suggestions,
     wait_idle,
 )
+from tests.background import ended
 from tests.llama_server import llama_server
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
@@ -77,7 +78,7 @@ def test_a_long_story_is_read_apart_and_searched_once_read(tmp_path, whole_windo
     assert total > 2000 and shown.reading.read < total
     assert ws.offers.reading.running()
     read_at_least(ws, 2 * CHUNK)
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     assert ws.offers.reading.state().read == total
     searched = ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive)
     assert searched.source == "searched" and searched.offer.result.suggestions
@@ -92,12 +93,11 @@ def test_a_move_stops_the_reading_and_reading_again_goes_on_from_what_was_read(
     read = read_at_least(ws, 3 * CHUNK)
     ws.edit(LONG + " And then the owl spoke.")  # a move: the reading stops at its next chunk
     assert ws.offers.reading.state() is None
-    ws.offers.reading.join(timeout=60)
-    assert not ws.offers.reading.running()
+    ended(ws.offers.reading, timeout=60)
     again = ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive)
     assert again.source == "reading" and again.reading.read >= read  # the cache kept it
     assert again.reading.total > again.reading.read
-    ws.offers.reading.join()
+    ended(ws.offers.reading)
     assert ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive).source == "searched"
 
 
@@ -107,8 +107,8 @@ def test_opening_another_story_stops_the_reading(tmp_path, whole_window):
     read_at_least(ws, CHUNK)
     reading = ws.offers.reading
     assert ws.start("The fox ran home.")
-    reading.join(timeout=60)
-    assert not reading.running() and reading.state() is None
+    ended(reading, timeout=60)
+    assert reading.state() is None
 
 
 def test_a_short_story_is_searched_at_once(tmp_path, whole_window):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from backends.base import BackendError
 from backends.vllm import VLLMBackend
 from backends.vllm_texts import SEPARATOR, VOCAB_BLOCK
 from tests.http_stubs import serving
+from tests.recording_proxy import recording
 from tests.servers import free_port
 from tests.vllm_server import computed_tokens_once_settled
 from weave.search.beams import SearchParams, expand
@@ -55,11 +58,19 @@ def settled(text: str) -> str:
     return text.rstrip("\ufffd")
 
 
-def expand_counting(backend: VLLMBackend, ids: list[int], params: SearchParams):
+@pytest.fixture(scope="module")
+def proxied(vllm_url):
+    """A backend whose requests pass through a recording proxy (tests/recording_proxy.py)."""
+    with recording(vllm_url) as proxy, closing(VLLMBackend(proxy.url)) as backend:
+        yield backend, proxy
+
+
+def expand_counting(proxied, ids: list[int], params: SearchParams):
     """A search and how many completion requests it made (text look-ups aside)."""
-    lookups = backend.text_lookups
+    backend, proxy = proxied
+    sent = len(proxy.bodies("/v1/completions"))
     result = expand(backend, ids, params)
-    return result, result.stats.forward_calls - (backend.text_lookups - lookups)
+    return result, len(proxy.bodies("/v1/completions")) - sent
 
 
 # -- the model's numbers --------------------------------------------------------------
@@ -126,26 +137,31 @@ def test_a_depth_is_one_request_carrying_the_whole_frontier(vllm):
     assert first[0].text == " the"
 
 
-def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url, closed_after):
-    backend = closed_after(VLLMBackend(vllm_url))
-    params = SearchParams(cutoff=0.05, max_depth=8)
-    first = expand(backend, backend.tokenize(STORIES[0]), params)
-    second = expand(backend, backend.tokenize(STORIES[2]), params)
-    assert first.suggestions and second.suggestions
-    # At most one per block of SmolLM2's vocabulary (most are made ahead, on the
-    # backend's own thread, and not counted here), never one per depth.
-    assert backend.text_lookups <= -(-49152 // VOCAB_BLOCK)
-    before = backend.text_lookups
-    expand(backend, backend.tokenize(STORIES[0]), params)
-    assert backend.text_lookups == before  # known ids cost nothing more
+def test_token_texts_cost_a_look_up_per_vocabulary_block_at_most(vllm_url):
+    with recording(vllm_url) as proxy, closing(VLLMBackend(proxy.url)) as backend:
+        params = SearchParams(cutoff=0.05, max_depth=8)
+        first = expand(backend, backend.tokenize(STORIES[0]), params)
+        second = expand(backend, backend.tokenize(STORIES[2]), params)
+        assert first.suggestions and second.suggestions
+        # One per block of SmolLM2's vocabulary (most made ahead, on the backend's own
+        # thread, the rest by a search that needs one first), never one per depth.
+        blocks = [b for b in proxy.bodies("/detokenize") if len(b["tokens"]) > VOCAB_BLOCK]
+        assert len(blocks) <= -(-49152 // VOCAB_BLOCK)
+        for thread in threading.enumerate():
+            if thread.name == "lloom-vllm-texts":  # the look-ups ahead: done once all known
+                thread.join(timeout=60)
+        before, ids = len(proxy.bodies("/detokenize")), backend.tokenize(STORIES[0])
+        expand(backend, ids, params)
+        read = [b["tokens"] for b in proxy.bodies("/detokenize")[before:]]
+        assert all(set(r) <= set(ids) for r in read)  # the story's end, healed; no token text
 
 
 @pytest.mark.parametrize("story", [STORIES[1], STORIES[3]])
-def test_chains_equal_depth_by_depth(vllm, story):
-    ids = vllm.tokenize(story)
+def test_chains_equal_depth_by_depth(proxied, story):
+    ids = proxied[0].tokenize(story)
     params = SearchParams(cutoff=0.1, max_depth=8, max_suggestions=12)
-    plain, plain_completions = expand_counting(vllm, ids, replace(params, use_chains=False))
-    chained, completions = expand_counting(vllm, ids, replace(params, use_chains=True))
+    plain, plain_completions = expand_counting(proxied, ids, replace(params, use_chains=False))
+    chained, completions = expand_counting(proxied, ids, replace(params, use_chains=True))
     assert [s.token_ids for s in chained.suggestions] == [s.token_ids for s in plain.suggestions]
     for a, b in zip(chained.suggestions, plain.suggestions, strict=True):
         assert a.text == b.text

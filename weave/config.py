@@ -46,7 +46,7 @@ class MLXSettings:
     prefill_chunk: int = bounded(512, 1, 1 << 16, "tokens")
     batch_window_ms: float = bounded(20.0, 0.0, 200.0, "ms")  # a writer waits this per depth
     dequantize_mb: int = bounded(4096, 0, 1 << 20, "MiB")  # float32 made from quantized, on CPU
-    # unset: backends.mlx.CPU_READ_WINDOW on a CPU, the whole window on a GPU; 0: the whole
+    # unset: backends.mlx.backend.CPU_READ_WINDOW on a CPU, the whole window on a GPU; 0: the whole
     read_window: int | None = bounded(None, 0, 1 << 20, "tokens")
     kv_disk_mb: int = bounded(2048, 0, 1 << 20, "MiB")  # long stories' KV kept; 0: none
 

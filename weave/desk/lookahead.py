@@ -186,12 +186,6 @@ class LookAhead:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the run in progress to end (for tests and benchmarks)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
     # -- the run ----------------------------------------------------------------------
     def _run(self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool]) -> None:
         def between_depths(_: Progress) -> None:

@@ -123,10 +123,10 @@ class Offers:
             saved = self.library.save(read, reading=True)
             self.notice = unshowable(saved, "The saved suggestions") or self.notice
             restored = search_from_dict(saved) if saved else None
-            if (restored and restored[1] == params and restored[0].stats.model == model
+            if (restored and restored.params == params and restored.result.stats.model == model
                     and search_steering(saved) == spot.in_force
                     and saved.get("bans") == _bans_dict(spot.bans)):  # fmt: skip
-                result = restored[0]
+                result = restored.result
                 self.results.put(_key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 

@@ -92,11 +92,6 @@ class Reading:
             if self.running():
                 self._key = self._state = None
 
-    def join(self, timeout: float | None = None) -> None:
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
     def _read(self, backend: Backend, ids: tuple[int, ...], wanted, generation: int) -> None:
         def report(read: int, total: int) -> None:
             self._update(generation, ReadState(read, total))

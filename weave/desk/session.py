@@ -443,7 +443,9 @@ class Workspace:
         return Spot(self.story_id, self.loom, not self.pending, self.steering, bans)
 
     def retry(self) -> None:
-        """'Suggest again': search once more; lone suggestions are shown, not taken."""
+        """'Suggest again': search once more (`Offers.retry`); a lone suggestion that search
+        finds is taken by itself again (`take_lone`), even where the writer went back.
+        Suggestions kept that it would only make again are shown as "same", not taken."""
         self.offers.retry()
         self.lone = self.lone.armed()
 

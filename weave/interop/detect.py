@@ -3,7 +3,7 @@
 Each format is a module with `NAME`, `detect(doc)` and `read(doc)` (a `ForeignTree`);
 `FORMATS` lists them by the name `--format` takes, in the order they are tried: the
 formats that name themselves first, the shapes after. LLooM's own "lloom-loom" files are
-`weave.loom_formats`' to read. Every problem with a file is one ValueError saying what is
+`weave.loom.formats`' to read. Every problem with a file is one ValueError saying what is
 wrong: too large, nested too deep, a number too large, not JSON, no format LLooM knows, or
 the reader's own (a wrong type, a duplicate id, an orphan, a cycle).
 """

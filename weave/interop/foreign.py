@@ -6,7 +6,7 @@ what the format says of each (author, time, bookmark, Open Loom `meta` and `gene
 and what LLooM has no place for, under the format's `extensions` namespace. `build` checks
 the tree (every id once, every parent present, no cycle), puts an empty root above it when
 it has several roots or its root holds text (a LLooM root holds none), and returns the
-story as a "lloom-loom" document would hold it, so that `weave.loom_formats` checks every
+story as a "lloom-loom" document would hold it, so that `weave.loom.formats` checks every
 value the way it checks LLooM's own files; a story whose document would pass `MAX_BYTES`
 is refused as such (LLooM could not read its own export of it back), before its nodes are
 made where their count and texts alone pass it.

@@ -1,4 +1,4 @@
-"""Open Loom v2 (intrinsic-labs/aspen-grove, docs/open-loom/spec.md): read, and written.
+"""Open Loom v2 (intrinsic-labs/aspen-grove/docs/open-loom/spec.md): read, and written.
 
 Written (`document`): one tree, every node with its text as one text block, its author,
 time, bookmark in `meta`, its provenance as `generation`, and every parent link as a

@@ -2,16 +2,16 @@
 
 `search_to_dict` writes a search (its parameters and the steering it was made under,
 when given, its stats, ranked suggestions and whole tree); `search_from_dict` reads one
-back, or None where it cannot be shown (NaN or an infinity in it: `unshowable` says why);
-`search_steering` reads the steering recorded with it. A tab saves its searches beside
-their nodes this way (`weave.desk.offers`), and `python -m weave expand --json` prints
-one. Pure: no files, no store.
+back as a `SavedSearch`, or None where it cannot be shown (NaN or an infinity in it:
+`unshowable` says why); `search_steering` reads the steering recorded with it. A tab
+saves its searches beside their nodes this way (`weave.desk.offers`), and
+`python -m weave expand --json` prints one. Pure: no files, no store.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 
 from weave.finite import non_finite
 from weave.search.beams import SearchParams, SearchResult, SearchStats
@@ -39,7 +39,15 @@ def search_to_dict(
     return data | ({"typed": result.typed} if result.typed else {})
 
 
-def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
+@dataclass(frozen=True)
+class SavedSearch:
+    """A search read back: what it found, and the parameters it was made with."""
+
+    result: SearchResult
+    params: SearchParams
+
+
+def search_from_dict(data: dict) -> SavedSearch | None:
     """`search_to_dict`'s inverse; None when the data is not a search we can show
     (one holding NaN or an infinity, say)."""
     if non_finite(data):
@@ -54,7 +62,7 @@ def search_from_dict(data: dict) -> tuple[SearchResult, SearchParams] | None:
             raise TypeError("typed")
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return SearchResult(suggestions, tree, stats, context_ids=(), typed=typed), params
+    return SavedSearch(SearchResult(suggestions, tree, stats, context_ids=(), typed=typed), params)
 
 
 def search_steering(data: dict) -> Steering | None:

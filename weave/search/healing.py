@@ -13,7 +13,7 @@ typed text ("es and looked up,").
 
 This module is pure: `heal` reads a story's ids through a tokenizer's `detokenize` (and
 `tokenize`, for a backend whose ids are whole texts) and returns a `Healing`; the
-search (`weave.search`) and the draw (`weave.ramify`) apply its `Constraint` to the
+search (`weave.search`) and the draw (`weave.search.ramify`) apply its `Constraint` to the
 candidates a backend returns (`narrowed`). It asks no model anything. How many
 candidates a healed depth asks for is each backend's (`Backend.heal_k`): all of them on
 MLX, where the allowed tokens' probabilities are then exactly the model's, renormalised.
@@ -136,9 +136,3 @@ def narrowed(
     top = max(c.logprob for c in allowed)
     total = top + math.log(sum(math.exp(c.logprob - top) for c in allowed))
     return [replace(c, logprob=c.logprob - total) for c in allowed[:k]]
-
-
-def after_typed(text: str, typed: str) -> str | None:
-    """What a beam's `text` adds after the typed remainder; None when the beam ended
-    before it spelled it all."""
-    return text[len(typed) :] if text.startswith(typed) else None

@@ -11,8 +11,8 @@ and its text.
 - `lloom`: LLooM v0.3's sum of the tokens' raw probabilities (favours long beams).
 
 bench/bench_ranking.py measures them, and the candidates tried on the way, on the
-panel. This module only scores; pooling and sorting are `weave.tree`'s, the bars'
-shares `weave.present`'s.
+panel. This module only scores; pooling and sorting are `weave.search.tree`'s, the bars'
+shares `weave.view.present`'s.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ case and whole-word options, `weave.story.phrases`) or a regular expression, tha
 and the repetition guard (`no_repeat_words` N, 0 = off, the default): a beam that
 completes a run of N words (case folded) found in the story's last `REPEAT_CHARS`
 characters is pruned at the token that completes its last word. `slop` switches on the
-shipped list of phrases common in model prose (weave/data/slop.txt, banned).
+shipped list of phrases common in model prose (weave/story/data/slop.txt, banned).
 
 Where a list comes from: `Bans.to_dict` / `from_dict` (strict, kept with the story under
 `SETTINGS_KEY` like its steering), `parse_list` (a file: one phrase per line, or a JSON
@@ -236,7 +236,7 @@ def parse_list(data: bytes | str) -> tuple[BanRule, ...]:
 
 @cache
 def slop_rules() -> tuple[BanRule, ...]:
-    """The shipped slop list (weave/data/slop.txt), banned."""
+    """The shipped slop list (weave/story/data/slop.txt), banned."""
     return parse_list(SLOP_FILE.read_bytes())
 
 

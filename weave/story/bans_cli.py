@@ -5,7 +5,7 @@
     --ban-file FILE         a list: one phrase per line, or a JSON list of [phrase, weight]
     --bias PHRASE=WEIGHT    add WEIGHT (log-prob, -20..20) to each token extending PHRASE
     --no-repeat-words N     prune a beam repeating N words of the story's end (0 = off)
-    --slop                  ban the shipped slop list (weave/data/slop.txt)
+    --slop                  ban the shipped slop list (weave/story/data/slop.txt)
 
 The rules are `weave.story.bans`'; a bad value or list is one `ValueError` naming the option or
 the entry, which `weave.cli` prints as one line.

@@ -85,15 +85,6 @@ class Context:
         return self.ids[: self.prefix_len]
 
     @property
-    def before_note(self) -> int:
-        """How many ids come before the author's note (all of them when there is none):
-        what an accept that adds no line leaves as it was."""
-        kinds = [part.kind for part in self.parts]
-        if "note" not in kinds:
-            return len(self.ids)
-        return sum(part.token_count for part in self.parts[: kinds.index("note")])
-
-    @property
     def text(self) -> str:
         return "".join(part.text for part in self.parts)
 

@@ -4,7 +4,7 @@
 (primary and secondary keys alike, each with its entry's case and whole-word options),
 and `fired(story_text)` reads the story's end once, as far back as the entry that looks
 furthest (`scan_chars`), then applies each entry's own scan start and secondary-key logic
-to the hits. The rules are `LoreEntry.fires`'s (`weave.steering`'s docstring); this module
+to the hits. The rules are `LoreEntry.fires`'s (`weave.story.steering`'s docstring); this module
 only makes them cost one pass for the whole lorebook instead of a scan per key.
 
 `lore_keys(entries)` is the compiled keys of a lorebook, cached by its content (the last

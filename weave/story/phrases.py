@@ -12,7 +12,7 @@ matters, whether it must stand as whole words) and regular expressions. Two ways
     piece completed (a ban) and which it extends (a bias: the text now ends inside a
     match, `Step.extended`).
 
-How a literal phrase matches (the lorebook's rules, `weave.steering`):
+How a literal phrase matches (the lorebook's rules, `weave.story.steering`):
   - Case does not matter unless the phrase is case-sensitive; case is folded one
     character at a time by Python's `str.lower` (a character whose lowercase is longer,
     such as "İ", is kept as it is).

@@ -7,8 +7,8 @@ opening words where it shares no whole word. `ending(text)`: a node's story's la
 from a word's start (a bookmark is known by where it ends). Both fit `limit` characters
 on one line, ending in "…" when cut.
 
-Pure text functions: the story graph (`weave.story_graph`), the node picker
-(`weave.loom_view`) and the page's bookmarks call them; this module knows no loom.
+Pure text functions: the story graph (`weave.view.story_graph`), the node picker
+(`weave.view.loom_view`) and the page's bookmarks call them; this module knows no loom.
 """
 
 from __future__ import annotations
