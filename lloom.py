@@ -120,8 +120,10 @@ def models_here(configured: str) -> list[LocalModel]:
 
 @st.cache_resource(show_spinner=False)
 def shared_store() -> tuple[LoomStore, str | None]:
-    """The story store in the data folder, or a temporary one with the reason it failed."""
-    return open_store(shared_settings().data_dir)
+    """The story store (the data folder's, or a database server's), or a temporary folder's
+    with the reason the data folder failed. A server that fails raises: the next run tries
+    again (`store_or_stop`)."""
+    return open_store(shared_settings().stories_at)
 
 
 @st.cache_resource(show_spinner=False)
@@ -137,7 +139,7 @@ def main() -> None:
     )
     settings = settings_or_stop()
     verdict = writer_or_stop(settings)  # before any story or the model
-    store, problem = shared_store()
+    store, problem = store_or_stop()
     ws = workspace(store.as_writer(verdict.writer), verdict.login)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
@@ -225,6 +227,17 @@ def settings_or_stop() -> Settings:
         st.stop()
 
 
+def store_or_stop() -> tuple[LoomStore, str | None]:
+    """The shared story store; a database server that cannot be used is said, and the page
+    stops there (no story is kept where the group cannot see it) until a rerun finds it."""
+    try:
+        return shared_store()
+    except StoreError as e:
+        st.error(f"**The story database cannot be used.** {md(str(e))}  \n"
+                 "Nothing was lost; reload this page once it is back.", icon="💾")  # fmt: skip
+        st.stop()
+
+
 def writer_or_stop(settings: Settings) -> access.Access:
     """Whom this page is for (`weave.access`); else a login button or the reason."""
     login = login_configured()
@@ -298,7 +311,7 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
     if problem:
         st.error(
             f"**Stories are kept in a temporary folder, not your data folder.** {md(problem)}  \n"
-            f"They are in {code(str(ws.store.folder))} until it is cleaned; download your "
+            f"They are in {code(ws.store.where)} until it is cleaned; download your "
             "story (sidebar) to keep it.",
             icon="💾",
         )
@@ -693,7 +706,7 @@ def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | Non
     if backend is not None and backend.cache_bytes is not None:
         st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                    f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-    st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
+    st.caption(f"Stories are saved in {code(ws.store.where)}")
 
 
 def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:

@@ -1,7 +1,9 @@
 """Shared fixtures: the real embedded model on the MLX backend, loaded once per session, a
-real vLLM and llama.cpp server (those a killed run left are reaped first), a
-headless browser for the page tests, and, for the page's AppTest tests, a data folder of the
-test's own (`data_dir`) and the page on the deterministic fake model (`fake`)."""
+real vLLM, llama.cpp and PostgreSQL server (those a killed run left are reaped first), a
+headless browser for the page tests, where a store test keeps its stories (`stories_at`:
+once in an SQLite folder, once in a PostgreSQL database of its own), and, for the page's
+AppTest tests, a data folder of the test's own (`data_dir`) and the page on the
+deterministic fake model (`fake`)."""
 
 from __future__ import annotations
 
@@ -79,6 +81,28 @@ def llama_url(tmp_path_factory):
     from tests.llama_server import llama_server
 
     with llama_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on a loopback port, shared by the session's tests."""
+    from tests.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stories_at(request, tmp_path) -> Path | str:
+    """Where a store test keeps its stories, in each database the store runs on: a folder
+    (its SQLite file), then a new database on the session's PostgreSQL server (its URL)."""
+    if request.param == "sqlite":
+        yield tmp_path
+        return
+    from tests.postgres_server import database
+
+    with database(request.getfixturevalue("postgres")) as url:
         yield url
 
 

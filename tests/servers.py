@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -50,17 +51,29 @@ def free_port() -> int:
 def running(command: list[str], url: str, *, env: dict | None = None, log: Path, wait: float):
     """Start `command` in its own process group, wait for `url`/health, stop it by PID after.
     The group dies with this process, however this process ends (see the module's note)."""
+    with spawned(command, env=env, log=log) as process:
+        _wait_healthy(process, url, wait, log)
+        yield url
+
+
+@contextmanager
+def spawned(
+    command: list[str], *, env: dict | None = None, log: Path, user: str | None = None,
+    stop: signal.Signals = signal.SIGTERM,
+):  # fmt: skip
+    """`command` running in its own process group (as `user`, when given and this is root),
+    its output in `log`; sent `stop` after, and whenever this process dies (the module's
+    note), then killed if it lingers."""
     with open(log, "wb") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-            start_new_session=True, preexec_fn=_dying_with(os.getpid()),
+            start_new_session=True, preexec_fn=_dying_with(os.getpid(), user, stop),
         )  # fmt: skip
     record = _record(process.pid)
     try:
-        _wait_healthy(process, url, wait, log)
-        yield url
+        yield process
     finally:
-        _stop(process)
+        _stop(process, stop)
         record.unlink(missing_ok=True)
 
 
@@ -82,17 +95,25 @@ def reap_stale_servers() -> None:
         record.unlink(missing_ok=True)
 
 
-def _dying_with(parent: int) -> Callable[[], None] | None:
-    """What the child runs before exec: ask for SIGTERM once `parent` dies (Linux only;
-    the server's own shutdown then stops its workers)."""
+def _dying_with(
+    parent: int, user: str | None = None, stop: signal.Signals = signal.SIGTERM
+) -> Callable[[], None] | None:
+    """What the child runs before exec: become `user` (when root), then ask for `stop` once
+    `parent` dies (Linux only; the server's own shutdown then stops its workers). The
+    request comes after the change of user, which would clear it."""
     if not sys.platform.startswith("linux"):
         return None
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+    ids = pwd.getpwnam(user)[2:4] if user and os.getuid() == 0 else None
 
     def before_exec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if ids is not None:
+            os.setgroups([])
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+        prctl(PR_SET_PDEATHSIG, stop)
         if os.getppid() != parent:  # it died before the kernel was told
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), stop)
 
     return before_exec
 
@@ -139,10 +160,10 @@ def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log: Path) -
     raise RuntimeError(f"server at {url} not healthy after {wait} s: {log.read_text()[-2000:]}")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, stop: signal.Signals = signal.SIGTERM) -> None:
     if process.poll() is not None:
         return
-    os.killpg(process.pid, signal.SIGTERM)
+    os.killpg(process.pid, stop)
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:

@@ -17,7 +17,6 @@ import os
 import secrets
 import shutil
 import socket
-import sqlite3
 import threading
 import urllib.request
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from scripts.screenshot import streamlit_app, wait_idle
+from tests.older_stores import as_schema
 from tests.servers import free_port
 from weave.loom.store import LoomStore
 
@@ -308,11 +308,7 @@ def test_an_unverified_address_names_nobody_and_a_verified_one_takes_its_stories
     (another subject, the address verified) gets the stories a schema 4 file kept under it."""
     local = LoomStore(tmp_path)
     garden, _ = local.as_writer(ALICE).create("Alice's garden of forking paths.")
-    with sqlite3.connect(local.path) as db:  # as schema 4 kept it: by address
-        db.execute("DROP TABLE writers")
-        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
-        db.execute("PRAGMA user_version = 4")
-    db.close()
+    as_schema(local.path, 4)  # as schema 4 kept it: by address
     provider_user(provider, "mallory", ALICE, verified=False)
     alice = provider_user(provider, "alice-0042", ALICE)
     with group_page(tmp_path, provider, watchman) as url:
