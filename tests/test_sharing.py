@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from weave.desk.session import READ_ONLY, Workspace
 from weave.loom.loom import Loom
 from weave.loom.provenance import Provenance
 from weave.loom.store import LoomStore
@@ -163,3 +164,22 @@ def test_a_page_watching_a_story_learns_of_another_process_s_branch_within_a_sec
     grown: Loom = ana.load(sid)
     (new,) = [n for n in grown.nodes.values() if n.text == " A sail!"]
     assert new.provenance.writer == BEN
+
+
+def test_a_reader_s_tab_moves_about_and_is_told_plainly_why_it_adds_nothing(group):
+    ana, ben, sid = group
+    ana.share(sid, BEN, may_write=False)
+    tab = Workspace(ben)
+    assert tab.open(sid) and tab.role == "reader"
+    tab.edit(tab.text + " Ben's own ending.")
+    assert tab.notice == READ_ONLY and not tab.pending and tab.save_error is None
+    assert len(ana.load(sid).nodes) == 3
+    tab.undo()  # moving about is theirs
+    assert tab.save_error is None and ben.load(sid).cursor == tab.cursor != ana.load(sid).cursor
+    tab.remember_settings({"cutoff": 0.5})  # their sliders: their own view
+    assert tab.save_error is None and ana.settings(sid) == {}
+    ana.share(sid, BEN, may_write=True)
+    tab.open(sid)
+    tab.edit(tab.text + " Ben's own ending.")
+    assert tab.role == "co-writer" and tab.save_error is None
+    assert ana.load(sid).node(tab.cursor).provenance.writer == BEN
