@@ -12,7 +12,8 @@ Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_
 `lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
 are `lloom_library`'s, finding a branch `lloom_find`'s, a suggestion's or a sample's row
 `lloom_rows`', taking one after an edit `lloom_take`'s, a session's state `lloom_state`'s,
-the CSS and script files in static/.
+sharing a story and its co-writers' branches as they come `lloom_group`'s, the CSS and
+script files in static/.
 The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
@@ -34,6 +35,7 @@ import lloom_alternatives
 import lloom_bans
 import lloom_files
 import lloom_graphs
+import lloom_group
 import lloom_hosts
 import lloom_library
 import lloom_sampling
@@ -184,6 +186,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         offer = search_ui(ws, backend, params, prefix_space)
         error_ui(ws)
         lone_ui(ws)
+        lloom_group.live_ui(ws)  # a shared story: the co-writers' branches, as they come
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
@@ -686,6 +689,7 @@ def sidebar_ui(
         find_ui(ws)
         if ws.started:
             lloom_library.story_info_ui(ws)
+            lloom_group.share_ui(ws)
             lloom_library.bookmarks_ui(ws)
             lloom_files.downloads_ui(ws, offer)
         lloom_files.import_ui(ws)

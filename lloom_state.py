@@ -1,15 +1,19 @@
 """What the page keeps for one browser session besides its widgets' values: `PageState`,
 and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library`,
-`lloom_alternatives`). Made once per session by `lloom.workspace`."""
+`lloom_alternatives`, `lloom_group`). Made once per session by `lloom.workspace`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from weave.desk import session
 from weave.desk.alternatives import Alternatives
+
+if TYPE_CHECKING:
+    from lloom_group import Live
 
 
 @dataclass
@@ -33,6 +37,7 @@ class PageState:
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
+    live: Live | None = None  # a shared story's growth, as this tab knows it (`lloom_group`)
 
 
 def page() -> PageState:

@@ -2,7 +2,8 @@
 
 Each thread runs what a page session runs (`Workspace.start` in one shared story store,
 then `Offers.suggest` on the process's one backend); every story's suggestions must
-equal what a lone run of that story gives.
+equal what a lone run of that story gives. The store is each of the two databases in
+turn (`stories_at`: SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def run(store: LoomStore, backend, story: str):
 
 
 def test_four_sessions_at_once_each_get_their_own_suggestions(
-    fresh_mlx_backend, mlx_backend, tmp_path
+    fresh_mlx_backend, mlx_backend, stories_at
 ):
-    store = LoomStore(tmp_path)
+    store = LoomStore(stories_at)
     alone = {story: run(store, fresh_mlx_backend, story)[1] for story in STORIES}
     fresh_mlx_backend.close()
 

@@ -179,7 +179,7 @@ class StoreFile:
 
     @property
     def where(self) -> str:
-        return str(self.path)
+        return str(self.path.parent)  # the data folder, as the writer chose it
 
     def as_writer(self, writer: str) -> StoreFile:
         return replace(self, writer=writer)
