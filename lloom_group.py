@@ -119,5 +119,6 @@ def news_ui(ws: session.Workspace) -> None:
         line.caption(f"✍️ **{md(who or 'Another tab')}** added “{md(ending(node.text, 60))}”")
         if go.button("Go", key=f"news_go_{node.id}", help="Go to this branch"):
             live.news = [n for n in live.news if n.id != node.id]
+            ws.refresh()  # the tab's loom as stored: it lacks the branch until read again
             ws.go(node.id)
             st.rerun(scope="app")
