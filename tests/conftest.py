@@ -1,9 +1,9 @@
 """Shared fixtures: the real embedded model on the MLX backend, loaded once per session, a
-real vLLM, llama.cpp and PostgreSQL server (those a killed run left are reaped first), a
-headless browser for the page tests, where a store test keeps its stories (`stories_at`:
-once in an SQLite folder, once in a PostgreSQL database of its own), and, for the page's
-AppTest tests, a data folder of the test's own (`data_dir`) and the page on the
-deterministic fake model (`fake`)."""
+real vLLM, llama.cpp and PostgreSQL server (those a killed run left are reaped first), an
+OpenID Connect provider for the login tests, a headless browser for the page tests, where
+a store test keeps its stories (`stories_at`: once in an SQLite folder, once in a
+PostgreSQL database of its own), and, for the page's AppTest tests, a data folder of the
+test's own (`data_dir`) and the page on the deterministic fake model (`fake`)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,15 @@ def llama_url(tmp_path_factory):
 
     with llama_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def provider():
+    """A real OpenID Connect provider on loopback; its login form takes any subject,
+    whose e-mail claim is the subject itself."""
+    oidc = pytest.importorskip("oidc_provider_mock")
+    with oidc.run_server_in_thread() as server:
+        yield f"http://localhost:{server.server_port}"
 
 
 @pytest.fixture(scope="session")

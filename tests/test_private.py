@@ -175,15 +175,6 @@ def test_an_open_page_is_opened_on_purpose_in_the_config(tmp_path, browser, watc
 
 
 # -- 3. login for a group ----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def provider():
-    """A real OpenID Connect provider on loopback; its login form takes any subject,
-    whose e-mail claim is the subject itself."""
-    oidc = pytest.importorskip("oidc_provider_mock")
-    with oidc.run_server_in_thread() as server:
-        yield f"http://localhost:{server.server_port}"
-
-
 def auth_secrets(data: Path, port: int, provider: str) -> Path:
     """A secrets.toml in `data` for logins through the OIDC `provider` (its URL) to the
     page on `port`; its path."""

@@ -32,6 +32,7 @@ from weave.loom.store_errors import (
 )
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +194,28 @@ def test_a_full_disk_is_one_line_and_loses_nothing_saved(postgres, small_disk):
 
         StoreServer(url, 1000).close()
         admin(postgres, "DROP DATABASE full_disk WITH (FORCE)", "DROP TABLESPACE small")
+
+
+def test_a_page_whose_database_is_down_says_so_once_without_the_password(
+    data_dir, fake, monkeypatch, lonely
+):
+    """The page never falls back to a folder of its own for a group's database (the others
+    would not see what it saved): it says so and waits, and the next run finds it back."""
+    from streamlit.testing.v1 import AppTest
+
+    with database(lonely) as url:
+        monkeypatch.setenv("LLOOM_DATABASE_URL", url)
+        lonely.stop()
+        try:
+            at = AppTest.from_file(str(ROOT / "lloom.py"), default_timeout=60).run()
+            assert not at.exception
+            (error,) = at.error
+            assert "The story database cannot be used" in error.value
+            assert "cannot be reached" in error.value and PASSWORD not in error.value
+            assert not [b for b in at.button if b.key == "start"]  # no story is begun
+        finally:
+            lonely.start()
+        at.run()
+        assert not at.exception and not at.error
+        at.button(key="start").click().run()
+        assert [s.title for s in LoomStore(url).stories()] == ["Once upon a time,"]
