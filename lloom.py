@@ -110,14 +110,13 @@ def shared_backend() -> SharedBackend:
     return SharedBackend(shared_settings(), build)
 
 
-@st.cache_data(ttl=60, show_spinner=False)
-def models_here(configured: str) -> list[LocalModel]:
-    """The mlx-lm models on this machine (`backends.mlx.catalog`), read once a minute."""
-    from huggingface_hub import constants
-
+@st.cache_resource(ttl=60, show_spinner=False)  # not cache_data: see lloom_graphs' docstring
+def models_here(configured: str, hub: str) -> tuple[LocalModel, ...]:
+    """The mlx-lm models on this machine (`backends.mlx.catalog`): the configured one, the
+    embedded one and those in the Hugging Face cache `hub`; read once a minute."""
     from backends.mlx.catalog import local_models
 
-    return local_models(configured, backends.EMBEDDED_NAME, Path(constants.HF_HUB_CACHE))
+    return tuple(local_models(configured, backends.EMBEDDED_NAME, Path(hub)))
 
 
 @st.cache_resource(show_spinner=False)
@@ -731,8 +730,10 @@ def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice)
 def switch_model_ui(settings: Settings) -> None:
     """A picker of the mlx-lm models on this machine: picking one loads it for every tab
     of this server, the stories untouched (a group's page leaves the model to its owner)."""
+    from huggingface_hub import constants  # the MLX page's alone: not loaded for the others
+
     shared = shared_backend()
-    found = models_here(settings.mlx.model)
+    found = models_here(settings.mlx.model, constants.HF_HUB_CACHE)
     names = [m.name for m in found]
     if shared.model not in names:
         return

@@ -33,6 +33,8 @@ def bans_ui(ws: Workspace) -> None:
     patterns = st.text_area(
         "Banned patterns (regular expressions, one a line)",
         _lines(r for r in bans.rules if r.regex), key=f"bans_regex_{rev}", height=68,
+        help="Python's syntax, run on RE2 (never slow): no lookaround or backreferences; "
+        "`\\w`, `\\d`, `\\s` and `\\b` are ASCII, `\\pL` is a letter of any script.",
     )  # fmt: skip
     bias = st.text_area(
         "Bias (phrase = weight, one a line)",

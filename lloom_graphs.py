@@ -7,6 +7,11 @@ Streamlit's chart lays the DOT out in the browser. The DOT is `weave.view.render
 token tree) and `weave.view.story_graph`'s (the story tree, each node a link, through
 `weave.view.loom_view`); a click on a story tree node moves in the session, not by the
 link (static/tree_click.html). Widgets only.
+
+The DOT and SVG texts are cached with `st.cache_resource`, not `st.cache_data`: a string
+needs no copy, and `streamlit run lloom.py` imports the page to serve its `st.App` before
+Streamlit's runtime exists, where each `st.cache_data` decoration printed "No runtime
+found, using MemoryCacheStorageManager" (its calls use the runtime's cache all the same).
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ def search_source(ws: session.Workspace, offer: Offer) -> str:
     return token_tree_source(ws.story_id, offer.tag, offer, ws.loom.text(offer.node_id)[-60:])
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str:
     """A search's token tree as DOT, drawn once per search (`story_id` and `tag` name it)."""
     result = _offer.result
@@ -109,7 +114,7 @@ def token_tree_source(story_id: str, tag: str, _offer: Offer, _tail: str) -> str
     return render_tree(result.tree, best=best, story_tail=_tail).source
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def story_source(
     story_id: str, nodes: int, cursor: str, bookmarks: frozenset, _loom: Loom, _notes: dict
 ) -> str:
@@ -138,7 +143,7 @@ def svg_html(svg: str) -> str:
     return f'<div class="lloom-graph"></div><script>{fill}</script>'
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def svg_of(source: str) -> str:
     """`dot`'s SVG of a graph: no XML prologue, and never narrower than its labels' 11 px
     need (it scrolls instead)."""

@@ -55,8 +55,10 @@ its message, which is learnt (and logged as a warning) and the request asked aga
 The vocabulary's size: vLLM names it nowhere but in refusing an id past it, so the
 backend asks once, at start, with a stop token past any vocabulary (`stop_token_ids`,
 checked before anything runs): the refusal says "Vocabulary size: N" (the model's, the
-width of its log-probs). A server that does not say leaves it unknown, and ids below
-MAX_VOCAB are taken (so a look-up never grows past it).
+width of its log-probs). A server that does not say so may name it in its tokenizer's
+`/tokenizer_info` (`vocab_size`); one that says neither is refused at start, naming what
+it was asked: its ids could not be checked (a 100-token server's ids 100 and 150 became
+suggestions with empty text).
 
 Replies are checked field by field where they are read (`backends.replies`): a token id
 must lie in the vocabulary (`id_bound`), a log-probability must be finite (-inf
@@ -109,10 +111,11 @@ class VLLMBackend(GreedyPathBackend):
         super().__init__()
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=POOL)
         self._model, self._context_length = self._served_model(model)
-        self.vocab_size = self._vocabulary()
+        info = self._tokenizer_info()
+        self.vocab_size = self._vocabulary(info)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         separator = separator_token(self.tokenize, self.detokenize, self.url)
-        self.special_token_ids = self._control_tokens()
+        self.special_token_ids = frozenset(special_ids(info)) if info else frozenset()
         self._controls_lock = threading.Lock()  # searches and the look-ahead thread learn them
         self._texts = TokenTexts(
             self.detokenize, separator, stats=self.stats, learn_controls=self._learn_controls,
@@ -248,10 +251,22 @@ class VLLMBackend(GreedyPathBackend):
             f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
         )
 
-    def _vocabulary(self) -> int | None:
-        """The model's vocabulary size, from the server's refusal of a stop token past any
-        vocabulary; None where it does not say (an older server takes the one-token
-        request; a stub refuses it otherwise), logged."""
+    def _tokenizer_info(self) -> dict | None:
+        """The server's `/tokenizer_info` (an optional endpoint), or None without it."""
+        try:
+            info = self.client.get("/tokenizer_info")
+        except BackendError as e:
+            log.info("%s; control tokens are learnt when the server stops on them", e)
+            return None
+        return info if isinstance(info, dict) else None
+
+    def _vocabulary(self, info: dict | None) -> int:
+        """The model's vocabulary size: from the server's refusal of a stop token past any
+        vocabulary (vLLM's own words), else from `/tokenizer_info`'s `vocab_size`.
+
+        Raises:
+            BackendError: the server says neither: the ids it sends could not be checked.
+        """
         body = {"model": self._model, "prompt": [0], "max_tokens": 1,
                 "stop_token_ids": [MAX_VOCAB]}  # fmt: skip
         try:
@@ -263,20 +278,16 @@ class VLLMBackend(GreedyPathBackend):
                 return replies.count(int(said.group(1)), self.client.error,
                                      "the vocabulary size its refusal names",
                                      optional=False, most=MAX_VOCAB)  # fmt: skip
-            why = str(e)
-        log.info("vLLM at %s does not say its vocabulary's size (%s); ids below %d are "
-                 "taken", self.url, why, MAX_VOCAB)  # fmt: skip
-        return None
-
-    def _control_tokens(self) -> frozenset[int]:
-        """Special tokens named by the server's tokenizer, when it says (an optional
-        endpoint); the tokens it stops on are added as they are met."""
-        try:
-            info = self.client.get("/tokenizer_info")
-        except BackendError as e:
-            log.info("%s; control tokens are learnt when the server stops on them", e)
-            return frozenset()
-        return frozenset(special_ids(info)) if isinstance(info, dict) else frozenset()
+            said_instead = str(e).partition(": ")[2]  # less "vllm at URL"
+            why = f"asked with a stop token past any vocabulary, it answered: {said_instead}"
+        size = replies.count((info or {}).get("vocab_size"), self.client.error,
+                             "/tokenizer_info vocab_size", most=MAX_VOCAB)  # fmt: skip
+        if size is None:
+            raise self.client.error(
+                f"it does not say its vocabulary's size ({why}; /tokenizer_info names none), "
+                "so the token ids it sends cannot be checked"
+            )
+        return size
 
     def _learn_controls(self, ids: set[int]) -> None:
         """Control tokens met on the way: those the server stops on, or decodes to nothing.

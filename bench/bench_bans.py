@@ -13,12 +13,18 @@ same passage), the variants taking turns per passage. Printed side by side:
                  <= 1.3x for 10,000), the list's compile time once per story apart,
                  and the model tokens the searches evaluated (a pruned branch's room
                  goes to others, so the trees differ).
+Patterns: the same 10,000 phrases written as patterns (`(?i)\\bword\\s+word\\s+word\\b`) and
+the five patterns that froze Python's `re` (`CATASTROPHIC`) are two lists more, run on
+RE2 (`weave.story.patterns`); before the model, one pattern step (a 200-character window,
+`PhraseSet.advance`) on RE2 and on Python's `re` side by side, `re` stopped where a step
+passes `RE_LIMIT` seconds (the text doubles its time every character or two).
 
     .venv/bin/python bench/bench_bans.py
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import re
 import sys
@@ -35,7 +41,7 @@ from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.story.bans import BanRule, Bans, Guard, slop_rules  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.story.phrases import Phrase, PhraseSet  # noqa: E402
+from weave.story.phrases import REGEX_WINDOW, Phrase, PhraseSet  # noqa: E402
 from weave.search.beams import SearchParams, expand  # noqa: E402
 # isort: on
 
@@ -51,6 +57,62 @@ OWN = (
     "not, under any circumstances,",
     "Detective Hale looked at the body, then at the open window, and",
 )
+
+
+CATASTROPHIC = (r"(\w+\s?)+$", r"(a+)+$", r"(a|aa)+$", r"(a*)*b", r"(.*a){25}")
+RE_LIMIT = 2.0  # seconds: Python's `re` is stopped past this, in a process of its own
+
+
+def _re_search(pattern: str, text: str, out) -> None:
+    rx = re.compile(pattern)
+    started = time.perf_counter()
+    rx.search(text)
+    out.send(time.perf_counter() - started)
+
+
+def re_seconds(pattern: str, text: str) -> float | None:
+    """Seconds Python's `re` takes to search `text`, timed in a process of its own; None
+    past RE_LIMIT (the process is then killed)."""
+    here, there = multiprocessing.Pipe(duplex=False)
+    worker = multiprocessing.Process(target=_re_search, args=(pattern, text, there))
+    worker.start()
+    answered = here.poll(RE_LIMIT)
+    seconds = here.recv() if answered else None
+    worker.kill()
+    worker.join()
+    return seconds
+
+
+def step_seconds(patterns: list[str], text: str, repeat: int = 20) -> float:
+    """Seconds of one RE2 step over `text`'s last piece (its last character)."""
+    ps = PhraseSet([], patterns)
+    scan = ps.begin(text[:-1])
+    started = time.perf_counter()
+    for _ in range(repeat):
+        ps.advance(scan, text[-1])
+    return (time.perf_counter() - started) / repeat
+
+
+def patterns_side_by_side() -> None:
+    """Each catastrophic pattern on texts of growing length: RE2's step against `re`."""
+    words = "She had not spoken to her brother in eleven years and when the phone rang "
+    texts = {
+        r"(\w+\s?)+$": lambda n: (words * 4)[-n:] + ",",
+        r"(a+)+$": lambda n: "a" * n + "!",
+        r"(a|aa)+$": lambda n: "a" * n + "!",
+        r"(a*)*b": lambda n: "a" * n,
+        r"(.*a){25}": lambda n: "a" * n,
+    }
+    print(f"one step per pattern, RE2 vs Python's re (None: over {RE_LIMIT:g} s, killed)")
+    print(f"{'pattern':>12} {'chars':>6} {'RE2 ms':>8} {'re ms':>10}")
+    for pattern, make in texts.items():
+        for n in (16, 24, 32, REGEX_WINDOW):
+            text = make(n)
+            slow = re_seconds(pattern, text) if n <= 32 else None
+            shown = "None" if slow is None else f"{slow * 1e3:.1f}"
+            if n == REGEX_WINDOW and slow is None:
+                shown = "(not run)"
+            print(f"{pattern:>12} {n:>6} {step_seconds([pattern], text) * 1e3:>8.3f} {shown:>10}")
 
 
 def passages() -> list[str]:
@@ -72,6 +134,7 @@ def shown_banned(phrases: PhraseSet, story: str, texts: list[str]) -> int:
 
 
 def main() -> None:
+    patterns_side_by_side()
     path = ensure_embedded_model(load_settings().cache_dir)
     stories, params = passages(), SearchParams()
     source = "bench/panel.py" if len(stories) != len(OWN) else "bench_bans.OWN (no panel)"
@@ -103,9 +166,13 @@ def main() -> None:
         phrase = " ".join(rng.choice(words) for _ in range(3))
         if phrase not in offered and phrase not in small:
             filler.add(phrase)
+    as_pattern = [r"(?i)\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in small]
+    as_pattern += [r"(?i)\b" + r"\s+".join(map(re.escape, p.split())) + r"\b" for p in filler]
     lists = {
         "500": Bans(tuple(BanRule(p) for p in small)),
         "10,000": Bans(tuple(BanRule(p) for p in small + sorted(filler))),
+        "10k re": Bans(tuple(BanRule(p, regex=True) for p in as_pattern)),
+        "5 catas": Bans(tuple(BanRule(p, regex=True) for p in CATASTROPHIC)),
     }
     matcher = PhraseSet([Phrase(p) for p in small])
     totals = {

@@ -23,6 +23,10 @@ or malicious server would:
   huge_id       a candidate's token id is 10**12
   past_vocab    a candidate's token id is VOCAB_SIZE, the first past the vocabulary
   negative_id   a candidate's token id is -5
+  quiet_vocab   (vLLM) takes a stop token past its vocabulary without naming its size, and
+                has no /tokenizer_info; a candidate's id is VOCAB_SIZE
+  info_vocab    (vLLM) likewise, but its /tokenizer_info names `vocab_size`; a candidate's
+                id is VOCAB_SIZE + 50
   deep          the completion's reply is JSON nested 100,000 deep
   echo_key      HTTP 500 whose message echoes the request's headers (Authorization too)
   multiline     HTTP 500 whose text body is many lines (a server echoing the request)
@@ -68,7 +72,7 @@ SHAPES = {
                  "index_out_of_range", "negative_index", "extra_results", "huge_slots",
                  "stream_error"),
     "vllm": ("max_model_len_text", "index_text", "without_tokens", "index_out_of_range",
-             "extra_choices", "tiny_context", "stream_error"),
+             "extra_choices", "tiny_context", "stream_error", "quiet_vocab", "info_vocab"),
     "openai": ("logprob_text", "without_logprobs", "logprob_bool", "bytes_not_bytes",
                "extra_choices", "huge_index", "minus_index"),
 }  # fmt: skip
@@ -91,6 +95,7 @@ def top(mode: str) -> list[tuple[int, float]]:
     (a, la), (b, lb), *rest = TOP
     changed = {"nan": (b, math.nan), "inf": (b, math.inf), "huge_id": (10**12, lb),
                "negative_id": (-5, lb), "past_vocab": (VOCAB_SIZE, lb), "positive": (b, 0.5),
+               "quiet_vocab": (VOCAB_SIZE, lb), "info_vocab": (VOCAB_SIZE + 50, lb),
                "huge_logprob": (b, 10**400)}.get(mode, (b, lb))  # fmt: skip
     options = [(a, 5e-5 if mode == "rounding" else la), changed, *rest]
     if mode == "neg_inf":
@@ -165,8 +170,10 @@ def vllm(mode: str, path: str, body: dict):
         return {"tokens": token_ids(body.get("prompt", ""))}
     if path == "/detokenize":
         return {"prompt": "".join(piece(i) for i in body.get("tokens", []))}
+    if path == "/tokenizer_info" and mode == "info_vocab":
+        return {"tokenizer_class": "HostileTokenizer", "vocab_size": VOCAB_SIZE}
     past = [i for i in body.get("stop_token_ids", []) if not 0 <= i < VOCAB_SIZE]
-    if path == "/v1/completions" and past:  # vLLM's words
+    if path == "/v1/completions" and past and mode not in ("quiet_vocab", "info_vocab"):
         return Refusal(error={"message": f"token_id(s) {past} in stop_token_ids contain "
                               f"out-of-vocab token ids. Vocabulary size: {VOCAB_SIZE}",
                               "type": "BadRequestError", "code": 400})  # fmt: skip

@@ -13,7 +13,7 @@ from backends.embedded import embedded_gguf_path
 from tests.servers import free_port, required, running
 from weave.config import load_settings
 
-VERSION = "11434"
+VERSION = "11434-avx2"  # scripts/build_llama_server.sh's cache key
 SLOTS = 4
 
 

@@ -210,3 +210,33 @@ def test_loom_give_hands_a_pre_login_story_to_a_login(stories_at):
     wrong = loom("give", kept, "alice")
     assert wrong.returncode == 2 and "'alice' is not an e-mail address" in wrong.stderr
     assert [s.id for s in store.stories()] == [kept]
+
+
+def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(tmp_path):
+    store = LoomStore(tmp_path)
+    alice = Login(ISSUER, "u-alice", ALICE)
+    other = Login("https://github.com", "4242", ALICE)  # another provider, the same address
+    store.as_writer(alice.writer).sign_in(ALICE)
+    store.as_writer(other.writer).sign_in(ALICE)
+    draft, _ = store.create("Whose is it?")
+
+    def loom(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
+            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+        )  # fmt: skip
+
+    refused = loom("give", draft, ALICE)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: {ALICE} is the verified address of 2 logins: {other.writer}; {alice.writer}; "
+        "give the story to one with --to ISSUER SUBJECT\n"
+    )
+    assert [s.id for s in store.stories()] == [draft]  # still the local writer's
+    unknown = loom("give", draft, "--to", ISSUER, "u-nobody")
+    assert unknown.returncode == 2 and "has logged in here" in unknown.stderr
+    done = loom("give", draft, "--to", ISSUER, "u-alice")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{draft} is now {alice.writer}'s"
+    assert [s.id for s in store.as_writer(alice.writer).stories()] == [draft]
+    assert store.as_writer(other.writer).stories() == []

@@ -304,3 +304,14 @@ def test_loom_show_draws_a_child_under_its_parent(tmp_path):
         )
     ]
     assert lines == expected
+
+
+def test_a_mistyped_option_is_named_before_anything_else():
+    done = weave("expand", "--stroy", "x")
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == "error: unrecognized arguments: --stroy x (see python -m weave expand --help)\n"
+    )
+    listed = weave("loom", "list", "--jsn")
+    assert listed.stderr.startswith("error: unrecognized arguments: --jsn")

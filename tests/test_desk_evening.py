@@ -5,7 +5,6 @@ then ➜ Take does what it says (item 2)."""
 
 from __future__ import annotations
 
-import streamlit as st
 from huggingface_hub import constants
 
 from lloom_take import KEPT, NOT_TAKEN, take
@@ -18,7 +17,6 @@ from weave.view.present import md
 
 def test_the_picker_shows_with_one_model_and_says_how_to_add_one(fake, tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
-    st.cache_data.clear()  # the models found are read once a minute
     at = started()
     [box] = [s for s in at.sidebar.selectbox if s.label == "Switch model"]
     assert box.options == ["SmolLM2-135M-Instruct (embedded)"] and box.disabled

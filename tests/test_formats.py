@@ -9,6 +9,9 @@ shape, the cursor, the bookmarks and what was kept aside.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -398,3 +401,147 @@ def test_an_open_loom_export_is_valid_against_the_spec_shape(tmp_path):
     marked = [n for n in tree["nodes"].values() if n["meta"]["bookmarked"]]
     assert [m["content"][0]["text"] for m in marked] == [" upon"]
     assert store.load(store.import_json(json.dumps(doc))) == store.load(sid)
+
+
+# -- bounds: memory, time, keys, numbers --------------------------------------------------
+def twice(doc: dict, path: tuple, key: str) -> str:
+    """`doc` as JSON text where the object at `path` holds `key` twice: the second a copy
+    of the first under another id (a hand-merged file; json.loads would keep one)."""
+    obj = doc
+    for step in path:
+        obj = obj[step]
+    copy = json.loads(json.dumps(obj[key]))
+    if isinstance(copy, dict) and "id" in copy:
+        copy["id"] = key
+    obj["__TWICE__"] = copy
+    return json.dumps(doc).replace('"__TWICE__"', json.dumps(key))
+
+
+@pytest.mark.parametrize(
+    "doc, path, key",
+    [
+        (ELSEWHERE, ("trees", 0, "nodes"), "b"),
+        ({"id": "t", "rootNodeId": "n1", "nodes": {
+            "n1": {"id": "n1", "text": "A", "parentId": None, "childrenIds": ["n2"]},
+            "n2": {"id": "n2", "text": " b", "parentId": "n1", "childrenIds": []}}},
+         ("nodes",), "n2"),
+        ({"current": "k0", "nodes": {"k0": {"text": "A", "parentId": None},
+                                     "k1": {"text": " b", "parentId": "k0"}}}, ("nodes",), "k1"),
+        ({"tree": {"rootNodeId": "x0", "nodes": {
+            "x0": {"content": "Go", "parentId": None, "childrenIds": ["x1"]},
+            "x1": {"content": " west.", "parentId": "x0", "childrenIds": []}}}},
+         ("tree", "nodes"), "x1"),
+        (MINILOOM, ("loomTree", "nodeStore"), "3"),
+    ],
+    ids=["openloom-v2", "openloom-v1", "loomsidian", "exoloom", "miniloom"],
+)  # fmt: skip
+def test_a_key_twice_in_one_object_is_refused_by_name_in_every_format(tmp_path, doc, path, key):
+    store = LoomStore(tmp_path)
+    data = twice(json.loads(json.dumps(doc)), path, key)
+    with pytest.raises(BadImport) as raised:
+        store.import_json(data, "merged.json")
+    assert str(raised.value) == (
+        f"merged.json cannot be imported: it holds the key {key!r} twice in one object"
+    )
+    assert store.stories() == []
+
+
+def test_a_uint64_seed_is_kept_and_written_back(tmp_path):
+    doc = json.loads(json.dumps(ELSEWHERE))
+    doc["trees"][0]["nodes"]["b"]["generation"]["seed"] = 12345678901234567890
+    loom, store, story_id, said = imported(tmp_path, doc)
+    kept = store.settings(story_id)[IMPORTED_KEY]["nodes"]["b"]["generation"]
+    assert kept["seed"] == 12345678901234567890
+    out = json.loads(store.export_openloom(story_id))
+    assert out["trees"][0]["nodes"]["b"]["generation"]["seed"] == 12345678901234567890
+
+
+def test_json_inside_a_mikupad_string_is_bounded_like_the_file(tmp_path):
+    deep = {"prompt": "[" * 100_000 + "]" * 100_000, "memoryTokens": "{}"}
+    with pytest.raises(BadImport, match="its 'prompt', JSON in a string: it is nested deeper"):
+        imported(tmp_path, deep)
+    huge = {"prompt": '[{"type": "user", "content": "x", "n": 1e400}]', "memoryTokens": "{}"}
+    with pytest.raises(BadImport, match="its 'prompt' holds a number too large for a float"):
+        imported(tmp_path, huge)
+
+
+CHILD_IMPORT = """
+import json, resource, sys, tempfile, time
+from weave.loom.store import BadImport, LoomStore
+shape, n, k, room = sys.argv[1], *(int(a) for a in sys.argv[2:5])
+nodes, length = {}, 0
+for i in range(n):
+    add = (f"{i:06d} " + "x" * k)[:k]
+    parent = str(i - 1) if i else None
+    nodes[str(i)] = {"text": add, "parentId": parent} if shape == "loomsidian" else {
+        "id": str(i), "parent": parent, "type": "gen",
+        "children": [str(i + 1)] if i + 1 < n else [],
+        "patch": [{"diffs": [[1, add]], "start1": length, "start2": length,
+                   "length1": 0, "length2": k}]}
+    length += k
+doc = {"current": "0", "nodes": nodes} if shape == "loomsidian" else {
+    "loomTree": {"nodeStore": nodes}, "focus": {"id": str(n - 1)}}
+data = json.dumps(doc)
+del nodes, doc
+if room:  # this much address space more than the process has now
+    with open("/proc/self/statm") as f:
+        now = int(f.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (now + (room << 20),) * 2)
+started = time.perf_counter()
+with tempfile.TemporaryDirectory() as folder:
+    store = LoomStore(folder)
+    try:
+        story_id, _ = store.import_loom(data, "big.json")
+        said = len(store.load(story_id).text())
+    except BadImport as e:
+        said = str(e)
+print(json.dumps({"said": said, "seconds": time.perf_counter() - started,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def child_import(shape: str, nodes: int, chars: int, room_mib: int = 0) -> dict:
+    """Import a chain of `nodes` nodes of `chars` characters each in `shape` in a fresh
+    process (with `room_mib` MiB of address space to spare, if given): what it said."""
+    done = subprocess.run([sys.executable, "-c", CHILD_IMPORT, shape, str(nodes), str(chars),
+                           str(room_mib)], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).parent.parent)  # fmt: skip
+    assert done.returncode == 0 and not done.stderr, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_a_long_miniloom_chain_imports_in_bounded_memory_and_seconds():
+    # 5,000 nodes each adding 1,000 characters: every whole text kept took ~12 GB.
+    out = child_import("miniloom", 5_000, 1_000)
+    assert out["said"] == 5_000_000
+    assert out["peak_mib"] < 1_024 and out["seconds"] < 30, out
+
+
+def test_a_file_that_needs_more_memory_than_there_is_is_one_line():
+    out = child_import("loomsidian", 100_000, 600, room_mib=300)  # a 66 MB file
+    assert out["said"] == (
+        "big.json cannot be imported: reading it (61 MiB) needs more memory than this "
+        "process may have"
+    )
+
+
+def test_an_open_loom_v2_round_trip_keeps_what_the_spec_defines_exactly(tmp_path):
+    rich = json.loads(json.dumps(ELSEWHERE))  # version "2.1", tree "t1", hyperedges...
+    tree = rich["trees"][0]
+    tree |= {"createdAt": "2026-06-30T10:00:00Z", "updatedAt": "2026-07-08T21:10:00Z"}
+    nodes = tree["nodes"]
+    nodes["a"]["author"] |= {"name": "Asher"}
+    nodes["a"]["createdAt"] = "2026-07-01T14:30:05+02:00"  # another zone
+    nodes["b"]["author"] |= {"name": "Claude", "modelId": "anthropic/claude-sonnet-4.5"}
+    nodes["b"]["createdAt"] = "2026-07-01T12:30:05.5Z"  # another precision
+    _, store, story_id, _ = imported(tmp_path, rich)
+    out = json.loads(store.export_openloom(story_id))
+    assert out["version"] == "2.1"
+    again = out["trees"][0]
+    for key in ("id", "title", "createdAt", "updatedAt", "rootNodeIds", "currentNodeId"):
+        assert again[key] == tree[key], key
+    for node_id, node in nodes.items():
+        written = again["nodes"][node_id]
+        assert written["author"] == node["author"], node_id
+        assert written.get("createdAt") == node.get("createdAt", written.get("createdAt"))
+    assert again["nodes"]["c"]["createdAt"] == "2026-07-01T12:31:00Z"

@@ -67,6 +67,9 @@ EXPECTED = {  # mode -> what the error says (None: a clean result)
     "huge_id": "token id 1000000000000, outside the vocabulary",
     "negative_id": "token id -5, outside the vocabulary",
     "past_vocab": r"token id 100, outside the vocabulary \(0\.\.99\)",
+    "quiet_vocab": r"does not say its vocabulary's size \(it took a stop token past any "
+    r"vocabulary; /tokenizer_info names none\), so the token ids it sends cannot be checked",
+    "info_vocab": r"token id 150, outside the vocabulary \(0\.\.99\)",
     "echo_key": "HTTP 500",
     "tokenize_without_id": r"/tokenize tokens\[0\]\.id is None",
     "probabilities_not_objects": r"completion_probabilities\[0\] is 1, expected an object",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from backends.base import BackendError
@@ -200,3 +203,11 @@ def test_control_token_names_in_a_story_are_text(llama):
 
 def test_token_ids_are_checked_against_the_vocabulary_the_server_reports(llama):
     assert llama.vocab_size == 49152  # SmolLM2's, from /v1/models meta.n_vocab
+
+
+def test_the_readmes_llama_server_command_listens_where_its_url_points():
+    # llama-server's default port moves from 8080 to 9931: the example names its port.
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("llama-server "))
+    url = re.search(r"LLAMA_API_URL=http://127\.0\.0\.1:(\d+)", readme)
+    assert url is not None and f"--port {url.group(1)} " in command, command

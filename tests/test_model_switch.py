@@ -73,10 +73,8 @@ def page_on_small(small, tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("LLOOM_MODEL", str(small))
     monkeypatch.setenv("LLOOM_LOOKAHEAD", "0")
     st.cache_resource.clear()
-    st.cache_data.clear()
     yield small
     st.cache_resource.clear()
-    st.cache_data.clear()
 
 
 def started() -> AppTest:

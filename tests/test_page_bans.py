@@ -4,6 +4,8 @@ line says how many branches the bans pruned; a bad entry is one line naming it."
 
 from __future__ import annotations
 
+import time
+
 from tests.test_page import app, choices, offer, started, status_line, workspace
 from weave.story.bans import BanRule, Bans
 
@@ -34,7 +36,7 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
     assert not at.exception
     assert [e.value for e in at.error] == [
         "**Not saved.** pattern line 2 ('(unclosed') is not a valid regular expression: "
-        "missing ), unterminated subpattern at position 0"
+        "missing ): (unclosed"
     ]
     at.text_area(key=key(at, "regex")).set_value("").run()
     at.text_area(key=key(at, "bias")).set_value("c = lots").run()
@@ -42,6 +44,35 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_saved_bans_stay(fake):
         "**Not saved.** bias line 1: write “phrase = weight”, weight a number"
     ]
     assert workspace(at).bans == Bans((BanRule("a"),))
+
+
+def test_a_lookbehind_is_refused_by_name_and_a_story_saved_with_one_still_opens(fake):
+    at = started("a cab. a bac,")
+    at.text_area(key=key(at, "regex")).set_value("(?<=a )b").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "**Not saved.** pattern line 1 ('(?\\<=a )b') uses a lookbehind (?\\<=…), which "
+        "patterns cannot: they run in time linear in the text"
+    ]
+    ws = workspace(at)
+    saved = {"text": "(?<=a )b", "regex": True}  # as a story saved before RE2 keeps it
+    ws.store.save_settings(ws.story_id, {"bans": {"rules": [{"text": "c"}, saved]}})
+    again = app(story=at.query_params["story"])
+    assert not again.exception and workspace(again).bans == Bans((BanRule("c"),))
+    warning = " ".join(w.value for w in again.warning)
+    assert "A saved ban pattern cannot run and is left out" in warning
+    assert "uses a lookbehind" in warning and "other bans apply" in warning
+
+
+def test_patterns_that_backtrack_forever_in_python_cost_the_page_nothing(fake):
+    at = started("a cab. a bac,\nabc abc,\nb a c, " + "a " * 40 + "aaaaaaaaaaaaaaaaaaaaaaaaa.")
+    catastrophic = ["(\\w+\\s?)+$", "(a+)+$", "(a|aa)+$", "(a*)*b", "(.*a){25}"]
+    started_at = time.monotonic()
+    at.text_area(key=key(at, "regex")).set_value("\n".join(catastrophic)).run(timeout=20)
+    at.button(key="again").click().run(timeout=20)
+    assert not at.exception and time.monotonic() - started_at < 10
+    assert [r.text for r in workspace(at).bans.rules] == catastrophic
+    assert offer(at).result.pruned  # searched under them, in no time
 
 
 def test_the_alternatives_the_bans_would_prune_are_marked(data_dir):

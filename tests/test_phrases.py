@@ -112,7 +112,7 @@ def test_a_regex_completes_where_its_match_ends_inside_the_piece():
     ("phrases", "regexes", "message"),
     [
         ([Phrase("ok"), Phrase("")], [], "phrase 2 is empty"),
-        ([], ["fine", "(unclosed"], "regex 2 .*not a valid expression"),
+        ([], ["fine", "(unclosed"], "regex 2 .*not a valid regular expression"),
         ([], ["a*"], "regex 1 .*matches empty text"),
     ],
 )

@@ -32,7 +32,11 @@ STORIES = [
 ]
 TOLERANCE = 1e-3  # both float32; measured: at most 2.4e-4 over the top 20 of 15 prompts
 MODELS = {"data": [{"id": "smol", "max_model_len": 2048}]}
-STUB_TOKENIZER = {"/tokenize": (200, {"tokens": [31]}), "/detokenize": (200, {"prompt": SEPARATOR})}
+STUB_TOKENIZER = {
+    "/tokenize": (200, {"tokens": [31]}),
+    "/detokenize": (200, {"prompt": SEPARATOR}),
+    "/tokenizer_info": (200, {"vocab_size": 49152}),
+}  # a stub says its size here
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +256,10 @@ def test_bad_replies_are_clear_errors(status, body, message):
         with pytest.raises(BackendError, match=message) as error:
             backend.top_logprobs([[1, 2]], 3)
     assert url in str(error.value)
+
+
+def test_the_vocabulary_is_learnt_from_the_server_at_start(vllm):
+    assert vllm.vocab_size == 49152  # SmolLM2's, from vLLM's refusal of a stop token past it
 
 
 def test_control_token_names_in_a_story_are_text(vllm):

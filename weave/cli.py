@@ -44,6 +44,32 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, allow_abbrev=False, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, but an option this command does not have is named first: argparse
+        said "one of the arguments --story --story-file is required" for `--stroy x`."""
+        args = sys.argv[1:] if args is None else list(args)
+        if self._subparsers is None and (unknown := self._unknown(args)):
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return super().parse_known_args(args, namespace)
+
+    def _unknown(self, args: list[str]) -> list[str]:
+        """The options in `args` this parser has not (`--name`, `--name=value`; one with a
+        space is a value), each with the values after it, as argparse lists them."""
+        given = args[: args.index("--")] if "--" in args else args
+        unknown: list[str] = []
+        for i, arg in enumerate(given):
+            if not (arg.startswith("--") and " " not in arg):
+                continue
+            if arg.split("=", 1)[0] in self._option_string_actions:
+                continue
+            values = []
+            for value in given[i + 1 :]:
+                if value.startswith("-"):
+                    break
+                values.append(value)
+            unknown += [arg, *([] if "=" in arg else values)]
+        return unknown
+
     def error(self, message: str):
         self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 

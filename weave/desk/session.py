@@ -402,9 +402,17 @@ class Workspace:
         except ValueError as e:  # a store edited by hand: the story opens, unsteered
             self.notice = f"This story's memory, note and lorebook cannot be read ({e})."
         try:
-            self.bans = bans_in(settings)
+            saved = bans_in(settings)
         except ValueError as e:  # likewise: the story opens without bans
+            self.bans = Bans()
             self.notice = f"This story's bans cannot be read ({e})."
+            return
+        self.bans = saved.bans
+        if saved.left_out:  # saved before patterns ran on RE2: the others apply
+            self.notice = (
+                f"A saved ban pattern cannot run and is left out: {'; '.join(saved.left_out)}. "
+                "The story's other bans apply; the pattern goes when the bans are next saved."
+            )
 
     def set_steering(self, steering: Steering) -> None:
         """The story's memory, note and lorebook from now on, saved with the story."""

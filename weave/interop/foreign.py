@@ -7,7 +7,9 @@ and what LLooM has no place for, under the format's `extensions` namespace. `bui
 the tree (every id once, every parent present, no cycle), puts an empty root above it when
 it has several roots or its root holds text (a LLooM root holds none), and returns the
 story as a "lloom-loom" document would hold it, so that `weave.loom_formats` checks every
-value the way it checks LLooM's own files.
+value the way it checks LLooM's own files; a story whose document would pass `MAX_BYTES`
+is refused as such (LLooM could not read its own export of it back), before its nodes are
+made where their count and texts alone pass it.
 
 What LLooM cannot show (extensions, `meta`, `generation`, non-text content, the tree's own
 fields) is kept in the story's settings under `IMPORTED_KEY`: `weave.interop.openloom`
@@ -23,12 +25,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from weave.loom.formats import MAX_TIME, SavedStory, read_document
+from weave.loom.formats import MAX_BYTES, MAX_TIME, SavedStory, read_document
 from weave.loom.loom import new_id
 from weave.loom.provenance import AUTHORS, Provenance
 from weave.story.steering import Steering, with_steering
 
 IMPORTED_KEY = "imported"  # the story's settings key for what LLooM keeps but cannot show
+NODE_BYTES = 200  # the least a node takes in a LLooM file beside its text and ids (some 210)
 KIND_OF_AUTHOR = {"human": "typed", "model": "accepted", "mixed": "edited", "system": "typed"}
 
 
@@ -88,6 +91,9 @@ def build(tree: ForeignTree) -> Imported:
     (an orphan) or a cycle."""
     if not tree.nodes:
         raise ValueError("it holds no nodes")
+    least = sum(len(n.text) + 2 * len(n.id) for n in tree.nodes) + NODE_BYTES * len(tree.nodes)
+    if least > MAX_BYTES:  # said before the nodes are made: they would take a while
+        raise ValueError(_too_large(len(tree.nodes)))
     by_id: dict[str, ForeignNode] = {}
     for node in tree.nodes:
         if node.id in by_id:
@@ -120,8 +126,16 @@ def build(tree: ForeignTree) -> Imported:
         settings = with_steering(settings, tree.steering)
     record = _record(tree, ordered, synthetic)
     doc["settings"] = settings | ({IMPORTED_KEY: record} if record else {})
-    story = read_document(json.dumps(doc, allow_nan=False))
+    document = json.dumps(doc, allow_nan=False)  # ASCII: as many bytes as characters
+    if len(document) > MAX_BYTES:
+        raise ValueError(_too_large(len(nodes)))
+    story = read_document(document)
     return Imported(story, tree.format, tuple(tree.left_out))
+
+
+def _too_large(nodes: int) -> str:
+    return (f"the story it holds ({nodes:,} nodes) would be longer than {MAX_BYTES >> 20} MiB "
+            "as a LLooM file, which LLooM could not read back")  # fmt: skip
 
 
 def _parents_first(nodes: list[ForeignNode], by_id: dict) -> list[ForeignNode]:

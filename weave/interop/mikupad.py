@@ -3,7 +3,8 @@
 A session is flat: `{name, prompt: [{type, content}...], memoryTokens: {prefix, text,
 suffix}, authorNoteTokens: {...}, authorNoteDepth, worldInfo: {entries: [{displayName,
 text, keys, search}]}, seed, temperature, ...}`, each value JSON-encoded as a string in an
-exported file (mikupad's "compatibility with localStorage"), or plain. The prompt's text
+exported file (mikupad's "compatibility with localStorage"), or plain; a string's JSON is
+read within the same bounds as a file (`bounded_json`). The prompt's text
 becomes one node (the writer's when every chunk is the user's, else "mixed"); the memory,
 the author's note and its depth, and the world info entries become the story's steering.
 The sampler settings and the rest are kept in `extensions["mikupad"]`, except the
@@ -12,10 +13,11 @@ endpoint's API key, which is not kept.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from weave.finite import non_finite
 from weave.interop.foreign import ForeignNode, ForeignTree, list_of, object_of, others, text_of
+from weave.loom.formats import bounded_json
 from weave.story.steering import MAX_NOTE_DEPTH, LoreEntry, Steering
 
 NAME = "mikupad"
@@ -30,7 +32,7 @@ def detect(doc: Any) -> bool:
 
 
 def read(doc: dict) -> ForeignTree:
-    session = {k: _decoded(v) for k, v in doc.items()}
+    session = {k: _decoded(k, v) for k, v in doc.items()}
     chunks = list_of(session["prompt"], "its prompt")
     if isinstance(session["prompt"], str):
         chunks = [{"type": "user", "content": session["prompt"]}]
@@ -56,14 +58,20 @@ def read(doc: dict) -> ForeignTree:
     )  # fmt: skip
 
 
-def _decoded(value: Any) -> Any:
-    """An exported session's value: JSON in a string (a plain string stays as it is)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
+def _decoded(key: str, value: Any) -> Any:
+    """An exported session's value: JSON in a string, read with the bounds of the file
+    itself (a plain string stays as it is)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        decoded = bounded_json(value)
+    except ValueError as e:
+        if str(e).startswith("it is not JSON"):
             return value
-    return value
+        raise ValueError(f"its {key!r}, JSON in a string: {e}") from None
+    if (where := non_finite(decoded)) is not None:
+        raise ValueError(f"its {key!r} holds a number too large for a float (at {where})")
+    return decoded
 
 
 def _steering(memory: dict, note: dict, depth: Any, world: dict) -> Steering:

@@ -15,6 +15,7 @@ is kept. `type` user/gen/rewrite/import is the author; `rating` thumbs up/down i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from weave.interop.foreign import (
@@ -47,20 +48,20 @@ def read(doc: dict) -> ForeignTree:
         if parent is not None and parent not in items:
             raise ValueError(f"node {key!r} names a parent {parent!r} the file does not hold "
                              "(an orphan)")  # fmt: skip
-    whole: dict[str, str] = {}
-    for key in items:
-        _materialize(key, items, parents, whole)
     rank = {}
     for item in items.values():
         for i, child in enumerate(item.get("children") or ()):
             rank.setdefault(str(child), i)
-    nodes, rewrites = [], 0
-    for key, item in sorted(items.items(), key=lambda kv: rank.get(kv[0], -1)):
-        parent = parents[key]
-        while parent is not None and not whole[key].startswith(whole[parent]):
-            parent = parents[parent]
-        rewrites += parent != parents[key]
-        nodes.append(_node(key, item, parent, whole, moved_from=parents[key]))
+    children: dict[str | None, list[str]] = {}
+    for key in sorted(items, key=lambda k: rank.get(k, -1)):
+        children.setdefault(parents[key], []).append(key)
+    nodes = list(_materialized(items, parents, children))
+    if len(nodes) < len(items):
+        reached = {n.id for n in nodes}
+        looped = next(k for k in items if k not in reached)
+        raise ValueError(f"nodes {looped!r}… form a cycle: each is its own ancestor")
+    rewrites = sum(NAMESPACE in n.extensions and "parent" in n.extensions[NAMESPACE]
+                   for n in nodes)  # fmt: skip
     focus = doc.get("focus")
     current = focus.get("id") if isinstance(focus, dict) else None
     left_out = [f"{rewrites} rewrite(s) of a parent's text, which branch where their text "
@@ -69,23 +70,60 @@ def read(doc: dict) -> ForeignTree:
                        left_out=left_out)  # fmt: skip
 
 
-def _materialize(key: str, items: dict, parents: dict, whole: dict) -> None:
-    """The whole text of `key` (and of its ancestors), into `whole`; a cycle is an error."""
-    chain, at = [], key
-    while at is not None and at not in whole:
-        if at in chain:
-            raise ValueError(f"nodes {at!r}… form a cycle: each is its own ancestor")
-        chain.append(at)
-        at = parents[at]
-    for at in reversed(chain):
-        base = "" if parents[at] is None else whole[parents[at]]
-        whole[at] = apply_patches(items[at].get("patch") or [], base, at)
+class _Step:
+    """A node on the path being walked: its whole text's length, and the text itself
+    unless it is a prefix of the next step's (None: it is not kept twice)."""
+
+    __slots__ = ("key", "length", "text")
+
+    def __init__(self, key: str, text: str) -> None:
+        self.key, self.length = key, len(text)
+        self.text: str | None = text
 
 
-def apply_patches(patches: Any, text: str, key: str) -> str:
+def _materialized(items: dict, parents: dict, children: dict) -> Iterator[ForeignNode]:
+    """Each node reached from a root, parents first: its patches applied to its parent's
+    whole text, its own text what that adds to the whole text of the deepest ancestor it
+    still starts with. Depth first, keeping the whole texts of the path only, and of those
+    only the ones the next node's is not an extension of: a chain of n nodes of k
+    characters holds about n*k characters, not n*n*k/2."""
+    path: list[_Step] = []
+    todo: list[tuple[int, str]] = [(0, key) for key in reversed(children.get(None, []))]
+    while todo:
+        depth, key = todo.pop()
+        while len(path) > depth:  # back up to this node's parent, restoring its text
+            done = path.pop()
+            if path and path[-1].text is None:
+                path[-1].text = done.text[: path[-1].length]
+        base = path[-1].text if path else ""
+        whole, kept = apply_patches(items[key].get("patch") or [], base, key)
+        anchor = len(path) - 1  # the path's index of the node it branches from (-1: none)
+        if kept < len(base):  # a patch changed the parent's text: a rewrite, maybe
+            while anchor >= 0 and not whole.startswith(_text(path, anchor)):
+                anchor -= 1
+        if path and anchor == len(path) - 1:
+            path[-1].text = None  # a prefix of `whole`: read back from it when needed
+        start = path[anchor].length if anchor >= 0 else 0
+        parent = path[anchor].key if anchor >= 0 else None
+        yield _node(key, items[key], parent, whole[start:], moved_from=parents[key])
+        path.append(_Step(key, whole))
+        todo += [(depth + 1, child) for child in reversed(children.get(key, []))]
+
+
+def _text(path: list[_Step], i: int) -> str:
+    """The whole text of `path[i]`: its own, else the prefix of the next one that has it."""
+    j = i
+    while path[j].text is None:
+        j += 1
+    return path[j].text if j == i else path[j].text[: path[i].length]
+
+
+def apply_patches(patches: Any, text: str, key: str) -> tuple[str, int]:
     """`text` with diff-match-patch `patches` applied exactly, in order (each patch's
-    position counts in the text the patches before it made). Raises ValueError naming
-    the node when a patch's text is not where it says."""
+    position counts in the text the patches before it made), and how many of its first
+    characters no patch changed. Raises ValueError naming the node when a patch's text is
+    not where it says."""
+    kept = len(text)
     for i, patch in enumerate(list_of(patches, f"node {key!r}: patch")):
         patch = object_of(patch, f"node {key!r}: patch {i}")
         diffs = [_diff(d, key) for d in list_of(patch.get("diffs"), f"node {key!r}: diffs")]
@@ -96,8 +134,11 @@ def apply_patches(patches: Any, text: str, key: str) -> str:
         after = "".join(t for op, t in diffs if op >= 0)
         if text[start : start + len(before)] != before:
             raise ValueError(f"node {key!r}: patch {i} does not apply to its parent's text")
+        same = next((k for k, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+                    min(len(before), len(after)))  # fmt: skip
+        kept = min(kept, start + same)
         text = text[:start] + after + text[start + len(before) :]
-    return text
+    return text, kept
 
 
 def _diff(diff: Any, key: str) -> tuple[int, str]:
@@ -109,16 +150,15 @@ def _diff(diff: Any, key: str) -> tuple[int, str]:
     return op, text
 
 
-def _node(key: str, item: dict, parent: str | None, whole: dict, *, moved_from) -> ForeignNode:
+def _node(key: str, item: dict, parent: str | None, text: str, *, moved_from) -> ForeignNode:
     rating = item.get("rating")
     meta = {"rating": 1 if rating else -1} if isinstance(rating, bool) else {}
     summary = item.get("summary")
     meta |= {"note": summary} if isinstance(summary, str) and summary else {}
     model = item.get("model")
     rest = others(item, _KNOWN) | ({"parent": moved_from} if moved_from != parent else {})
-    base = "" if parent is None else whole[parent]
     return ForeignNode(
-        key, parent, whole[key][len(base):], author=AUTHORS.get(item.get("type")),
+        key, parent, text, author=AUTHORS.get(item.get("type")),
         created=epoch(item.get("timestamp")), meta=meta,
         generation={"model": model} if isinstance(model, str) and model else None,
         extensions={NAMESPACE: rest},

@@ -12,7 +12,10 @@ it was.
 
 Read (`read`): the first tree (the others are kept); a node's parent is the primary source
 of the first continuation edge to it (the spec's rule for a strict tree); other edges,
-fields and extensions are kept. A major version other than 2 is refused.
+fields and extensions are kept. A major version other than 2 is refused. What the spec
+defines comes back as the file wrote it: its version ("2.1" stays), the tree's id and
+`updatedAt`, an author's fields beside the role (`agentId`, `name`, `modelId`), and each
+time at its own precision and zone where it is still the time LLooM holds.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ _TREE_FIELDS = {"id", "title", "rootNodeIds", "currentNodeId", "createdAt", "upd
 _NODE_FIELDS = {"id", "content", "author", "createdAt", "meta", "generation", "extensions"}
 _MADE = "madeGeneration"  # in a node's "lloom" extension: its `generation` is LLooM's own
 _KEPT_AUTHOR = "keptAuthor"  # ...: its author role is another tool's, which LLooM kept
+_AUTHOR_FIELDS = "authorFields"  # a kept node's: its author's fields beside the role
 
 
 def detect(doc: Any) -> bool:
@@ -73,7 +77,11 @@ def read(doc: dict) -> ForeignTree:
     extensions = dict(object_of(tree.get("extensions", {}), "the tree's extensions"))
     lloom = extensions.pop(LLOOM, None)
     kept_doc = others(doc, _DOC_FIELDS) | ({"trees": trees[1:]} if len(trees) > 1 else {})
+    kept_doc |= {"version": version} if version != VERSION else {}  # a 2.1 file stays 2.1
     kept_tree = others(tree, _TREE_FIELDS) | ({"edges": other_edges} if other_edges else {})
+    if not ours:  # another tool's tree: its id, times and last change written back as they were
+        kept_tree |= {k: tree[k] for k in ("id", "updatedAt") if isinstance(tree.get(k), str)}
+        kept_tree |= _as_written(tree.get("createdAt"))
     if kept_tree.get("mode") == "buffer":  # LLooM's own mode: written again on export
         del kept_tree["mode"]
     left_out = [f"{len(trees) - 1} more tree(s)"] if len(trees) > 1 else []
@@ -87,6 +95,18 @@ def read(doc: dict) -> ForeignTree:
         kept={k: v for k, v in (("document", kept_doc), ("tree", kept_tree)) if v},
         lloom=lloom if isinstance(lloom, dict) else None,
     )  # fmt: skip
+
+
+def _as_written(when: Any) -> dict:
+    """{"createdAt": when} where LLooM would write the time `when` reads as otherwise
+    (another precision, another zone): kept, so that it is written back as it was."""
+    moment = epoch(when)
+    return {"createdAt": when} if moment is not None and iso(moment) != when else {}
+
+
+def _when(kept: Any, seconds: float) -> str:
+    """A time as the file wrote it where it still is that time, else as LLooM writes it."""
+    return kept if isinstance(kept, str) and epoch(kept) == seconds else iso(seconds)
 
 
 def _edges(edges: list) -> tuple[dict[str, str], dict[str, dict], list]:
@@ -126,6 +146,10 @@ def _node(key: str, item: Any, parents: dict, edge_of: dict, ours: bool) -> Fore
     author = item.get("author")
     role = author_of(author.get("role")) if isinstance(author, dict) else None
     kept = others(item, _NODE_FIELDS)
+    if lloom is None:  # LLooM's own node holds its exact time in the extension
+        kept |= _as_written(item.get("createdAt"))
+    if isinstance(author, dict) and author.keys() - {"role"}:  # agentId, name, modelId...
+        kept[_AUTHOR_FIELDS] = {k: v for k, v in author.items() if k != "role"}
     if lloom is not None and lloom.pop(_KEPT_AUTHOR, False) and role:
         kept["author"] = role  # the role another tool gave, which LLooM kept
     if len(texts) != len(blocks):
@@ -158,17 +182,20 @@ def document(story_id: str, story: SavedStory, *, now: float | None = None) -> s
         lloom["rootNode"] = node_dict(loom.node(loom.root))
     if "format" in record:
         lloom["source"] = record["format"]
+    kept_tree = kept.get("tree", {})
     tree = {
-        "mode": "buffer", **kept.get("tree", {}), "id": story_id, "title": story.title or "",
-        "rootNodeIds": roots, "currentNodeId": loom.cursor, "createdAt": iso(story.created),
+        "mode": "buffer", **kept_tree, "id": kept_tree.get("id", story_id),
+        "title": story.title or "", "rootNodeIds": roots, "currentNodeId": loom.cursor,
+        "createdAt": _when(kept_tree.get("createdAt"), story.created),
+        "updatedAt": kept_tree.get("updatedAt") or iso(story.updated or story.created),
         "nodes": {n.id: _written(n, loom, records.get(n.id, {})) for n in shown},
         "edges": _edges_of([n for n in shown if n.parent is not None and not (
             synthetic and n.parent == loom.root)], records, loom),
         "extensions": {**record.get("extensions", {}), LLOOM: lloom},
     }  # fmt: skip
-    tree["edges"] += kept.get("tree", {}).get("edges", [])
+    tree["edges"] += kept_tree.get("edges", [])
     kept_doc = kept.get("document", {})
-    doc = {**kept_doc, "format": FORMAT, "version": VERSION,
+    doc = {**kept_doc, "format": FORMAT, "version": kept_doc.get("version", VERSION),
            "exportedAt": iso(time.time() if now is None else now),
            "generator": {"name": "LLooM"}, "trees": [tree, *kept_doc.get("trees", [])]}  # fmt: skip
     return json.dumps(doc, ensure_ascii=True, indent=1, allow_nan=False)
@@ -186,13 +213,14 @@ def _written(node: Node, loom: Loom, record: dict) -> dict:
     joined = "".join(b.get("text", "") for b in content or () if b.get("type") == "text")
     role = record.get("author") or (made and made.author) or ROLE_OF_KIND[node.kind]
     own |= {_KEPT_AUTHOR: True} if "author" in record else {}
-    mapped = ("author", "meta", "generation", "extensions", "content", "edge")
+    mapped = ("author", _AUTHOR_FIELDS, "meta", "generation", "extensions", "content", "edge")
     written = {k: v for k, v in record.items() if k not in mapped}
     written |= {
         "id": node.id,
         "content": content if content and joined == node.text else [
             {"type": "text", "text": node.text}],
-        "author": {"role": role}, "createdAt": iso(node.created),
+        "author": {"role": role, **record.get(_AUTHOR_FIELDS, {})},
+        "createdAt": _when(record.get("createdAt"), node.created),
         "meta": {"bookmarked": node.id in loom.bookmarks, **record.get("meta", {})},
         "extensions": {**record.get("extensions", {}), LLOOM: own},
     }  # fmt: skip

@@ -18,7 +18,11 @@
                                the format found and what was kept aside on stderr (or one
                                error naming the file)
     loom give STORY_ID EMAIL   hand a story to the writer whose provider verified EMAIL
-                               (the page's login); it leaves this machine's list
+                               (the page's login); it leaves this machine's list. Where
+                               several logins have that address, it refuses and lists
+                               them (issuer and subject): then
+    loom give STORY_ID --to ISSUER SUBJECT
+                               hands it to that login (one that has logged in here)
 
 The command line is the machine's local writer (`LOCAL_WRITER`): it sees the stories made
 without a login. The store is the configured one (`[data] url` or `folder`; `LLOOM_DATABASE_URL`
@@ -35,13 +39,13 @@ import json
 import sys
 from pathlib import Path
 
-from weave.access import writer_for
+from weave.access import Login, writer_for
 from weave.config import load_settings
 from weave.interop.detect import CHOICES
 from weave.loom.find import MAX_FOUND
 from weave.loom.formats import MAX_BYTES
 from weave.loom.loom import Loom
-from weave.loom.store import InvalidInput, LoomStore
+from weave.loom.store import InvalidInput, LoomStore, SharedAddress
 from weave.story.steering import steering_in
 
 EXPORTS = ("lloom", "openloom")
@@ -81,7 +85,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     give = actions.add_parser("give", help="hand a story to a login (an e-mail address)")
     give.add_argument("story_id")
-    give.add_argument("email")
+    give.add_argument("email", nargs="?", help="the login's verified address")
+    give.add_argument("--to", nargs=2, metavar=("ISSUER", "SUBJECT"),
+                      help="the login by provider and subject (an address shared)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> str:
@@ -117,15 +123,35 @@ def run(args: argparse.Namespace) -> str:
             return store.export_openloom(args.story_id)
         return store.export_json(args.story_id)
     if args.loom_command == "give":
-        writer = writer_for(args.email)
-        if writer is None:
-            raise InvalidInput(f"{args.email!r} is not an e-mail address; a login is named by one")
-        store.give(args.story_id, writer)
-        return f"{args.story_id} is now {writer}'s"
+        return _give(store, args)
     story_id, imported = store.import_loom(_read_export(args.file), str(args.file),
                                            format=args.format)  # fmt: skip
     print(imported.message(), file=sys.stderr)  # stdout holds the id alone, for scripts
     return story_id
+
+
+def _give(store: LoomStore, args: argparse.Namespace) -> str:
+    """`loom give`: to the one login with an address, or to a login by issuer and subject."""
+    if (args.email is None) == (args.to is None):
+        raise InvalidInput("loom give takes an e-mail address or --to ISSUER SUBJECT, one of them")
+    if args.to is not None:
+        issuer, subject = (part.strip() for part in args.to)
+        if not issuer or not subject or any(c.isspace() for c in issuer):
+            raise InvalidInput("--to takes an issuer (a URL, no spaces) and a subject")
+        writer = Login(issuer, subject, "").writer
+        store.give_to(args.story_id, writer)
+        return f"{args.story_id} is now {writer}'s"
+    email = writer_for(args.email)
+    if email is None:
+        raise InvalidInput(f"{args.email!r} is not an e-mail address; a login is named by one")
+    try:
+        owner = store.give(args.story_id, email)
+    except SharedAddress as e:
+        raise InvalidInput(
+            f"{email} is the verified address of {len(e.logins)} logins: "
+            f"{'; '.join(e.logins)}; give the story to one with --to ISSUER SUBJECT"
+        ) from None
+    return f"{args.story_id} is now {owner}'s"
 
 
 def _read_export(path: Path) -> bytes:

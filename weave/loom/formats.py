@@ -6,7 +6,8 @@ cursor, the checked-out children, the bookmarks, the story's title and settings,
 suggestions kept per node (`loom_document` writes it, `read_document` reads it).
 
 Reading trusts nothing: the file is parsed with a bound on its size and nesting
-(`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, and each number is checked
+(`MAX_BYTES`, `MAX_DEPTH`), its integers must fit 64 bits, no object may hold a key
+twice (`bounded_json`, which other tools' files are read with too), and each number is checked
 where it enters: times since the epoch, scores within `MAX_SCORE`, token ids in
 0..`TOKEN_ID_LIMIT` (whether a model has them is `weave.story.token_ids.usable`'s to
 check). Suggestions or settings holding NaN or an infinity are not kept (`finite_only`).
@@ -88,10 +89,16 @@ def read_document(data: str | bytes) -> SavedStory:
         raise ValueError(f"a {LOOM_FORMAT} file with a missing or wrong value ({e!r})") from e
 
 
+class _Refused(ValueError):
+    """A value `json.loads` met that the file may not hold; its message is the reason."""
+
+
 def bounded_json(data: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """`data` parsed as JSON, when it is at most `MAX_BYTES` long, nests at most `max_depth`
     deep (counted on the brackets outside strings first, at C speed, so no input can exhaust
-    the stack) and its integers fit 64 bits; else a ValueError saying which it breaks."""
+    the stack), its integers fit 64 bits (signed or unsigned: a seed may be a uint64) and no
+    object holds a key twice (which one counts is a guess: a node would be lost); else a
+    ValueError saying which it breaks."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_BYTES:
         raise ValueError(f"it is longer than {MAX_BYTES >> 20} MiB")
@@ -100,18 +107,29 @@ def bounded_json(data: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     if brackets and max(accumulate(map(_STEP.__getitem__, brackets))) > max_depth:
         raise ValueError(f"it is nested deeper than {max_depth} levels")
     try:
-        return json.loads(data, parse_int=_int64)
+        return json.loads(data, parse_int=_int64, object_pairs_hook=_unique)
     except RecursionError as e:  # unbalanced brackets the count above could not see
         raise ValueError(f"it is nested deeper than {max_depth} levels") from e
+    except _Refused as e:
+        raise ValueError(str(e)) from None
     except (ValueError, TypeError) as e:
         raise ValueError(f"it is not JSON ({e})") from e
 
 
 def _int64(digits: str) -> int:
     value = int(digits)
-    if not -(1 << 63) <= value < 1 << 63:
-        raise ValueError(f"the number {digits[:24]}… does not fit 64 bits")
+    if not -(1 << 63) <= value < 1 << 64:
+        raise _Refused(f"the number {digits[:24]}… does not fit 64 bits")
     return value
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _Refused(f"it holds the key {twice[:80]!r} twice in one object")
+    return obj
 
 
 def _read_loom(doc: dict) -> SavedStory:

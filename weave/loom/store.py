@@ -37,7 +37,14 @@ from weave.loom import store_writers as writers
 from weave.loom.find import MAX_FOUND, Found, find
 from weave.loom.formats import SavedStory, loom_document
 from weave.loom.loom import Loom, new_id
-from weave.loom.store_errors import BadImport, InvalidInput, NotDeleted, StoreError, StoryNotFound
+from weave.loom.store_errors import (
+    BadImport,
+    InvalidInput,
+    NotDeleted,
+    SharedAddress,
+    StoreError,
+    StoryNotFound,
+)
 from weave.loom.store_file import FILE_NAME, StoreFile
 from weave.loom.store_rows import Share, StoryInfo
 from weave.loom.store_sql import LOCAL_WRITER, Database, is_database_url
@@ -50,6 +57,7 @@ __all__ = [
     "InvalidInput",
     "LoomStore",
     "Share",
+    "SharedAddress",
     "StoreError",
     "StoryInfo",
     "StoryNotFound",
@@ -156,11 +164,15 @@ class LoomStore:
         """Mark a story deleted (kept, and restorable, until purged)."""
         self._set(story_id, "deleted = coalesce(deleted, ?)", time.time())
 
-    def give(self, story_id: str, email: str) -> None:
+    def give(self, story_id: str, email: str) -> str:
         """Hand one of this writer's stories to the writer `email` names (an address as
-        `weave.access.writer_for` gives it): the last to log in with that verified address,
-        or, until one has, the address, theirs at login (`weave.loom.store_writers`). It leaves
-        this writer's list."""
+        `weave.access.writer_for` gives it): the one login with that verified address,
+        or, until one has logged in, the address, theirs at login
+        (`weave.loom.store_writers`). It leaves this writer's list. Returns the new owner.
+
+        Raises:
+            SharedAddress: several logins have that address; `give_to` names one.
+        """
         if not isinstance(email, str) or not email.strip():
             raise InvalidInput("a story can only be given to a writer named by a login")
         with self._db.write() as db:
@@ -168,6 +180,17 @@ class LoomStore:
             owner = writers.owner_for(db, email)
             db.execute("UPDATE stories SET owner = ? WHERE id = ?", (owner, story_id))
             db.execute("DELETE FROM shares WHERE story_id = ? AND writer = ?", (story_id, owner))
+        return owner
+
+    def give_to(self, story_id: str, writer: str) -> None:
+        """Hand one of this writer's stories to the login `writer` (`Login.writer`: issuer
+        and subject), which must have logged in here."""
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
+            if not writers.has_logged_in(db, writer):
+                raise InvalidInput(f"no login {writer!r} (issuer and subject) has logged in here")
+            db.execute("UPDATE stories SET owner = ? WHERE id = ?", (writer, story_id))
+            db.execute("DELETE FROM shares WHERE story_id = ? AND writer = ?", (story_id, writer))
 
     def share(self, story_id: str, email: str, *, may_write: bool) -> None:
         """Share one of this writer's stories with the writer `email` names (as `give` names
@@ -272,15 +295,22 @@ class LoomStore:
         """A new story from a loom file in `format` (None: detected): its id, and what was
         read (the format found, what was kept aside).
 
-        Raises `BadImport` naming the file (`name`) and what is wrong with it.
+        Raises `BadImport` naming the file (`name`) and what is wrong with it, or that
+        reading it needs more memory than the process may have (a file within `MAX_BYTES`
+        takes some ten times its size while it is read).
         """
         try:
-            imported = read_loom_file(data, format)
-            steering_in(imported.story.settings)  # memory, note, lorebook: an error names the field
-            bans_in(imported.story.settings)  # likewise for the bans
-        except ValueError as e:
-            raise BadImport(f"{name} cannot be imported: {e}") from e
-        return self._insert(imported.story), imported
+            try:
+                imported = read_loom_file(data, format)
+                steering_in(imported.story.settings)  # memory, note, lorebook: names the field
+                bans_in(imported.story.settings)  # likewise for the bans
+            except ValueError as e:
+                raise BadImport(f"{name} cannot be imported: {e}") from e
+            return self._insert(imported.story), imported
+        except MemoryError:
+            size = f"{len(data) / (1 << 20):,.0f} MiB"
+            raise BadImport(f"{name} cannot be imported: reading it ({size}) needs more memory "
+                            "than this process may have") from None  # fmt: skip
 
     def _insert(self, story: SavedStory) -> str:
         story_id = new_id()

@@ -66,6 +66,18 @@ class InvalidInput(StoreError, ValueError):
     """A value the store cannot keep (a lone surrogate, a move that removes a node...)."""
 
 
+class SharedAddress(InvalidInput):
+    """A verified address more than one login has (`logins`, each "issuer subject"): a
+    story given to it would go to one of them by a guess."""
+
+    def __init__(self, email: str, logins: tuple[str, ...]) -> None:
+        self.email, self.logins = email, logins
+        super().__init__(
+            f"{email} is the verified address of {len(logins)} logins ({'; '.join(logins)}): "
+            "give the story to one of them by its issuer and subject"
+        )
+
+
 class BadImport(StoreError, ValueError):
     """The data given to `import_json` is not a file LLooM can read."""
 

@@ -5,15 +5,18 @@ local writer, or an e-mail address: a story written before schema 5 (when a logi
 named by its address), or given with `loom give` to an address nobody has logged in
 with yet. `sign_in` records a login's verified address and hands it the stories its
 address owns, and the shares made to it; `owner_for` is whom `loom give ADDRESS` hands a
-story to (and whom sharing it with ADDRESS names); `email_of` the address that names the
-writer on the nodes they add. Only a verified
-address reaches here (`weave.access.login_from` refuses the rest), so an address names a
-writer only as far as the provider vouches for it. Each function works inside the
-caller's transaction; the owner filter itself is `weave.loom.store_rows`'.
+story to (and whom sharing it with ADDRESS names): the one login with that address, never
+a guess among several (`SharedAddress` names them, and `loom give --to ISSUER SUBJECT`
+names one, `has_logged_in`); `email_of` the address that names the writer on the nodes
+they add. Only a verified address reaches here (`weave.access.login_from` refuses the
+rest), so an address names a writer only as far as the provider vouches for it. Each
+function works inside the caller's transaction; the owner filter itself is
+`weave.loom.store_rows`'.
 """
 
 from __future__ import annotations
 
+from weave.loom.store_errors import SharedAddress
 from weave.loom.store_sql import Db
 
 
@@ -40,9 +43,21 @@ def email_of(db: Db) -> str | None:
 
 
 def owner_for(db: Db, email: str) -> str:
-    """The owner a story given to `email` gets: the writer who last logged in with that
-    address, or, when none has yet, the address itself (theirs at their first login)."""
-    row = db.execute(
-        "SELECT writer FROM writers WHERE email = ? ORDER BY seen DESC LIMIT 1", (email,)
-    ).fetchone()
-    return row["writer"] if row else email
+    """The owner a story given to `email` gets: the one writer who logged in with that
+    address, or, when none has yet, the address itself (theirs at their first login).
+
+    Raises:
+        SharedAddress: more than one login has that address (another account, another
+            provider's user): naming them, since the store will not guess.
+    """
+    rows = db.execute(
+        "SELECT writer FROM writers WHERE email = ? ORDER BY seen DESC, writer", (email,)
+    ).fetchall()
+    if len(rows) > 1:
+        raise SharedAddress(email, tuple(row["writer"] for row in rows))
+    return rows[0]["writer"] if rows else email
+
+
+def has_logged_in(db: Db, writer: str) -> bool:
+    """Whether the login `writer` (issuer and subject) has logged in here."""
+    return db.execute("SELECT 1 FROM writers WHERE writer = ?", (writer,)).fetchone() is not None

@@ -19,9 +19,11 @@ Where a list comes from: `Bans.to_dict` / `from_dict` (strict, kept with the sto
 `SETTINGS_KEY` like its steering), `parse_list` (a file: one phrase per line, or a JSON
 list of `[phrase, weight]` pairs, weight null for a ban), `weave.config`'s default list.
 Every problem (a list over `MAX_RULES`, an empty phrase, a control character, a phrase
-over `MAX_RULE_CHARS`, an invalid regex, a weight out of range) is one `ValueError` naming
-the entry. `Guard` is the compiled list for one story: the search asks it about each
-candidate token (`Guard.step`). This module knows nothing of backends, pages or stores.
+over `MAX_RULE_CHARS`, an invalid regex or one using what RE2 has not, such as a
+lookbehind (`weave.story.patterns`: patterns run in linear time), a weight out of range)
+is one `ValueError` naming the entry. `Guard` is the compiled list for one story: the
+search asks it about each candidate token (`Guard.step`). This module knows nothing of
+backends, pages or stores.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from weave.story.patterns import MAX_LIST_STEPS, Pattern, check_total, compile_pattern
 from weave.story.phrases import Phrase, PhraseSet, Scan, fold
 
 if TYPE_CHECKING:  # a type only: the store reads bans without loading a backend
@@ -60,9 +63,10 @@ class BanRule:
     regex: bool = False
     case_sensitive: bool = False
     whole_words: bool = True
+    pattern: Pattern | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_rule(self, "rule")
+        object.__setattr__(self, "pattern", _check_rule(self, "rule"))  # frozen: set once
 
     @property
     def banned(self) -> bool:
@@ -88,6 +92,10 @@ class Bans:
             f"no_repeat_words must be 0 (off) or a whole number in 2..{MAX_REPEAT_WORDS}",
         )
         _check(isinstance(self.slop, bool), "slop must be true or false")
+        try:
+            check_total([r.pattern for r in self.rules if r.pattern is not None])
+        except ValueError as e:
+            raise ValueError(f"bans: {e}") from None
 
     @property
     def active(self) -> bool:
@@ -98,8 +106,13 @@ class Bans:
         rules of both (the first MAX_RULES, the default list's first), `other`'s
         repetition guard where it sets one, the slop list if either asks for it."""
         rules = self.rules + tuple(r for r in other.rules if r not in self.rules)
+        steps, kept = 0, []
+        for rule in rules[:MAX_RULES]:
+            steps += rule.pattern.steps if rule.pattern is not None else 0
+            if rule.pattern is None or steps <= MAX_LIST_STEPS:
+                kept.append(rule)
         repeat = other.no_repeat_words or self.no_repeat_words
-        return Bans(rules[:MAX_RULES], repeat, self.slop or other.slop)
+        return Bans(tuple(kept), repeat, self.slop or other.slop)
 
     def compiled(self) -> _Compiled:
         """The phrases compiled, once per `Bans` (a search compiles none anew)."""
@@ -152,10 +165,40 @@ def bans_from_config(table: Mapping[str, Any]) -> Bans:
     return Bans(tuple(rules), table.get("no_repeat_words", 0), table.get("slop", False))
 
 
-def bans_in(settings: Mapping[str, Any]) -> Bans:
-    """The bans a story's settings record keeps (none where it keeps none)."""
+@dataclass(frozen=True)
+class SavedBans:
+    """A story's saved bans as they can run: `left_out` says, one line each, which saved
+    patterns cannot (valid in Python's `re`, saved before patterns ran on RE2: a
+    lookbehind, a backreference)."""
+
+    bans: Bans
+    left_out: tuple[str, ...] = ()
+
+
+def bans_in(settings: Mapping[str, Any]) -> SavedBans:
+    """The bans a story's settings record keeps (none where it keeps none), less the
+    patterns that cannot run, each named in `left_out`.
+
+    Raises:
+        ValueError: one line naming the first bad field otherwise.
+    """
     data = settings.get(SETTINGS_KEY)
-    return Bans() if data is None else Bans.from_dict(data)
+    if data is None:
+        return SavedBans(Bans())
+    rules, left_out = data.get("rules") if isinstance(data, dict) else None, []
+    if isinstance(rules, list):
+        runnable = []
+        for i, rule in enumerate(rules):
+            text = rule.get("text") if isinstance(rule, dict) else None
+            if isinstance(text, str) and rule.get("regex") is True and _ran_before(text):
+                try:
+                    compile_pattern(text)
+                except ValueError as e:
+                    left_out.append(f"rules[{i}] ({text!r}) {e}")
+                    continue
+            runnable.append(rule)
+        data = {**data, "rules": runnable}
+    return SavedBans(Bans.from_dict(data), tuple(left_out))
 
 
 def with_bans(settings: Mapping[str, Any], bans: Bans) -> dict[str, Any]:
@@ -237,7 +280,7 @@ class _Compiled:
         rules = bans.rules + (slop_rules() if bans.slop else ())
         literal = [r for r in rules if r.banned and not r.regex]
         regexes = [r for r in rules if r.banned and r.regex]
-        self.banned = PhraseSet([_phrase(r) for r in literal], [r.text for r in regexes])
+        self.banned = PhraseSet([_phrase(r) for r in literal], [r.pattern for r in regexes])
         self.ban_names = [r.text for r in literal + regexes]
         biased = [r for r in rules if not r.banned and not r.regex]
         self.biased = PhraseSet([_phrase(r) for r in biased])
@@ -364,13 +407,24 @@ def _phrase(rule: BanRule) -> Phrase:
     return Phrase(rule.text, rule.case_sensitive, rule.whole_words)
 
 
+def _ran_before(pattern: str) -> bool:
+    """Whether `pattern` compiles in Python's `re`, as patterns were run before RE2 (one
+    that never did is refused as any bad entry is)."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 # -- checks: each failure is one ValueError naming the entry --------------------------------
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(f"bans: {message}")
 
 
-def _check_rule(rule: BanRule, where: str) -> None:
+def _check_rule(rule: BanRule, where: str) -> Pattern | None:
+    """Raises ValueError naming what is wrong with `rule`; its pattern compiled, if one."""
     text = rule.text
     _check(isinstance(text, str), f"{where} must be text")
     _check(text.strip() != "", f"{where} is empty")
@@ -383,15 +437,14 @@ def _check_rule(rule: BanRule, where: str) -> None:
         span = f"-{MAX_WEIGHT:g}..{MAX_WEIGHT:g}"
         _check(ok and abs(w) <= MAX_WEIGHT, f"{where}: weight must be a number in {span}")
         _check(not rule.regex, f"{where}: a regular expression is banned, not biased")
-    if rule.regex:
-        try:
-            rx = re.compile(text)
-        except re.error as e:
-            message = f"{where} ({text!r}) is not a valid regular expression: {e}"
-            raise ValueError(f"bans: {message}") from e
-        _check(rx.fullmatch("") is None, f"{where} ({text!r}) matches empty text")
     for name in ("regex", "case_sensitive", "whole_words"):
         _check(isinstance(getattr(rule, name), bool), f"{where}.{name} must be true or false")
+    if not rule.regex:
+        return None
+    try:
+        return compile_pattern(text)
+    except ValueError as e:
+        raise ValueError(f"bans: {where} ({text!r}) {e}") from None
 
 
 def _rule(values: dict[str, Any], where: str) -> BanRule:

@@ -39,21 +39,23 @@ How it is done, and why (measured in bench/bench_lorebook.py):
     piece's characters walk its goto and fail links), the last few characters kept for
     the case and word-edge checks. Its state is a node number, so every beam carries its
     own and a beam's children each go on from it (pyahocorasick's state cannot be copied).
-  - Regular expressions (piece by piece only) are compiled once; each step searches the
-    last `REGEX_WINDOW` characters before the piece plus the piece, and counts a match
-    that ends inside the piece (bounded work per step; a match longer than the window is
-    not seen). They complete, never extend.
+  - Regular expressions (piece by piece only) run on RE2 (`weave.story.patterns`: linear
+    in the text, whatever the pattern), compiled once and asked together; each step
+    searches the last `REGEX_WINDOW` characters before the piece plus the piece, and
+    counts a match that ends inside the piece (bounded work per step; a match longer than
+    the window is not seen). They complete, never extend.
 This module knows nothing of lorebooks, bans or searches.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import ahocorasick
+
+from weave.story.patterns import Pattern, Patterns, check_total, compile_pattern
 
 ANCHOR = 16  # characters of each phrase in the one-pass automata
 CHUNK = 1_024  # `last_found` reads the last this many characters first, then twice as many
@@ -114,15 +116,18 @@ def fold(text: str) -> str:
 class PhraseSet:
     """Literal phrases and regular expressions, compiled once (see the module docstring)."""
 
-    def __init__(self, phrases: Sequence[Phrase], regexes: Sequence[str] = ()) -> None:
-        """Raises ValueError naming a phrase that is empty or a regex that does not
-        compile or matches empty text."""
+    def __init__(self, phrases: Sequence[Phrase], regexes: Sequence[str | Pattern] = ()) -> None:
+        """`regexes` as written or compiled (`weave.story.patterns`). Raises ValueError
+        naming a phrase that is empty or a regex that cannot run (it does not compile,
+        matches empty text, uses what RE2 has not, or the regexes are too large together)."""
         for i, phrase in enumerate(phrases):
             if not phrase.text:
                 raise ValueError(f"phrase {i + 1} is empty")
         self.phrases = tuple(phrases)
         self._folded = tuple(fold(p.text) for p in self.phrases)
-        self._regexes = tuple(_compile(r, i) for i, r in enumerate(regexes))
+        compiled = [_compile(r, i) for i, r in enumerate(regexes)]
+        check_total(compiled)
+        self._regexes = Patterns(compiled)
         # Per phrase: whether it must start a word, and end one (its whole-word edges).
         self._edges = tuple(
             (p.whole_words and is_word_char(p.text[0]), p.whole_words and is_word_char(p.text[-1]))
@@ -223,11 +228,9 @@ class PhraseSet:
         cut = len(scan.tail)
         node, ends = self._automaton.walk(scan.node, fold(piece), cut)
         completed = {i for i, end in ends if self._holds(i, text, end - len(self._folded[i]), end)}
-        for j, rx in enumerate(self._regexes):
-            for m in rx.finditer(text, max(0, cut - REGEX_WINDOW)):
-                if m.end() > cut:
-                    completed.add(len(self.phrases) + j)
-                    break
+        if self._regexes:
+            found = self._regexes.ending_after(text, max(0, cut - REGEX_WINDOW), cut)
+            completed.update(len(self.phrases) + j for j in found)
         extended = {
             i
             for depth, ids in self._automaton.partial(node)
@@ -258,14 +261,13 @@ class PhraseSet:
         return text[start:stop] == phrase.text[: stop - start]
 
 
-def _compile(pattern: str, i: int) -> re.Pattern[str]:
+def _compile(pattern: str | Pattern, i: int) -> Pattern:
+    if isinstance(pattern, Pattern):
+        return pattern
     try:
-        rx = re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"regex {i + 1} ({pattern!r}) is not a valid expression: {e}") from e
-    if rx.fullmatch("") is not None:
-        raise ValueError(f"regex {i + 1} ({pattern!r}) matches empty text: it would ban all")
-    return rx
+        return compile_pattern(pattern)
+    except ValueError as e:
+        raise ValueError(f"regex {i + 1} ({pattern!r}) {e}") from e
 
 
 class _Anchor(NamedTuple):
