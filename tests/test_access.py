@@ -212,8 +212,8 @@ def test_loom_give_hands_a_pre_login_story_to_a_login(stories_at):
     assert [s.id for s in store.stories()] == [kept]
 
 
-def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(tmp_path):
-    store = LoomStore(tmp_path)
+def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(stories_at):
+    store = LoomStore(stories_at)
     alice = Login(ISSUER, "u-alice", ALICE)
     other = Login("https://github.com", "4242", ALICE)  # another provider, the same address
     store.as_writer(alice.writer).sign_in(ALICE)
@@ -223,7 +223,7 @@ def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(tmp_pat
     def loom(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
-            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+            env={**os.environ, where_variable(stories_at): str(stories_at)}, timeout=60,
         )  # fmt: skip
 
     refused = loom("give", draft, ALICE)
