@@ -3,7 +3,7 @@
 # the virtual environment .venv, and the embedded model converted once into the cache.
 #   bash scripts/setup.sh          the app
 #   bash scripts/setup.sh --tests  the app, test tools, a browser for page tests and
-#                                  PostgreSQL 15 for the group's store tests (not started)
+#                                  PostgreSQL for the group's store tests (not started)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=0

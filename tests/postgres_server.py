@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tests.servers import free_port, required, spawned
 
-BIN = Path("/usr/lib/postgresql/15/bin")
+DEBIAN = Path("/usr/lib/postgresql")  # Debian's package: a folder per major version (15, 17...)
 USER = "postgres"  # the Debian package's system user: PostgreSQL runs as it under root
 ADMIN, PASSWORD = "lloom", "not-a-real-secret-7f3a"  # the cluster's superuser and password
 
@@ -59,9 +59,11 @@ class Server:
 
 
 def installed() -> Path:
-    """The folder of PostgreSQL's programs, or a skip (a failure under CI) saying how."""
-    here = BIN if (BIN / "initdb").exists() else None
-    return required(here, "PostgreSQL 15", "bash scripts/setup.sh --tests")
+    """The folder of the newest installed PostgreSQL's programs (the release's `postgresql`
+    package: 15 on Debian 12, 17 on 13), or a skip (a failure under CI) saying how."""
+    majors = [p.parent for p in DEBIAN.glob("*/bin/initdb") if p.parent.parent.name.isdigit()]
+    here = max(majors, key=lambda bin_dir: int(bin_dir.parent.name), default=None)
+    return required(here, "PostgreSQL", "bash scripts/setup.sh --tests")
 
 
 @contextmanager
