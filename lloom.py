@@ -12,7 +12,8 @@ Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_
 `lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
 are `lloom_library`'s, finding a branch `lloom_find`'s, a suggestion's or a sample's row
 `lloom_rows`', taking one after an edit `lloom_take`'s, a session's state `lloom_state`'s,
-the CSS and script files in static/.
+sharing a story and its co-writers' branches as they come `lloom_group`'s, the CSS and
+script files in static/.
 The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
@@ -34,6 +35,7 @@ import lloom_alternatives
 import lloom_bans
 import lloom_files
 import lloom_graphs
+import lloom_group
 import lloom_hosts
 import lloom_library
 import lloom_part
@@ -124,8 +126,10 @@ def models_here(configured: str, hub: str) -> tuple[LocalModel, ...]:
 
 @st.cache_resource(show_spinner=False)
 def shared_store() -> tuple[LoomStore, str | None]:
-    """The story store in the data folder, or a temporary one with the reason it failed."""
-    return open_store(shared_settings().data_dir)
+    """The story store (the data folder's, or a database server's), or a temporary folder's
+    with the reason the data folder failed. A server that fails raises: the next run tries
+    again (`store_or_stop`)."""
+    return open_store(shared_settings().stories_at)
 
 
 @st.cache_resource(show_spinner=False)
@@ -141,7 +145,7 @@ def main() -> None:
     )
     settings = settings_or_stop()
     verdict = writer_or_stop(settings)  # before any story or the model
-    store, problem = shared_store()
+    store, problem = store_or_stop()
     ws = workspace(store.as_writer(verdict.writer), verdict.login)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
@@ -186,6 +190,7 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         offer = search_ui(ws, backend, params, prefix_space)
         error_ui(ws)
         lone_ui(ws)
+        lloom_group.live_ui(ws)  # a shared story: the co-writers' branches, as they come
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
@@ -227,6 +232,17 @@ def settings_or_stop() -> Settings:
         return shared_settings()
     except ConfigError as e:
         st.error(f"**LLooM's settings cannot be read.** {md(str(e))}", icon="⚙️")
+        st.stop()
+
+
+def store_or_stop() -> tuple[LoomStore, str | None]:
+    """The shared story store; a database server that cannot be used is said, and the page
+    stops there (no story is kept where the group cannot see it) until a rerun finds it."""
+    try:
+        return shared_store()
+    except StoreError as e:
+        st.error(f"**The story database cannot be used.** {md(str(e))}  \n"
+                 "Nothing was lost; reload this page once it is back.", icon="💾")  # fmt: skip
         st.stop()
 
 
@@ -306,7 +322,7 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
     if problem:
         st.error(
             f"**Stories are kept in a temporary folder, not your data folder.** {md(problem)}  \n"
-            f"They are in {code(str(ws.store.folder))} until it is cleaned; download your "
+            f"They are in {code(ws.store.where)} until it is cleaned; download your "
             "story (sidebar) to keep it.",
             icon="💾",
         )
@@ -745,6 +761,7 @@ def sidebar_ui(
         find_ui(ws)
         if ws.started:
             lloom_library.story_info_ui(ws)
+            lloom_group.share_ui(ws)
             lloom_library.bookmarks_ui(ws)
             lloom_files.downloads_ui(ws, offer)
         lloom_files.import_ui(ws)
@@ -765,7 +782,7 @@ def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | Non
     if backend is not None and backend.cache_bytes is not None:
         st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
                    f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-    st.caption(f"Stories are saved in {code(str(ws.store.folder))}")
+    st.caption(f"Stories are saved in {code(ws.store.where)}")
 
 
 def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:

@@ -50,7 +50,10 @@ def library_ui(ws: session.Workspace) -> None:
 def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     title, edited, delete = st.columns([6, 2, 1], vertical_alignment="center")
     title.button(f"📖 {entry.title}", key=f"open_{entry.id}", on_click=ws.open, args=(entry.id,))
-    edited.caption(f"{entry.nodes} nodes · edited {present.when(entry.updated)}")
+    shared = f" · 👥 {md(entry.owner)}'s" if entry.owner else ""  # another writer's, shared
+    edited.caption(f"{entry.nodes} nodes · edited {present.when(entry.updated)}{shared}")
+    if entry.role != "owner":  # only its owner deletes it
+        return
     if page().confirm_delete != entry.id:
         delete.button("🗑️ Delete", key=f"delete_{entry.id}",
                       help="Delete (recoverable until purged)",
@@ -93,7 +96,8 @@ def story_info_ui(ws: session.Workspace) -> None:
     if page().title_shown != (ws.story_id, ws.title):  # renamed, or its opening rewritten
         st.session_state[key] = ws.title
         page().title_shown = (ws.story_id, ws.title)
-    st.text_input("Title", key=key, on_change=rename, args=(ws, ws.story_id, key))
+    st.text_input("Title", key=key, on_change=rename, args=(ws, ws.story_id, key),
+                  disabled=ws.role != "owner")  # fmt: skip
     st.button("📚 All stories · new story", key="close", on_click=ws.close)
 
 

@@ -1,16 +1,20 @@
 """What the page keeps for one browser session besides its widgets' values: `PageState`,
 and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library`,
-`lloom_alternatives`). Made once per session by `lloom.workspace`."""
+`lloom_alternatives`, `lloom_group`). Made once per session by `lloom.workspace`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from weave.desk import session
 from weave.desk.alternatives import Alternatives, Choice
 from weave.desk.partial import Offered
+
+if TYPE_CHECKING:
+    from lloom_group import Live
 
 
 @dataclass
@@ -40,6 +44,7 @@ class PageState:
     sample_next: bool = False  # draw samples in this run: what 🔁 Again offered was taken
     editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
     rest: Offered | None = None  # the rest of the row last taken in part (`lloom_part`)
+    live: Live | None = None  # a shared story's growth, as this tab knows it (`lloom_group`)
 
 
 def page() -> PageState:

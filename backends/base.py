@@ -8,13 +8,14 @@ transport, caching and tokenization; it knows nothing about beams, cutoffs or pa
 from __future__ import annotations
 
 import codecs
-import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
+
+from weave.redaction import redacted
 
 
 @dataclass(frozen=True)
@@ -97,28 +98,6 @@ class ThreadWanted:
 
 def _always() -> bool:
     return True
-
-
-CREDENTIALS = (  # (what names it, then its value)
-    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\n,;}]+"),
-    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[^\s\"',;}]+"),
-    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
-    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),  # a password in a URL
-)
-KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
-REDACTED = "[redacted]"
-
-
-def redacted(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` less `secrets`, bearer and basic tokens, Authorization and api-key values,
-    passwords in URLs and OpenAI-style keys (`sk-...`): server text is shown only through
-    this."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    for pattern in CREDENTIALS:
-        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-    return KEY_LIKE.sub(REDACTED, text)
 
 
 @dataclass(frozen=True)

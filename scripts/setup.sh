@@ -2,15 +2,17 @@
 # Sets LLooM up on a fresh machine, idempotently: system libraries (where apt exists),
 # the virtual environment .venv, and the embedded model converted once into the cache.
 #   bash scripts/setup.sh          the app
-#   bash scripts/setup.sh --tests  the app, test tools and a browser for page tests
+#   bash scripts/setup.sh --tests  the app, test tools, a browser for page tests and
+#                                  PostgreSQL for the group's store tests (not started)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=0
 [ "${1:-}" = "--tests" ] && tests=1
 
-# OpenBLAS makes MLX's CPU matmuls ~10x faster; graphviz draws PNG/SVG; chromium runs page tests.
+# OpenBLAS makes MLX's CPU matmuls ~10x faster; graphviz draws PNG/SVG; chromium runs page
+# tests; the tests start PostgreSQL servers of their own (tests/postgres_server.py).
 packages=(libopenblas0-pthread graphviz)
-[ $tests = 1 ] && packages+=(chromium)
+[ $tests = 1 ] && packages+=(chromium postgresql)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

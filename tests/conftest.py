@@ -1,9 +1,11 @@
 """Shared fixtures: the real embedded model on the MLX backend, loaded once per session (and
-one of the test's own, `fresh_mlx_backend`), a real vLLM and llama.cpp server (those a
-killed run left are reaped first), a headless browser for the page tests, `closed_after`
-for what a test opens itself, and, for the page's AppTest tests, a data folder of the
-test's own (`data_dir`) and the page on the deterministic fake model (`fake`). Everything
-is closed when its test (or module, or session) ends: the run must stay within the memory
+one of the test's own, `fresh_mlx_backend`), a real vLLM, llama.cpp and PostgreSQL server
+(those a killed run left are reaped first), an OpenID Connect provider for the login tests,
+a headless browser for the page tests, `closed_after` for what a test opens itself, where a
+store test keeps its stories (`stories_at`: once in an SQLite folder, once in a PostgreSQL
+database of its own), and, for the page's AppTest tests, a data folder of the test's own
+(`data_dir`) and the page on the deterministic fake model (`fake`). Everything is closed
+when its test (or module, or session) ends: the run must stay within the memory
 `tests.memory` watches."""
 
 from __future__ import annotations
@@ -96,6 +98,37 @@ def llama_url(tmp_path_factory):
     from tests.llama_server import llama_server
 
     with llama_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def provider():
+    """A real OpenID Connect provider on loopback; its login form takes any subject,
+    whose e-mail claim is the subject itself."""
+    oidc = pytest.importorskip("oidc_provider_mock")
+    with oidc.run_server_in_thread() as server:
+        yield f"http://localhost:{server.server_port}"
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on a loopback port, shared by the session's tests."""
+    from tests.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stories_at(request, tmp_path) -> Path | str:
+    """Where a store test keeps its stories, in each database the store runs on: a folder
+    (its SQLite file), then a new database on the session's PostgreSQL server (its URL)."""
+    if request.param == "sqlite":
+        yield tmp_path
+        return
+    from tests.postgres_server import database
+
+    with database(request.getfixturevalue("postgres")) as url:
         yield url
 
 

@@ -4,17 +4,17 @@ page too (`started`, through scripts/screenshot.py's `streamlit_app`).
 
 A server dies with the run that started it, even one killed from outside (a vLLM server
 holds 4 GB, a page with its model 1 GB; the next run would die of memory, issues 31 and
-40): on Linux the kernel sends it SIGTERM
-when its parent goes (PR_SET_PDEATHSIG), and each server's process group is recorded
-under `REGISTRY` with the run that owns it, so that the next run's start kills the groups
-whose run is gone (`reap_stale_servers`): a server that ignored the SIGTERM, or one whose
-parent died before the kernel was told.
+40): on Linux the kernel sends it SIGTERM when its parent goes (PR_SET_PDEATHSIG), and
+each server's process group is recorded under `REGISTRY` with the run that owns it, so
+that the next run's start kills the groups whose run is gone (`reap_stale_servers`): a
+server that ignored the SIGTERM, or one whose parent died before the kernel was told.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -51,32 +51,40 @@ def free_port() -> int:
 
 @contextmanager
 def running(command: list[str], url: str, *, env: dict | None = None, log: Path, wait: float):
-    """`started(command)`, its output in `log`; yields `url` once `url`/health answers."""
-    with open(log, "wb") as out, started(command, out, env=env) as process:
+    """`spawned(command)`, its output in `log`; yields `url` once `url`/health answers."""
+    with spawned(command, env=env, log=log) as process:
         _wait_healthy(process, url, wait, log)
         yield url
 
 
 @contextmanager
+def spawned(
+    command: list[str], *, env: Mapping[str, str] | None = None, log: Path,
+    user: str | None = None, stop: signal.Signals = signal.SIGTERM,
+) -> Iterator[subprocess.Popen]:  # fmt: skip
+    """`started(command)` (as `user`, sent `stop`), its output in the file `log`."""
+    with open(log, "wb") as out, started(command, out, env=env, user=user, stop=stop) as process:
+        yield process
+
+
+@contextmanager
 def started(
-    command: list[str],
-    out: IO[bytes],
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> Iterator[subprocess.Popen]:
-    """Start `command` in its own process group, its output (both streams) to `out`, its
-    environment this one's with `env` laid over; yield it, and stop its group after. The
-    group dies with this process, however this process ends (see the module's note)."""
+    command: list[str], out: IO[bytes], *, env: Mapping[str, str] | None = None,
+    cwd: Path | None = None, user: str | None = None, stop: signal.Signals = signal.SIGTERM,
+) -> Iterator[subprocess.Popen]:  # fmt: skip
+    """Start `command` in its own process group (as `user`, when given and this is root),
+    its output (both streams) to `out`, its environment this one's with `env` laid over;
+    yield it, and send its group `stop` after, and whenever this process dies (the module's
+    note), then kill it if it lingers."""
     process = subprocess.Popen(
         command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-        cwd=cwd, start_new_session=True, preexec_fn=_dying_with(os.getpid()),
+        cwd=cwd, start_new_session=True, preexec_fn=_dying_with(os.getpid(), user, stop),
     )  # fmt: skip
     record = _record(process.pid)
     try:
         yield process
     finally:
-        _stop(process)
+        _stop(process, stop)
         record.unlink(missing_ok=True)
 
 
@@ -98,17 +106,25 @@ def reap_stale_servers() -> None:
         record.unlink(missing_ok=True)
 
 
-def _dying_with(parent: int) -> Callable[[], None] | None:
-    """What the child runs before exec: ask for SIGTERM once `parent` dies (Linux only;
-    the server's own shutdown then stops its workers)."""
+def _dying_with(
+    parent: int, user: str | None = None, stop: signal.Signals = signal.SIGTERM
+) -> Callable[[], None] | None:
+    """What the child runs before exec: become `user` (when root), then ask for `stop` once
+    `parent` dies (Linux only; the server's own shutdown then stops its workers). The
+    request comes after the change of user, which would clear it."""
     if not sys.platform.startswith("linux"):
         return None
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+    ids = pwd.getpwnam(user)[2:4] if user and os.getuid() == 0 else None
 
     def before_exec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if ids is not None:
+            os.setgroups([])
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+        prctl(PR_SET_PDEATHSIG, stop)
         if os.getppid() != parent:  # it died before the kernel was told
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), stop)
 
     return before_exec
 
@@ -155,10 +171,10 @@ def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log: Path) -
     raise RuntimeError(f"server at {url} not healthy after {wait} s: {log.read_text()[-2000:]}")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, stop: signal.Signals = signal.SIGTERM) -> None:
     if process.poll() is not None:
         return
-    os.killpg(process.pid, signal.SIGTERM)
+    os.killpg(process.pid, stop)
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:

@@ -11,12 +11,20 @@ import sys
 
 import pytest
 
+from tests.older_stores import as_schema
 from weave.access import NO_EMAIL, NO_SUBJECT, Login, decide, is_loopback, login_from, writer_for
 from weave.loom.loom import Loom
 from weave.loom.store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
-from weave.loom.store_file import SCHEMA_VERSION
+from weave.loom.store_sql import SCHEMA_VERSION, is_database_url
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
+
+
+def where_variable(where) -> str:
+    """The environment variable that names the store at `where` to the command line."""
+    return "LLOOM_DATABASE_URL" if is_database_url(where) else "LLOOM_DATA_DIR"
+
+
 ISSUER = "https://id.example.org"
 
 
@@ -95,9 +103,9 @@ def test_an_address_is_never_the_local_writer():
 
 
 # -- the store: each writer's stories are their own ----------------------------------------
-def test_each_writer_lists_opens_and_changes_only_their_own_stories(tmp_path):
-    store = LoomStore(tmp_path)
-    alice, bob = store.as_writer(ALICE), LoomStore(tmp_path, writer=BOB)
+def test_each_writer_lists_opens_and_changes_only_their_own_stories(stories_at):
+    store = LoomStore(stories_at)
+    alice, bob = store.as_writer(ALICE), LoomStore(stories_at, writer=BOB)
     mine, _ = alice.create("Alice's garden.")
     theirs, _ = bob.create("Bob's harbour.")
     local, _ = store.create("A draft before login.")
@@ -118,8 +126,8 @@ def test_each_writer_lists_opens_and_changes_only_their_own_stories(tmp_path):
     assert alice.info(mine).title == "Alice's garden."
 
 
-def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(tmp_path):
-    store = LoomStore(tmp_path)
+def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(stories_at):
+    store = LoomStore(stories_at)
     draft, _ = store.create("A draft before login.")
     bob = store.as_writer(BOB)
     copy = bob.import_json(store.export_json(draft))
@@ -133,28 +141,13 @@ def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(tmp_path
 def test_a_schema_3_file_gains_owners_and_its_stories_are_the_local_writers(tmp_path):
     store = LoomStore(tmp_path)
     story_id, _ = store.create("Written before login existed.")
-    with sqlite3.connect(store.path) as db:  # as schema 3 wrote it: no owner, no provenance
-        db.execute("ALTER TABLE stories DROP COLUMN owner")
-        db.execute("DROP TABLE writers")
-        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
-        db.execute("PRAGMA user_version = 3")
-    db.close()
+    as_schema(store.path, 3)  # no owner, no provenance
     reopened = LoomStore(tmp_path)
     assert [s.id for s in reopened.stories()] == [story_id]
     assert isinstance(reopened.load(story_id), Loom)
     assert reopened.as_writer(ALICE).stories() == []
     with sqlite3.connect(store.path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    db.close()
-
-
-def schema_4(store: LoomStore) -> None:
-    """Make `store`'s file as schema 4 wrote it: owners named by address, no writers, no
-    provenance."""
-    with sqlite3.connect(store.path) as db:
-        db.execute("DROP TABLE writers")
-        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
-        db.execute("PRAGMA user_version = 4")
     db.close()
 
 
@@ -166,7 +159,7 @@ def test_a_schema_4_address_keeps_its_stories_until_its_verified_writer_logs_in(
     shed, _ = store.as_writer(ALICE).create("Alice's shed.")
     harbour, _ = store.as_writer(BOB).create("Bob's harbour.")
     draft, _ = store.create("A draft before login.")
-    schema_4(store)
+    as_schema(store.path, 4)  # owners named by address, no writers, no provenance
     reopened = LoomStore(tmp_path)
     alice = Login(ISSUER, "u-alice", ALICE)
     mine = reopened.as_writer(alice.writer)
@@ -183,8 +176,8 @@ def test_a_schema_4_address_keeps_its_stories_until_its_verified_writer_logs_in(
     db.close()
 
 
-def test_a_story_given_to_an_address_goes_to_the_writer_who_logged_in_with_it(tmp_path):
-    store = LoomStore(tmp_path)
+def test_a_story_given_to_an_address_goes_to_the_writer_who_logged_in_with_it(stories_at):
+    store = LoomStore(stories_at)
     alice = Login(ISSUER, "u-alice", ALICE)
     before, _ = store.create("Given before Alice's first login.")
     store.give(before, ALICE)
@@ -196,14 +189,14 @@ def test_a_story_given_to_an_address_goes_to_the_writer_who_logged_in_with_it(tm
     assert store.as_writer(ALICE).stories() == []
 
 
-def test_loom_give_hands_a_pre_login_story_to_a_login(tmp_path):
-    store = LoomStore(tmp_path)
+def test_loom_give_hands_a_pre_login_story_to_a_login(stories_at):
+    store = LoomStore(stories_at)
     draft, _ = store.create("A draft before login.")
 
     def loom(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
-            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+            env={**os.environ, where_variable(stories_at): str(stories_at)}, timeout=60,
         )  # fmt: skip
 
     done = loom("give", draft, "Alice@Example.org")
@@ -219,8 +212,8 @@ def test_loom_give_hands_a_pre_login_story_to_a_login(tmp_path):
     assert [s.id for s in store.stories()] == [kept]
 
 
-def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(tmp_path):
-    store = LoomStore(tmp_path)
+def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(stories_at):
+    store = LoomStore(stories_at)
     alice = Login(ISSUER, "u-alice", ALICE)
     other = Login("https://github.com", "4242", ALICE)  # another provider, the same address
     store.as_writer(alice.writer).sign_in(ALICE)
@@ -230,7 +223,7 @@ def test_loom_give_to_an_address_two_logins_share_refuses_and_names_them(tmp_pat
     def loom(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "weave", "loom", *args], capture_output=True, text=True,
-            env={**os.environ, "LLOOM_DATA_DIR": str(tmp_path)}, timeout=60,
+            env={**os.environ, where_variable(stories_at): str(stories_at)}, timeout=60,
         )  # fmt: skip
 
     refused = loom("give", draft, ALICE)

@@ -2,7 +2,8 @@
 
 Each thread runs what a page session runs (`Workspace.start` in one shared story store,
 then `Offers.suggest` on the process's one backend); every story's suggestions must
-equal what a lone run of that story gives.
+equal what a lone run of that story gives. The store is each of the two databases in
+turn (`stories_at`: SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ def run(store: LoomStore, backend, story: str):
 
 
 def test_four_sessions_at_once_each_get_their_own_suggestions(
-    fresh_mlx_backend, mlx_backend, tmp_path
+    fresh_mlx_backend, embedded_model_path, stories_at
 ):
-    store = LoomStore(tmp_path)
+    store = LoomStore(stories_at)
     alone = {story: run(store, fresh_mlx_backend, story)[1] for story in STORIES}
     fresh_mlx_backend.close()
+    from backends.mlx.backend import MLXBackend
+
+    shared = MLXBackend(embedded_model_path, display_name="SmolLM2-135M-Instruct")  # cold
 
     barrier = threading.Barrier(len(STORIES))
     outcomes: dict[str, object] = {}
@@ -46,7 +50,7 @@ def test_four_sessions_at_once_each_get_their_own_suggestions(
     def writer(story: str) -> None:
         barrier.wait()
         try:
-            outcomes[story] = run(store, mlx_backend, story)
+            outcomes[story] = run(store, shared, story)
         except BaseException as e:  # reported below, in the test's thread
             outcomes[story] = e
 
@@ -55,6 +59,7 @@ def test_four_sessions_at_once_each_get_their_own_suggestions(
         thread.start()
     for thread in threads:
         thread.join(120)
+    shared.close()
     for story in STORIES:
         outcome = outcomes[story]
         assert not isinstance(outcome, BaseException), f"{story!r}: {outcome!r}"

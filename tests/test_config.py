@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -70,6 +71,22 @@ def test_environment_overrides_in_one_place(tmp_path):
     assert settings.mlx.kv_cache_mb == 64
     with pytest.raises(ConfigError, match="LLAMA_TIMEOUT"):
         load_settings(env={"LLAMA_TIMEOUT": "soon"})
+
+
+def test_a_database_url_keeps_the_stories_and_its_password_is_never_shown(tmp_path):
+    url = "postgresql://lloom:hunter2@db.example.org/lloom"
+    assert load_settings(env={"LLOOM_DATA_DIR": str(tmp_path)}).stories_at == tmp_path
+    settings = load_settings(env={"LLOOM_DATA_DIR": str(tmp_path), "LLOOM_DATABASE_URL": url})
+    assert settings.stories_at == url and "hunter2" not in repr(settings)
+    assert settings_from_table({"data": {"url": url}}).stories_at == url
+    for where, given in (("LLOOM_DATABASE_URL", {"LLOOM_DATABASE_URL": "mysql://u:hunter2@h/d"}),
+                         ("[data] url", None)):  # fmt: skip
+        with pytest.raises(ConfigError, match=re.escape(where) + ".* is not a database URL") as e:
+            if given:
+                load_settings(env=given)
+            else:
+                settings_from_table({"data": {"url": "sqlite://u:hunter2@h/d"}})
+        assert "hunter2" not in str(e.value) and "postgresql://" in str(e.value)
 
 
 def test_selection_order_and_no_silent_fallback():

@@ -324,6 +324,10 @@ def test_a_closed_port_on_the_command_line(flavour):
             "http://user:hunter2@10.0.0.1:8080/v1 down",
             "http://user:[redacted]@10.0.0.1:8080/v1 down",
         ),
+        (
+            "host=db user=w password=hunter2 sslmode=x",
+            "host=db user=w password=[redacted] sslmode=x",
+        ),
         ("slot unavailable (HTTP 503)", "slot unavailable (HTTP 503)"),
     ],
 )

@@ -6,7 +6,8 @@ headless Chromium through 127.0.0.1 only. The login flow is Streamlit's own (`st
 its `/oauth2callback`) against a real OpenID Connect provider on loopback
 (`oidc-provider-mock`). No traffic goes to any address but loopback; the model backend is
 a llama.cpp URL on a loopback port that counts who connects, so a test can tell the page
-never ran the model.
+never ran the model. The group's test runs on each database (`stories_at`): the page's
+stories in its data folder's SQLite file, then in a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import secrets
 import shutil
 import socket
-import sqlite3
 import threading
 import urllib.request
 from contextlib import contextmanager
@@ -26,8 +26,10 @@ from pathlib import Path
 import pytest
 
 from scripts.screenshot import streamlit_app, wait_idle
+from tests.older_stores import as_schema
 from tests.servers import free_port
 from weave.loom.store import LoomStore
+from weave.loom.store_sql import is_database_url
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [
@@ -173,15 +175,6 @@ def test_an_open_page_is_opened_on_purpose_in_the_config(tmp_path, browser, watc
 
 
 # -- 3. login for a group ----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def provider():
-    """A real OpenID Connect provider on loopback; its login form takes any subject,
-    whose e-mail claim is the subject itself."""
-    oidc = pytest.importorskip("oidc_provider_mock")
-    with oidc.run_server_in_thread() as server:
-        yield f"http://localhost:{server.server_port}"
-
-
 def auth_secrets(data: Path, port: int, provider: str) -> Path:
     """A secrets.toml in `data` for logins through the OIDC `provider` (its URL) to the
     page on `port`; its path."""
@@ -197,11 +190,14 @@ def auth_secrets(data: Path, port: int, provider: str) -> Path:
 
 
 @contextmanager
-def group_page(data: Path, provider: str, watchman: Watchman):
-    """The page with login configured in a secrets.toml of its own."""
+def group_page(data: Path, provider: str, watchman: Watchman, stories: str | Path | None = None):
+    """The page with login configured in a secrets.toml of its own; the stories in `data`,
+    or in the database `stories` names."""
     port = free_port()
     secrets_file = auth_secrets(data, port, provider)
     env = no_model(data, watchman)
+    if is_database_url(stories):
+        env["LLOOM_DATABASE_URL"] = str(stories)
     with streamlit_app(data, "--secrets.files", str(secrets_file), env=env, port=port):
         yield f"http://127.0.0.1:{port}"
 
@@ -231,14 +227,14 @@ def log_in(page, sub: str, email: str | None = None) -> str:
 
 
 def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
-    tmp_path, browser, provider, watchman
+    tmp_path, stories_at, browser, provider, watchman
 ):
-    local = LoomStore(tmp_path)
+    local = LoomStore(stories_at)
     local.create("A draft made before the login, on this machine.")
     alice_key, bob_key = (provider_user(provider, who, who) for who in (ALICE, BOB))
     alice_id, _ = local.as_writer(alice_key).create("Alice's garden of forking paths.")
     bob_id, _ = local.as_writer(bob_key).create("Bob's harbour at low tide.")
-    with group_page(tmp_path, provider, watchman) as url:
+    with group_page(tmp_path, provider, watchman, stories_at) as url:
         stranger = settled(new_page(browser, f"{url}/?story={alice_id}"))
         assert "Log in" in stranger and "garden" not in stranger and "harbour" not in stranger
 
@@ -308,11 +304,7 @@ def test_an_unverified_address_names_nobody_and_a_verified_one_takes_its_stories
     (another subject, the address verified) gets the stories a schema 4 file kept under it."""
     local = LoomStore(tmp_path)
     garden, _ = local.as_writer(ALICE).create("Alice's garden of forking paths.")
-    with sqlite3.connect(local.path) as db:  # as schema 4 kept it: by address
-        db.execute("DROP TABLE writers")
-        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
-        db.execute("PRAGMA user_version = 4")
-    db.close()
+    as_schema(local.path, 4)  # as schema 4 kept it: by address
     provider_user(provider, "mallory", ALICE, verified=False)
     alice = provider_user(provider, "alice-0042", ALICE)
     with group_page(tmp_path, provider, watchman) as url:

@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from tests.older_stores import as_schema
 from tests.test_store import loom_cli
 from weave.desk.session import Workspace
 from weave.loom.provenance import UNKNOWN, Provenance
@@ -65,10 +66,7 @@ def test_each_way_of_making_a_node_is_recorded_with_its_search(tmp_path, mlx_bac
 def test_a_schema_5_store_opens_and_its_nodes_say_their_provenance_is_unknown(tmp_path):
     store = LoomStore(tmp_path)
     story_id, loom = store.create("Written before provenance.")
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # as schema 5 wrote it
-        db.execute("ALTER TABLE nodes DROP COLUMN provenance")
-        db.execute("PRAGMA user_version = 5")
-    db.close()
+    as_schema(tmp_path / FILE_NAME, 5)
     again = LoomStore(tmp_path)
     assert again.load(story_id).text() == "Written before provenance."
     node = again.load(story_id).node()

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.raw_sql import another_program, refused
 from tests.test_loom import MOVES, apply
 from weave.loom.loom import Loom, NoSuchNode
 from weave.loom.store import LoomStore
@@ -34,6 +35,7 @@ from weave.loom.store_errors import (
     StoryNotFound,
 )
 from weave.loom.store_file import APPLICATION_ID, FILE_NAME
+from weave.loom.store_sql import is_database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = ROOT / "tests" / "store_writer.py"
@@ -58,7 +60,8 @@ def run_writer(folder: Path, story_id: str, tag: str, *args: int) -> subprocess.
 def test_importing_the_store_loads_no_backend_page_or_session():
     code = (
         "import sys, weave.loom.store, weave.loom.formats\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('backends', 'mlx', 'streamlit')"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('backends', 'mlx', 'streamlit',"
+        " 'psycopg', 'psycopg_pool')"
         " or m in ('weave.desk.session', 'weave.search.beams', 'numpy')]\n"
         "print(bad)"
     )
@@ -68,8 +71,8 @@ def test_importing_the_store_loads_no_backend_page_or_session():
 
 
 # -- the tree, kept ------------------------------------------------------------------------
-def test_moves_are_saved_and_the_file_refuses_to_change_a_node(tmp_path):
-    store = LoomStore(tmp_path)
+def test_moves_are_saved_and_the_file_refuses_to_change_a_node(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("Once upon a time,")
     loom = store.update(sid, lambda lm: lm.accept(" there was", token_ids=(5, 6), model="m",
                                                   params={"cutoff": 0.1}, score=-2.5))  # fmt: skip
@@ -77,19 +80,20 @@ def test_moves_are_saved_and_the_file_refuses_to_change_a_node(tmp_path):
     assert store.load(sid) == loom  # nodes, cursor, checkouts, bookmarks: all as returned
     assert loom.node().token_ids == (5, 6) and loom.node().params == {"cutoff": 0.1}
     assert store.info(sid).nodes == 4
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        with pytest.raises(sqlite3.IntegrityError, match="nodes are never changed"):
-            db.execute("UPDATE nodes SET text = 'x' WHERE story_id = ?", (sid,))
-        with pytest.raises(sqlite3.IntegrityError, match="only a deleted story"):
-            db.execute("DELETE FROM nodes WHERE story_id = ?", (sid,))
+    with another_program(stories_at) as run:
+        with pytest.raises(refused(), match="nodes are never changed"):
+            run("UPDATE nodes SET kind = 'typed' WHERE story_id = ?", sid)
+        with pytest.raises(refused(), match="only a deleted story"):
+            run("DELETE FROM nodes WHERE story_id = ?", sid)
+    assert store.load(sid) == loom
 
 
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(MOVES, max_size=12))
-def test_any_moves_saved_one_by_one_load_back_as_the_same_loom(tmp_path, moves):
-    store = LoomStore(tmp_path)
+def test_any_moves_saved_one_by_one_load_back_as_the_same_loom(stories_at, moves):
+    store = LoomStore(stories_at)
     sid, loom = store.create("Once")
     for move in moves:
         loom = store.update(sid, lambda lm, move=move: apply(lm, move))
@@ -97,8 +101,8 @@ def test_any_moves_saved_one_by_one_load_back_as_the_same_loom(tmp_path, moves):
     assert store.load(store.import_json(store.export_json(sid))) == loom
 
 
-def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written(tmp_path):
-    store = LoomStore(tmp_path)
+def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("a")
     cut = {k: v for k, v in loom.nodes.items() if k != loom.cursor}
     with pytest.raises(InvalidInput, match="nodes are only added"):
@@ -110,7 +114,7 @@ def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written
     assert store.load(sid) == loom
 
 
-def test_reopening_in_a_new_process_restores_the_tree_cursor_checkouts_and_bookmarks(tmp_path):
+def test_reopening_in_a_new_process_restores_the_tree_cursor_checkouts_and_bookmarks(stories_at):
     script = """
 import sys
 from weave.loom.store import LoomStore
@@ -123,10 +127,10 @@ store.save_settings(sid, {"cutoff": 0.1})
 store.save_suggestions(sid, loom.cursor, {"suggestions": [{"text": " and", "logprob": -1.0}]})
 print(sid)
 """
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=ENV, check=True,
+    done = subprocess.run([sys.executable, "-c", script, str(stories_at)], env=ENV, check=True,
                           capture_output=True, text=True)  # fmt: skip
     sid = done.stdout.strip()
-    store = LoomStore(tmp_path)
+    store = LoomStore(stories_at)
     loom = store.load(sid)
     assert loom.text() == "The forest was dark"
     assert loom.sibling(-1).redo().text() == "The forest seemed darker"  # its checkout kept
@@ -135,8 +139,8 @@ print(sid)
     assert store.suggestions(sid, loom.cursor)["suggestions"][0]["text"] == " and"
 
 
-def test_two_tabs_on_one_story_both_add_and_each_sees_the_others_nodes(tmp_path):
-    one, two = LoomStore(tmp_path), LoomStore(tmp_path)  # two sessions, one file
+def test_two_tabs_on_one_story_both_add_and_each_sees_the_others_nodes(stories_at):
+    one, two = LoomStore(stories_at), LoomStore(stories_at)  # two sessions, one file
     sid, start = one.create("Once")
     a = one.update(sid, lambda lm: lm.at(start.cursor).accept(" upon"))
     b = two.update(sid, lambda lm: lm.at(start.cursor).accept(" more"))
@@ -147,8 +151,8 @@ def test_two_tabs_on_one_story_both_add_and_each_sees_the_others_nodes(tmp_path)
     assert same.cursor == b.cursor and len(same.nodes) == 4  # the identical child is shared
 
 
-def test_suggestions_belong_to_the_node_they_were_made_for(tmp_path):
-    store = LoomStore(tmp_path)
+def test_suggestions_belong_to_the_node_they_were_made_for(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("a")
     loom = store.update(sid, lambda lm: lm.accept("b"))
     first, second = loom.node().parent, loom.cursor
@@ -172,8 +176,8 @@ def test_suggestions_belong_to_the_node_they_were_made_for(tmp_path):
 
 
 # -- the list of stories -------------------------------------------------------------------
-def test_titles_list_rename_delete_restore_purge(tmp_path):
-    store = LoomStore(tmp_path)
+def test_titles_list_rename_delete_restore_purge(stories_at):
+    store = LoomStore(stories_at)
     first, _ = store.create("  Once   upon\na time  ")
     second, _ = store.create("second story")
     assert store.info(first).title == "Once upon"  # its first line (issue 34)
@@ -197,6 +201,21 @@ def test_titles_list_rename_delete_restore_purge(tmp_path):
         store.load("nope")
 
 
+def test_purge_leaves_no_row_of_the_story(stories_at):
+    store = LoomStore(stories_at)
+    keep, _ = store.create("kept story")
+    sid, loom = store.create("a story to purge")
+    store.update(sid, lambda lm: lm.accept(" and a branch").bookmark(lm.cursor).undo())
+    store.save_suggestions(sid, loom.cursor, {"text": "suggested"})
+    store.share(sid, "ana@example.org", may_write=True)
+    store.delete(sid)
+    store.purge(sid)
+    with another_program(stories_at) as run:
+        for table in ("nodes", "checkouts", "bookmarks", "suggestions", "shares"):
+            assert run(f"SELECT COUNT(*) FROM {table} WHERE story_id = ?", sid) == [(0,)], table
+        assert run("SELECT id FROM stories") == [(keep,)]
+
+
 def test_purge_removes_the_text_for_real(tmp_path):
     store = LoomStore(tmp_path)
     keep, _ = store.create("kept story")
@@ -212,12 +231,12 @@ def test_purge_removes_the_text_for_real(tmp_path):
     assert b"purple-elephant-7319" not in on_disk
 
 
-def test_a_damaged_value_is_named_and_the_other_stories_still_open(tmp_path):
-    store = LoomStore(tmp_path)
+def test_a_damaged_value_is_named_and_the_other_stories_still_open(stories_at):
+    store = LoomStore(stories_at)
     good, _ = store.create("good")
     bad, _ = store.create("bad")
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        db.execute("UPDATE stories SET settings = '{broken' WHERE id = ?", (bad,))
+    with another_program(stories_at) as run:
+        run("UPDATE stories SET settings = '{broken' WHERE id = ?", bad)
     with pytest.raises(DamagedStory, match=f"story {bad} cannot be read"):
         store.settings(bad)
     assert store.load(good).text() == "good"
@@ -225,8 +244,8 @@ def test_a_damaged_value_is_named_and_the_other_stories_still_open(tmp_path):
 
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
-def test_hostile_text_comes_back_exactly_and_survives_export(tmp_path, text):
-    store = LoomStore(tmp_path)
+def test_hostile_text_comes_back_exactly_and_survives_export(stories_at, text):
+    store = LoomStore(stories_at)
     sid, _ = store.create(text)
     loom = store.update(sid, lambda lm: lm.accept(text))
     assert store.load(sid).text() == text + text
@@ -235,9 +254,24 @@ def test_hostile_text_comes_back_exactly_and_survives_export(tmp_path, text):
 
 
 # -- durability and concurrency ------------------------------------------------------------
-def test_a_writer_killed_mid_write_leaves_every_committed_node(tmp_path):
-    sid, _ = LoomStore(tmp_path).create("start")
-    writer = run_writer(tmp_path, sid, "w", 1_000_000, 50_000)
+def assert_whole(where: Path | str) -> None:
+    """The database's own check finds nothing wrong (SQLite's integrity_check; PostgreSQL's
+    amcheck on every index of LLooM's tables, which also reads the rows they point to)."""
+    with another_program(where) as run:
+        if is_database_url(where):
+            run("CREATE EXTENSION IF NOT EXISTS amcheck")
+            indexes = run("SELECT c.oid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                          "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                          "WHERE n.nspname = 'lloom'")  # fmt: skip
+            for (index,) in indexes:
+                run("SELECT bt_index_check(?::regclass, true)", index)
+        else:
+            assert run("PRAGMA integrity_check") == [("ok",)]
+
+
+def test_a_writer_killed_mid_write_leaves_every_committed_node(stories_at):
+    sid, _ = LoomStore(stories_at).create("start")
+    writer = run_writer(stories_at, sid, "w", 1_000_000, 50_000)
     last = 0
     for line in writer.stdout:
         last = int(line)
@@ -245,9 +279,8 @@ def test_a_writer_killed_mid_write_leaves_every_committed_node(tmp_path):
             break
     os.kill(writer.pid, signal.SIGKILL)  # most likely in the middle of its next write
     writer.wait()
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    store = LoomStore(tmp_path)
+    assert_whole(stories_at)
+    store = LoomStore(stories_at)
     loom = store.load(sid)
     count = len(loom.nodes) - 2
     assert count >= last  # all it reported saved is there, in order, whole
@@ -255,13 +288,13 @@ def test_a_writer_killed_mid_write_leaves_every_committed_node(tmp_path):
     assert store.update(sid, lambda lm: lm.accept(" after")).text().endswith(" after")
 
 
-def test_two_processes_adding_nodes_to_one_story_lose_nothing(tmp_path):
-    sid, start = LoomStore(tmp_path).create("start")
-    writers = [run_writer(tmp_path, sid, tag, 30) for tag in ("a", "b")]
+def test_two_processes_adding_nodes_to_one_story_lose_nothing(stories_at):
+    sid, start = LoomStore(stories_at).create("start")
+    writers = [run_writer(stories_at, sid, tag, 30) for tag in ("a", "b")]
     for w in writers:
         w.communicate()
         assert w.returncode == 0
-    loom = LoomStore(tmp_path).load(sid)
+    loom = LoomStore(stories_at).load(sid)
     assert len(loom.nodes) == 2 + 60
     for tag in ("a", "b"):
         leaf = loom.child_with_text(start.cursor, f" {tag}1")
@@ -270,8 +303,8 @@ def test_two_processes_adding_nodes_to_one_story_lose_nothing(tmp_path):
         assert loom.text(leaf.id) == "start" + "".join(f" {tag}{i}" for i in range(1, 31))
 
 
-def test_threads_sharing_one_store_keep_their_own_stories(tmp_path):
-    store = LoomStore(tmp_path)
+def test_threads_sharing_one_store_keep_their_own_stories(stories_at):
+    store = LoomStore(stories_at)
     ids = [store.create(f"story {n}")[0] for n in range(4)]
     errors = []
 
@@ -292,8 +325,8 @@ def test_threads_sharing_one_store_keep_their_own_stories(tmp_path):
         assert store.load(sid).text() == f"story {n}" + "".join(f" {n}.{i}" for i in range(20))
 
 
-def test_processes_opening_a_new_folder_at_once_share_one_database(tmp_path):
-    folder = tmp_path / "new"
+def test_processes_opening_a_new_folder_at_once_share_one_database(stories_at):
+    folder = stories_at if is_database_url(stories_at) else stories_at / "new"  # new, empty
     code = "import sys\nimport weave.loom.store as s\ns.LoomStore(sys.argv[1]).create(sys.argv[2])"
     starts = [
         subprocess.Popen([sys.executable, "-c", code, str(folder), f"p{n}"], env=ENV,
@@ -320,18 +353,18 @@ def test_an_empty_file_is_taken_as_a_new_database(tmp_path):
     assert store.load(store.create("x")[0]).text() == "x"
 
 
-def test_a_locked_database_is_a_clear_error_and_loses_nothing(tmp_path):
-    store = LoomStore(tmp_path, busy_ms=200)
+def test_a_locked_database_is_a_clear_error_and_loses_nothing(stories_at):
+    store = LoomStore(stories_at, busy_ms=200)
     sid, _ = store.create("x")
-    holder = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # another writer, mid-transaction
-    try:
-        with pytest.raises(DatabaseLocked, match="stayed locked by another program for 200 ms"):
-            store.update(sid, lambda lm: lm.accept("y"))
-        assert store.load(sid).text() == "x"  # readers go on while a writer holds the lock
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with another_program(stories_at) as run:
+        run("BEGIN")  # another writer, mid-transaction, holding the story's row (SQLite: all)
+        run("UPDATE stories SET updated = updated WHERE id = ?", sid)
+        try:
+            with pytest.raises(DatabaseLocked, match="stayed locked by another .* for 200 ms"):
+                store.update(sid, lambda lm: lm.accept("y"))
+            assert store.load(sid).text() == "x"  # readers go on while a writer holds the lock
+        finally:
+            run("ROLLBACK")
     assert store.update(sid, lambda lm: lm.accept("y")).text() == "xy"
 
 
@@ -444,8 +477,8 @@ def test_a_read_only_data_folder_is_a_clear_error(tmp_path):
 
 
 # -- export and import ---------------------------------------------------------------------
-def test_export_then_import_gives_the_same_loom(tmp_path):
-    store = LoomStore(tmp_path)
+def test_export_then_import_gives_the_same_loom(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("Once", token_ids=(1,), model="m")
     loom = store.update(sid, lambda lm: lm.keep(" a", params={"n": 3}, score=-0.5, kind="sampled")
                         .accept(" b").bookmark(lm.cursor).undo())  # fmt: skip
@@ -472,8 +505,8 @@ def test_export_then_import_gives_the_same_loom(tmp_path):
         ('{"format": "lloom-session", "history": []}', "not a LLooM file"),
     ],
 )
-def test_a_file_that_cannot_be_imported_says_why(tmp_path, data, message):
-    store = LoomStore(tmp_path)
+def test_a_file_that_cannot_be_imported_says_why(stories_at, data, message):
+    store = LoomStore(stories_at)
     with pytest.raises(BadImport, match=message):
         store.import_json(data)
     assert store.stories() == []
@@ -491,8 +524,8 @@ def test_a_file_that_cannot_be_imported_says_why(tmp_path, data, message):
     ],
     ids=["orphan", "twice", "kind", "ids", "cursor", "suggestions"],
 )
-def test_an_export_that_was_tampered_with_is_refused(tmp_path, spoil, message):
-    store = LoomStore(tmp_path)
+def test_an_export_that_was_tampered_with_is_refused(stories_at, spoil, message):
+    store = LoomStore(stories_at)
     sid, _ = store.create("Once")
     doc = json.loads(store.export_json(sid))
     spoil(doc)
@@ -501,8 +534,8 @@ def test_an_export_that_was_tampered_with_is_refused(tmp_path, spoil, message):
     assert len(store.stories()) == 1
 
 
-def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
-    store = LoomStore(tmp_path)
+def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("Once")
     loom = store.update(sid, lambda lm: lm.accept(" upon"))
     store.save_suggestions(sid, loom.cursor, {"suggestions": [{"logprob": -1.0}]})
@@ -517,22 +550,23 @@ def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(tmp_path):
     doc["nodes"][-1]["score"] = float("inf")
     with pytest.raises(BadImport, match="has a score that is not a number within"):
         store.import_json(json.dumps(doc))
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # as the loom saved it before it checked
-        db.execute("UPDATE suggestions SET data = ? WHERE story_id = ?",
-                   ('{"suggestions": [{"logprob": NaN}]}', sid))  # fmt: skip
-        db.execute("INSERT INTO nodes (story_id, id, seq, parent, kind, score, created, text) "
-                   "SELECT story_id, 'inf', MAX(seq) + 1, ?, 'accepted', ?, 0, ' x' FROM nodes "
-                   "WHERE story_id = ?", (loom.cursor, float("inf"), sid))  # fmt: skip
+    with another_program(stories_at) as run:  # as the loom saved it before it checked
+        run("UPDATE suggestions SET data = ? WHERE story_id = ?",
+            '{"suggestions": [{"logprob": NaN}]}', sid)  # fmt: skip
+        run("INSERT INTO nodes (story_id, id, seq, parent, kind, score, created, text) "
+            "SELECT ?, 'inf', MAX(seq) + 1, ?, 'accepted', ?, 0, ' x' FROM nodes "
+            "WHERE story_id = ?", sid, loom.cursor, float("inf"), sid)  # fmt: skip
     exported = json.loads(store.export_json(sid), parse_constant=pytest.fail)  # NaN: fails
     assert exported["suggestions"] == {} and exported["nodes"][-1]["score"] is None
 
 
 # -- what crafted files and rows cannot do (issue 27) ----------------------------------------
-def loom_cli(data: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m weave loom ...` on the store in `data`."""
+def loom_cli(where: Path | str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m weave loom ...` on the store at `where` (a data folder or a database URL)."""
+    chosen = "LLOOM_DATABASE_URL" if is_database_url(where) else "LLOOM_DATA_DIR"
     return subprocess.run(
         [sys.executable, "-m", "weave", "loom", *args], cwd=ROOT, capture_output=True,
-        text=True, timeout=120, env={**ENV, "LLOOM_DATA_DIR": str(data)},
+        text=True, timeout=120, env={**ENV, chosen: str(where)},
     )  # fmt: skip
 
 
@@ -542,21 +576,21 @@ def one_error(done: subprocess.CompletedProcess, *parts: str) -> None:
     assert all(part in done.stderr for part in parts), done.stderr
 
 
-def test_a_parent_cycle_written_into_the_file_is_one_error_naming_the_story_and_node(tmp_path):
-    store = LoomStore(tmp_path)
+def test_a_parent_cycle_written_into_the_file_is_one_error_naming_the_story_and_node(stories_at):
+    store = LoomStore(stories_at)
     good, _ = store.create("good")
     sid, loom = store.create("Once")
     loom = store.update(sid, lambda lm: lm.accept(" upon").accept(" a time"))
     first, second, _ = (n.id for n in loom.path()[1:])
-    with sqlite3.connect(tmp_path / FILE_NAME) as db:  # another program, triggers dropped
-        db.execute("DROP TRIGGER nodes_stay")
-        db.execute("UPDATE nodes SET parent = ? WHERE id = ?", (second, first))
+    with another_program(stories_at) as run:  # another program, triggers dropped
+        run("DROP TRIGGER nodes_stay" + (" ON nodes" if is_database_url(stories_at) else ""))
+        run("UPDATE nodes SET parent = ? WHERE id = ?", second, first)
     message = f"story {sid} cannot be read: node {first!r} comes before its parent {second!r}"
     for read in (store.load, store.export_json):
         with pytest.raises(DamagedStory, match=message):
             read(sid)
-    one_error(loom_cli(tmp_path, "show", sid), f"story {sid}", first)
-    one_error(loom_cli(tmp_path, "export", sid), f"story {sid}", first)
+    one_error(loom_cli(stories_at, "show", sid), f"story {sid}", first)
+    one_error(loom_cli(stories_at, "export", sid), f"story {sid}", first)
     assert store.load(good).text() == "good"  # the others open
 
 
@@ -603,12 +637,12 @@ def test_an_import_nested_deep_is_one_error_naming_the_file(tmp_path):
     ids=["created 10**400", "score 10**400", "score 10**20", "score 1e20", "time 1e300",
          "time < 0", "id 2**31", "model"],
 )  # fmt: skip
-def test_numbers_out_of_range_in_an_import_are_refused(tmp_path, spoil, message):
+def test_numbers_out_of_range_in_an_import_are_refused(stories_at, tmp_path, spoil, message):
     doc = _document(tmp_path)
     spoil(doc)
     with pytest.raises(BadImport, match=message):
-        LoomStore(tmp_path).import_json(json.dumps(doc))
-    assert LoomStore(tmp_path).stories() == []
+        LoomStore(stories_at).import_json(json.dumps(doc))
+    assert LoomStore(stories_at).stories() == []
 
 
 def test_an_import_out_of_range_on_the_command_line_is_one_error_and_ids_a_model_lacks_pass(
@@ -638,12 +672,12 @@ def test_loom_show_of_a_long_chain_grows_with_its_nodes_not_their_depth(tmp_path
     assert lines[-1] == f"*  ↳ c{n - 1} ' w'"  # an only child: its parent's column, ↳
 
 
-def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(tmp_path):
-    store = LoomStore(tmp_path)
+def test_loom_show_indents_where_the_story_branches_and_no_deeper_than_a_bound(stories_at):
+    store = LoomStore(stories_at)
     sid, loom = store.create("a")
     for i in range(20):  # a comb: each node branches, so each level is indented
         store.update(sid, lambda lm, i=i: lm.keep(f"x{i}").accept(f"b{i}"))
-    lines = loom_cli(tmp_path, "show", sid).stdout.splitlines()
+    lines = loom_cli(stories_at, "show", sid).stdout.splitlines()
     # each level in: two spaces, then "│  " joining a branch to the siblings below it
     drawn = [len(line[3:]) - len(line[3:].lstrip(" │├└─")) for line in lines]
     assert max(drawn) == 5 * 16 and "(20) " in lines[-1]  # MAX_INDENT levels, then said

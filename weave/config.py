@@ -8,7 +8,9 @@ place, checked alike (the variable named). Every number has a range, declared on
 field (`weave.bounds`): NaN, infinities and absurd sizes never get past loading.
 A model's section applies to the names users give that model (`model_section`).
 Secrets are not settings: the OpenAI key is read by the backend registry alone, never
-stored here.
+stored here. The one exception is a story database's URL (`[data] url`, or
+`LLOOM_DATABASE_URL`), which may carry its password: it is kept out of the settings' repr
+and out of every message (`weave.redaction`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 
 from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.hosts import checked
+from weave.loom.store_sql import DATABASE_SCHEMES, is_database_url
+from weave.redaction import redacted
 from weave.search.beams import SearchParams
 from weave.search.ramify import RamifyParams
 from weave.story.bans import Bans, bans_from_config
@@ -128,6 +132,13 @@ class Settings:
     starting_stories: tuple[str, ...] = ()
     data_dir: Path = Path("~/.local/share/lloom").expanduser()
     bans: Bans = field(default_factory=Bans)  # [bans]: used beside each story's own
+    data_url: str = field(default="", repr=False)  # [data] url: a PostgreSQL database; may
+    # hold a password, so never shown ("" : the stories are in data_dir's SQLite file)
+
+    @property
+    def stories_at(self) -> str | Path:
+        """Where the stories are kept: the database URL when one is set, else the folder."""
+        return self.data_url or self.data_dir
 
     @property
     def cache_dir(self) -> Path:
@@ -230,8 +241,10 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
     if not isinstance(starting, list) or not all(isinstance(t, str) for t in starting):
         raise ConfigError(f"{where} [stories] starting: expected a list of text")
     data = _table(table, "data", where)
-    _check_keys(data, {"folder"}, f"{where} [data]")
+    _check_keys(data, {"folder", "url"}, f"{where} [data]")
     folder = _typed(data.get("folder", "~/.local/share/lloom"), str, f"{where} [data] folder")
+    url = _database_url(_typed(data.get("url", ""), str, f"{where} [data] url"),
+                        f"{where} [data] url")  # fmt: skip
     try:
         bans = bans_from_config(_table(table, "bans", where))
     except ValueError as e:
@@ -252,7 +265,17 @@ def settings_from_table(table: Mapping[str, Any], where: str = "config") -> Sett
         starting_stories=tuple(starting),
         data_dir=Path(folder).expanduser(),
         bans=bans,
+        data_url=url,
     )
+
+
+def _database_url(url: str, where: str) -> str:
+    """A story database's URL ("" for none), checked to name PostgreSQL (shown redacted)."""
+    url = url.strip()
+    if url and not is_database_url(url):
+        raise ConfigError(f"{where}: {shown(redacted(url))} is not a database URL (it begins "
+                          f"with {' or '.join(DATABASE_SCHEMES)})")  # fmt: skip
+    return url
 
 
 # Environment variable -> (section, key, type): the variables the settings take, laid over
@@ -297,6 +320,8 @@ def apply_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
         sections["backend"] = _backend_name(env["LLOOM_BACKEND"].strip(), "LLOOM_BACKEND")
     if env.get("LLOOM_DATA_DIR", "").strip():
         sections["data_dir"] = Path(env["LLOOM_DATA_DIR"].strip()).expanduser()
+    if env.get("LLOOM_DATABASE_URL", "").strip():
+        sections["data_url"] = _database_url(env["LLOOM_DATABASE_URL"], "LLOOM_DATABASE_URL")
     return replace(settings, **sections)
 
 

@@ -10,7 +10,9 @@ pending. A tab does not leave a story while moves of it are unsaved. Lone sugges
 accepted by themselves in a row are one `LoneChain`: one undo takes them all back; with
 how many were taken it is the tab's one `Lone` value. The story's steering
 (`weave.story.steering`) and bans (`weave.story.bans`) are kept in its settings record
-(so exported and imported with it) and go with `spot`.
+(so exported and imported with it) and go with `spot`. A story another writer shared
+with this one to read (`role`) is moved about and bookmarked, never added to: a move that
+would add a node is refused here, saying why.
 Streamlit may start a tab's next script run while the last one is still inside a slow
 save, so the moves and the reads that replace the loom hold the tab's lock: one run's
 move waits for the other's save, and the pending moves are saved once each, in order.
@@ -39,6 +41,8 @@ from weave.story.bans import Bans, bans_in, with_bans
 from weave.story.steering import Steering, steering_in, with_steering
 
 AUTO_ACCEPTS = 8  # lone suggestions accepted in a row before the writer is asked again
+READ_ONLY = ("This story was shared with you to read: you can move about it and bookmark it, "
+             "not add to it (its owner can let you co-write).")  # fmt: skip
 
 Move = Callable[[Loom], Loom]
 
@@ -100,6 +104,7 @@ class Workspace:
         self.story_id: str | None = None
         self.loom: Loom | None = None  # as last read from the store, pending moves applied
         self.title = ""
+        self.role = "owner"  # this writer's in the story: "owner", "co-writer" or "reader"
         self.ahead = LookAhead(0)  # this tab's look-ahead; its rows are the page's setting
         self.reading = Reading()  # this tab's long story read in the background
         self.default_bans = Bans()  # config.toml's [bans], beside the story's own (the page's)
@@ -168,7 +173,7 @@ class Workspace:
             return False
         self._clear()
         self.story_id, self.loom = made
-        self.title = self.library.title(self.story_id)
+        self.title, self.role = self.library.title(self.story_id), "owner"
         return True
 
     @one_run_at_a_time
@@ -186,7 +191,8 @@ class Workspace:
         self._clear()
         self.story_id = story_id
         self.loom = loom.at(node_id) if node_id in loom.nodes else loom
-        self.title = self.library.title(story_id)
+        info = self.library.save(lambda: self.store.info(story_id), reading=True)
+        self.title, self.role = (info.title, info.role) if info else ("", "owner")
         settings = self.library.save(lambda: self.store.settings(story_id), reading=True)
         self._take_settings(settings or {})
         self.lone = self.lone.held()  # reopening changes nothing by itself
@@ -199,7 +205,7 @@ class Workspace:
         if not self._may_leave():
             return
         self._clear()
-        self.story_id, self.loom, self.title = None, None, ""
+        self.story_id, self.loom, self.title, self.role = None, None, "", "owner"
 
     def _may_leave(self) -> bool:
         """Save the pending moves; False (and why, in `save_error`) while any are unsaved."""
@@ -221,7 +227,7 @@ class Workspace:
         """The writer's own edit: a branch from the longest common prefix (nothing lost).
         `how`: "alternative" when the writer branched at a token the model offered."""
         text = without_surrogates(text)
-        if text != self.text:
+        if text != self.text and self._may_add():
             node_id, cursor, made = new_id(), self.cursor, Provenance(how)
             self._move(
                 lambda loom: loom.at(self._id(cursor)).edit(text, id=node_id, provenance=made),
@@ -258,12 +264,16 @@ class Workspace:
         if piece.node_id != self.cursor:
             self.keep(piece, shown, prefix_space=prefix_space)
             return
+        if not self._may_add():
+            return
         grow, made = self._grower(piece, shown, prefix_space=prefix_space)
         self._move(lambda loom: grow(loom, "accept"), made)
         self.lone = self.lone.armed()
 
     def keep(self, piece: Piece, shown: str | None, *, prefix_space: bool) -> None:
         """Keep a suggestion as a branch of the node it was made for; the cursor stays."""
+        if not self._may_add():
+            return
         grow, made = self._grower(piece, shown, prefix_space=prefix_space)
         cursor = self.cursor
         self._move(lambda loom: grow(loom, "keep").at(self._id(cursor)), made)
@@ -281,6 +291,13 @@ class Workspace:
         return lambda loom, how: getattr(loom.at(self._id(at)), how)(
             text, **node, provenance=taken(piece.provenance, how, changed=text != piece.text)
         ), made
+
+    def _may_add(self) -> bool:
+        """Whether this tab may add to its story; a reader is told why not (`notice`)."""
+        if self.role == "reader":
+            self.notice = READ_ONLY
+            return False
+        return True
 
     def go(self, node_id: str) -> None:
         self._navigate(lambda loom: loom.go(self._id(node_id)))
@@ -403,7 +420,8 @@ class Workspace:
         settings |= kept_aside(self.settings)
         if settings != self.settings and self.story_id is not None:
             self.settings = dict(settings)
-            self._save(lambda: self.store.save_settings(self.story_id, settings))
+            if self.role != "reader":  # a reader's sliders are their own view only
+                self._save(lambda: self.store.save_settings(self.story_id, settings))
 
     def _take_settings(self, settings: dict) -> None:
         """The story's settings as stored, its steering among them."""

@@ -25,7 +25,8 @@
                                hands it to that login (one that has logged in here)
 
 The command line is the machine's local writer (`LOCAL_WRITER`): it sees the stories made
-without a login. The data folder is the configured one (`LLOOM_DATA_DIR` overrides it).
+without a login. The store is the configured one (`[data] url` or `folder`; `LLOOM_DATABASE_URL`
+and `LLOOM_DATA_DIR` override them).
 This module owns these subcommands' arguments and output; the stories are
 `weave.loom.store`'s, and
 `weave.cli` turns errors into one line on stderr.
@@ -92,7 +93,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> str:
     """What the subcommand prints. Raises `StoreError`, `ConfigError`, `OSError`, or
     `ValueError` for a story whose stored steering is unreadable."""
-    store = LoomStore(load_settings().data_dir)
+    store = LoomStore(load_settings().stories_at)
     if args.loom_command == "list":
         rows = [
             {"id": i.id, "title": i.title, "nodes": i.nodes, "updated": i.updated}

@@ -8,19 +8,25 @@ raised. The moves within a story are `weave.desk.session`'s; the rows are `weave
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from weave.loom.formats import without_surrogates
 from weave.loom.store import LoomStore, StoreError, StoryInfo
+from weave.loom.store_sql import is_database_url
 
 
-def open_store(folder) -> tuple[LoomStore, str | None]:
-    """The store in the data folder; where it cannot open, one in a temporary folder and why."""
+def open_store(where: str | os.PathLike[str]) -> tuple[LoomStore, str | None]:
+    """The store the settings name; where a data folder cannot open, one in a temporary
+    folder and why. A database server that cannot be used raises its `StoreError`: a
+    group's stories are never kept where the others cannot see them."""
     try:
-        return LoomStore(folder), None
+        return LoomStore(where), None
     except StoreError as e:
+        if is_database_url(where):
+            raise
         return LoomStore(tempfile.mkdtemp(prefix="lloom-unsaved-")), str(e)
 
 

@@ -4,8 +4,10 @@ A `Provenance` rides on every node made since it existed (`Node.provenance`); a 
 older story has none, and says so ("unknown provenance"). It records what the node's other
 fields do not: how the writer came to keep it (`how`, one of `HOWS`), a suggestion's place
 in its list and probability, a sample's seed, the backend, the model that wrote it, when
-it was asked for and how long the model took. The node's own `params`, `score`, `model`
-(the tokenizer of its token ids) and `created` are not repeated here.
+it was asked for and how long the model took, and which logged-in writer added it to the
+loom (the store says so as it saves the node: `weave.loom.store_rows.stamped`). The node's
+own `params`, `score`, `model` (the tokenizer of its token ids) and `created` are not
+repeated here.
 
 Pure values and their JSON form (`to_dict` / `from_dict`, strict: an unknown key or a wrong
 type is a `ValueError` naming it). The store keeps the JSON; the page and `loom show`
@@ -45,6 +47,7 @@ class Provenance:
     latency_ms: float | None = None  # how long the model took to answer
     source: str | None = None  # for an import: the format it came from
     author: str | None = None  # for an import: the file's author role, one of AUTHORS
+    writer: str | None = None  # the logged-in writer who added it (their address)
 
     def __post_init__(self) -> None:
         if self.how not in HOWS:
@@ -60,7 +63,7 @@ class Provenance:
             if value is not None and not (type(value) in (int, float) and math.isfinite(value)
                                           and value >= 0):  # fmt: skip
                 raise ValueError(f"a provenance's {name} is a finite number, at least 0")
-        for name in ("backend", "model", "source"):
+        for name in ("backend", "model", "source", "writer"):
             if not isinstance(getattr(self, name), str | None):
                 raise ValueError(f"a provenance's {name} is a string")
 
@@ -81,7 +84,8 @@ class Provenance:
         return cls(**(data | floats))
 
     def describe(self) -> str:
-        """One line for a tooltip: "suggestion 2 (p=0.31) · mlx SmolLM2 · 412 ms"."""
+        """One line for a tooltip: "suggestion 2 (p=0.31) · mlx SmolLM2 · 412 ms · by
+        ana@example.org"."""
         head = self.how + (f" {self.rank}" if self.rank is not None else "")
         if self.probability is not None:
             head += f" (p={self.probability:.2g})"
@@ -91,7 +95,8 @@ class Provenance:
             head += f" from {self.source}" + (f" ({self.author})" if self.author else "")
         made_by = " ".join(x for x in (self.backend, self.model) if x)
         timing = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else ""
-        return " · ".join(x for x in (head, made_by, timing) if x)
+        who = f"by {self.writer}" if self.writer else ""
+        return " · ".join(x for x in (head, made_by, timing, who) if x)
 
 
 _FIELDS = tuple(f.name for f in fields(Provenance))  # in order: the JSON form keeps it

@@ -1,17 +1,23 @@
-"""Every story's loom in SQLite (`<data folder>/stories.sqlite3`): the store's API, `LoomStore`.
+"""Every story's loom, kept in SQLite (`<data folder>/stories.sqlite3`, the embedded default)
+or in PostgreSQL (`[data] url`, for a group on several page processes): the store's API,
+`LoomStore`, the same on both.
 
 Nodes are rows only ever added, the rest small records beside them. The tree is written only by
-`update(story_id, move)`: in one `BEGIN IMMEDIATE` transaction it reads the stored loom (other
-tabs' and processes' nodes too), applies a pure move from `weave.loom.loom` and writes what it
-added; so two writers on one story only add nodes, and a killed process loses nothing saved.
+`update(story_id, move)`: in one transaction it reads the stored loom (other tabs' and
+processes' nodes too), holding the story against other writers, applies a pure move from
+`weave.loom.loom` and writes what it added; so two writers on one story only add nodes, and
+a killed process loses nothing saved.
 
 Every failure is a `StoreError` saying what to check. A store is one writer's view
 (`as_writer` gives another's; without a login, `LOCAL_WRITER`'s): another writer's story is
-`StoryNotFound` to it. The errors are `weave.loom.store_errors`', the file
-`weave.loom.store_file`'s, the rows and the owner filter `weave.loom.store_rows`', the
-logins `weave.loom.store_writers`', the JSON `weave.loom.formats`' and `weave.interop`'
-(other loom tools' files, Open Loom v2); none imports the page, the session layer or the
-backends.
+`StoryNotFound` to it, unless its owner shared it with them (`share`: to read, or to
+co-write), and each writer keeps their own place in a shared story; `watch` tells how a
+story grows, cheaply enough for a page to ask twice a second. The errors are
+`weave.loom.store_errors`', the SQL's one connection interface `weave.loom.store_sql`'s,
+SQLite's file `weave.loom.store_file`'s and PostgreSQL's server `weave.loom.store_pg`'s, the
+rows and the owner filter `weave.loom.store_rows`', the logins `weave.loom.store_writers`',
+the JSON `weave.loom.formats`' and `weave.interop`' (other loom tools' files, Open Loom v2);
+none imports the page, the session layer or the backends.
 """
 
 from __future__ import annotations
@@ -20,8 +26,6 @@ import copy
 import os
 import time
 from collections.abc import Callable, Mapping
-from contextlib import suppress
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +45,9 @@ from weave.loom.store_errors import (
     StoreError,
     StoryNotFound,
 )
-from weave.loom.store_file import FILE_NAME, LOCAL_WRITER, StoreFile
-from weave.loom.store_rows import StoryInfo
+from weave.loom.store_file import FILE_NAME, StoreFile
+from weave.loom.store_rows import Share, StoryInfo
+from weave.loom.store_sql import LOCAL_WRITER, Database, is_database_url
 from weave.story.bans import bans_in
 from weave.story.steering import steering_in
 
@@ -51,6 +56,7 @@ __all__ = [
     "BadImport",
     "InvalidInput",
     "LoomStore",
+    "Share",
     "SharedAddress",
     "StoreError",
     "StoryInfo",
@@ -59,24 +65,44 @@ __all__ = [
 
 
 class LoomStore:
-    """`writer`'s stories in `folder/stories.sqlite3`, made when missing; no connection held.
-    Opening raises `StorageUnwritable`, `NotLoomDatabase` (a foreign, damaged or older file,
-    left untouched), `NewerDatabase` or `DatabaseLocked`."""
+    """`writer`'s stories in the database `where` names: a `postgresql://` URL, or a folder
+    (its `stories.sqlite3`, made when missing). Opening raises `StorageUnwritable`,
+    `NotLoomDatabase` (a foreign, damaged or older database, left untouched),
+    `NewerDatabase`, `DatabaseLocked`, and for a server `DatabaseUnavailable` or
+    `LoginRefused`. A folder's store holds no connection; a server's shares one pool
+    per process (`close`)."""
 
     def __init__(
-        self, folder: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
+        self, where: str | os.PathLike[str], *, busy_ms: int = 5000, writer: str = LOCAL_WRITER
     ):
-        self.folder = Path(folder).expanduser().absolute()
-        self.path = self.folder / FILE_NAME
         self.writer = writer
-        self._file = StoreFile(self.path, busy_ms, writer)
-        self._file.prepare()
+        self._db: Database
+        if is_database_url(where):
+            from weave.loom.store_pg import StoreServer  # psycopg only where it is chosen
+
+            self.folder = self.path = None
+            self._db = StoreServer(str(where), busy_ms, writer)
+        else:
+            self.folder = Path(where).expanduser().absolute()
+            self.path = self.folder / FILE_NAME
+            self._db = StoreFile(self.path, busy_ms, writer)
+        self._db.prepare()
+
+    @property
+    def where(self) -> str:
+        """Where the stories are kept, as the page names it (a URL without its password)."""
+        return self._db.where
 
     def as_writer(self, writer: str) -> LoomStore:
-        """This store's file as `writer` sees it (opened already: not checked again)."""
+        """This store's database as `writer` sees it (opened already: not checked again)."""
         store = copy.copy(self)
-        store.writer, store._file = writer, replace(self._file, writer=writer)
+        store.writer, store._db = writer, self._db.as_writer(writer)
         return store
+
+    def close(self) -> None:
+        """Close the connections this process holds to the database (a server's pool, and
+        its writers' views'); a later call opens them again."""
+        self._db.close()
 
     # -- stories ------------------------------------------------------------------------
     def create(
@@ -89,40 +115,50 @@ class LoomStore:
 
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
         """The stories (or the deleted ones), last updated first."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return [i for i in rows.story_infos(db) if i.deleted == deleted]
 
     def info(self, story_id: str) -> StoryInfo:
-        with self._file.read() as db:
+        with self._db.read() as db:
             rows.story_row(db, story_id)
             return rows.story_infos(db, story_id)[0]
 
     def find(self, text: str, *, first: str | None = None, limit: int = MAX_FOUND) -> list[Found]:
         """The nodes of the writer's stories where `text` ends (`weave.loom.find`), the story
         `first`'s before the others', at most `limit`."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return find(rows.node_texts(db, first), text, limit=limit)
 
     def load(self, story_id: str) -> Loom:
         """The story's loom as stored now: every node, the stored cursor. Raises `StoryNotFound`."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return rows.read_loom(db, story_id)
 
     def update(self, story_id: str, move: Callable[[Loom], Loom]) -> Loom:
-        """Apply `move` to the loom as stored now, save what it added, and return it. Raises
-        `InvalidInput` when it removes or changes a node; `move`'s own errors (`NoSuchNode`)
-        come through; either way nothing is written."""
-        with self._file.write() as db:
+        """Apply `move` to the loom as stored now (at this writer's place), save what it
+        added, and return it as saved. Raises `InvalidInput` when it removes or changes a
+        node, `ReadOnlyStory` when it adds one to a story shared to read; `move`'s own errors
+        (`NoSuchNode`) come through; either way nothing is written."""
+        with self._db.write() as db:
             old = rows.read_loom(db, story_id)
-            new = move(old)
-            rows.save_changes(db, story_id, old, new)
-        return new
+            return rows.save_changes(db, story_id, old, move(old))
+
+    def watch(self, story_id: str) -> Callable[[], int]:
+        """A function answering how many nodes the story has now, cheap enough for a page to
+        ask twice a second (PostgreSQL: as the server's notifications say; SQLite: counted).
+        Raises `StoryNotFound` when the writer does not see the story."""
+        with self._db.read() as db:
+            rows.story_row(db, story_id)
+        return self._db.counter(story_id)
 
     def rename(self, story_id: str, title: str) -> None:
         """Set the title; a blank one is `InvalidInput`: a box cleared by mistake loses no title."""
         if not rows.checked(title).strip():
             raise InvalidInput("a title needs a visible character; the old title is kept")
-        self._set(story_id, "title = ?, updated = ?", title, time.time())
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
+            db.execute("UPDATE stories SET title = ?, updated = ? WHERE id = ?",
+                       (db.text(title), time.time(), story_id))  # fmt: skip
 
     def delete(self, story_id: str) -> None:
         """Mark a story deleted (kept, and restorable, until purged)."""
@@ -139,26 +175,58 @@ class LoomStore:
         """
         if not isinstance(email, str) or not email.strip():
             raise InvalidInput("a story can only be given to a writer named by a login")
-        with self._file.write() as db:
-            rows.story_row(db, story_id)
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
             owner = writers.owner_for(db, email)
             db.execute("UPDATE stories SET owner = ? WHERE id = ?", (owner, story_id))
+            db.execute("DELETE FROM shares WHERE story_id = ? AND writer = ?", (story_id, owner))
         return owner
 
     def give_to(self, story_id: str, writer: str) -> None:
         """Hand one of this writer's stories to the login `writer` (`Login.writer`: issuer
         and subject), which must have logged in here."""
-        with self._file.write() as db:
-            rows.story_row(db, story_id)
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
             if not writers.has_logged_in(db, writer):
                 raise InvalidInput(f"no login {writer!r} (issuer and subject) has logged in here")
             db.execute("UPDATE stories SET owner = ? WHERE id = ?", (writer, story_id))
+            db.execute("DELETE FROM shares WHERE story_id = ? AND writer = ?", (story_id, writer))
+
+    def share(self, story_id: str, email: str, *, may_write: bool) -> None:
+        """Share one of this writer's stories with the writer `email` names (as `give` names
+        one), to read or (`may_write`) to co-write; again, to change which. They see it in
+        their list and keep their own place in it; the story stays this writer's."""
+        if not isinstance(email, str) or not email.strip():
+            raise InvalidInput("a story can only be shared with a writer named by a login")
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
+            who = writers.owner_for(db, email)
+            if who == self.writer:
+                raise InvalidInput(f"story {story_id} is yours already")
+            db.execute(
+                "INSERT INTO shares (story_id, writer, may_write) VALUES (?, ?, ?) "
+                "ON CONFLICT (story_id, writer) DO UPDATE SET may_write = excluded.may_write",
+                (story_id, who, bool(may_write)),
+            )
+
+    def unshare(self, story_id: str, email: str) -> None:
+        """Stop sharing the story with the writer `email` names; their place in it goes."""
+        with self._db.write() as db:
+            rows.story_row(db, story_id, "own")
+            who = (story_id, writers.owner_for(db, email))
+            for table in ("checkouts", "bookmarks", "shares"):
+                db.execute(f"DELETE FROM {table} WHERE story_id = ? AND writer = ?", who)
+
+    def shares(self, story_id: str) -> list[Share]:
+        """Whom this writer's story is shared with (by address), and how."""
+        with self._db.read() as db:
+            return rows.shares(db, story_id)
 
     def sign_in(self, email: str) -> int:
         """This store's writer (a login's `weave.access.Login.writer`) logged in with the
         address `email`, which their provider verified: the stories kept for that address
         become theirs. Returns how many did."""
-        with self._file.write() as db:
+        with self._db.write() as db:
             return writers.sign_in(db, self.writer, email, time.time())
 
     def restore(self, story_id: str) -> None:
@@ -166,54 +234,55 @@ class LoomStore:
 
     def purge(self, story_id: str) -> None:
         """Remove a deleted story and all its nodes for real. Raises `NotDeleted`."""
-        with self._file.write() as db:
-            if rows.story_row(db, story_id)["deleted"] is None:
+        with self._db.write() as db:
+            if rows.story_row(db, story_id, "own")["deleted"] is None:
                 raise NotDeleted(f"only a deleted story can be purged; delete {story_id} first")
-            db.execute("PRAGMA secure_delete = ON")
-            for table in ("suggestions", "bookmarks", "checkouts", "nodes"):
+            db.secure_delete()
+            for table in ("suggestions", "bookmarks", "checkouts", "shares", "nodes"):
                 db.execute(f"DELETE FROM {table} WHERE story_id = ?", (story_id,))
             db.execute("DELETE FROM stories WHERE id = ?", (story_id,))
-        # The WAL still holds the old pages until a checkpoint. A reader holding them only
-        # delays it, so this is best effort, and its failure is no news to the caller.
-        with suppress(StoreError), self._file.connection() as db:
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.reclaim()
 
     # -- what goes with a story ---------------------------------------------------------
     def settings(self, story_id: str) -> dict:
         """The story's search settings; {} when none were saved."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             value = rows.story_row(db, story_id)["settings"]
         return {} if value is None else rows.loads(value, story_id)
 
     def save_settings(self, story_id: str, settings: Mapping[str, Any]) -> None:
-        self._set(story_id, "settings = ?", rows.dumps(dict(settings), "the settings"))
+        """Replace the story's settings (its owner or a co-writer)."""
+        value = rows.dumps(dict(settings), "the settings")
+        self._set(story_id, "settings = ?", value, may="write")
 
     def suggestions(self, story_id: str, node_id: str) -> dict | None:
         """The search saved for `node_id`; None when there is none."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return rows.suggestions(db, story_id).get(node_id)
 
     def save_suggestions(self, story_id: str, node_id: str, data: Mapping[str, Any] | None) -> None:
-        """Replace the search kept for `node_id` (None forgets it)."""
+        """Replace the search kept for `node_id` (None forgets it); anyone who sees the story
+        may: it is a record of what the model offered there, not the story."""
         value = None if data is None else rows.dumps(dict(data), "the suggestions")
-        with self._file.write() as db:
+        with self._db.write() as db:
             rows.story_row(db, story_id)
             key = (story_id, node_id)
             if not db.execute("SELECT 1 FROM nodes WHERE story_id = ? AND id = ?", key).fetchone():
                 raise InvalidInput(f"story {story_id} has no node {node_id!r}")
             db.execute("DELETE FROM suggestions WHERE story_id = ? AND node = ?", key)
             if value is not None:
-                db.execute("INSERT INTO suggestions VALUES (?, ?, ?)", (*key, value))
+                db.execute("INSERT INTO suggestions (story_id, node, data) VALUES (?, ?, ?)",
+                           (*key, value))  # fmt: skip
 
     # -- export and import --------------------------------------------------------------
     def export_json(self, story_id: str) -> str:
         """The whole story as "lloom-loom" JSON; `import_json` of it gives it back."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return loom_document(story_id, rows.read_story(db, story_id))
 
     def export_openloom(self, story_id: str) -> str:
         """The whole story as Open Loom v2 JSON; `import_json` of it gives it back."""
-        with self._file.read() as db:
+        with self._db.read() as db:
             return openloom.document(story_id, rows.read_story(db, story_id))
 
     def import_json(self, data: str | bytes, name: str = "the file") -> str:
@@ -245,11 +314,11 @@ class LoomStore:
 
     def _insert(self, story: SavedStory) -> str:
         story_id = new_id()
-        with self._file.write() as db:
+        with self._db.write() as db:
             rows.insert_story(db, story_id, story)
         return story_id
 
-    def _set(self, story_id: str, assignments: str, *values: Any) -> None:
-        with self._file.write() as db:
-            rows.story_row(db, story_id)
+    def _set(self, story_id: str, assignments: str, *values: Any, may: str = "own") -> None:
+        with self._db.write() as db:
+            rows.story_row(db, story_id, may)
             db.execute(f"UPDATE stories SET {assignments} WHERE id = ?", (*values, story_id))

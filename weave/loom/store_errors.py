@@ -1,6 +1,7 @@
 """The story store's errors: the `StoreError` family, and the one translation of an
-`sqlite3.Error` into the `StoreError` whose message says what to check. The page and the
-command line turn them into one message, at the edge.
+`sqlite3.Error` into the `StoreError` whose message says what to check (PostgreSQL's is
+`weave.loom.store_pg.from_postgres`). The page and the command line turn them into one
+message, at the edge.
 """
 
 from __future__ import annotations
@@ -29,12 +30,28 @@ class StorageUnwritable(StoreError):
     """The data folder or the file cannot be created, opened or written."""
 
 
+class DatabaseUnavailable(StoreError):
+    """The database server cannot be reached (down, restarting, or the network)."""
+
+
+class LoginRefused(StoreError):
+    """The database server refused the login (user, password, or what it allows)."""
+
+
 class StorageFailed(StoreError):
     """The disk refused a write (full, I/O error); what was saved before is kept."""
 
 
 class StoryNotFound(StoreError):
     """No story has this id."""
+
+
+class ReadOnlyStory(StoreError):
+    """The story was shared with this writer to read: they may move about it, not add to it."""
+
+
+class NotOwner(StoreError):
+    """Only a story's owner may rename, delete, give or share it."""
 
 
 class NotDeleted(StoreError):

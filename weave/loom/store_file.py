@@ -1,41 +1,65 @@
-"""The story store's SQLite file: its tables, opening it, and every connection on it.
+"""The story store's SQLite file: its tables, opening it, and every connection on it (the
+embedded `weave.loom.store_sql.Database`; PostgreSQL's is `weave.loom.store_pg`).
 
-The tables: `stories` (a row a story: title, times, settings, root, cursor, and the owner,
-the writer who may see it), `nodes` (only ever added: triggers refuse to change one, or to
-delete one of a story not deleted), the small records beside them, and `writers` (each
-login's verified address). Older files are migrated here (`_migrate`). Opening reads the
-header with plain file I/O first: a foreign or damaged file is left untouched, a newer or
-older one refused; a new one gets the schema. Every connection is made here (WAL,
+The tables: `stories` (a row a story: title, times, settings, root, the owner's cursor, and
+the owner, the writer who may see it), `nodes` (only ever added: triggers refuse to change
+one, or to delete one of a story not deleted), `shares` (the other writers a story is
+shared with, to read or to co-write, and each one's cursor), each writer's `checkouts` and
+`bookmarks` (`PLACE_OF_OWNER` the owner's), `suggestions`, and `writers` (each login's
+verified address). Older files are migrated here (`_migrate`). Opening reads the header
+with plain file I/O first: a foreign or damaged file is left untouched, a newer or older
+one refused; a new one gets the schema. Every connection is made here (WAL,
 `synchronous=FULL`, foreign keys, a busy timeout, one per operation) for one writer, whom
-SQL's `writer()` names; any `sqlite3.Error` on it becomes the `StoreError` saying what to check.
+SQL's `writer()` names; any `sqlite3.Error` on it becomes the `StoreError` saying what to
+check. SQLite serves one machine: whole-file write locks, and `counter` counts a story's
+nodes each time it is asked.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from weave.loom.store_errors import (
     NewerDatabase,
     NotLoomDatabase,
     StorageUnwritable,
+    StoreError,
     from_sqlite,
     not_ours,
 )
+from weave.loom.store_sql import LOCAL_WRITER, PLACE_OF_OWNER, SCHEMA_VERSION, Db, Rows
 
 FILE_NAME = "stories.sqlite3"
-SCHEMA_VERSION = 6  # 4: stories have owners; 5: the writers who logged in; 6: provenance
 APPLICATION_ID = 0x4C6F6F6D  # "Loom": marks the file as ours
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite file
-LOCAL_WRITER = "local"  # the owner of stories made without a login: this machine's writer
 OWNER = f"owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'"  # the writer who may see a story
 WRITERS = """CREATE TABLE writers (
         writer TEXT PRIMARY KEY,  -- a login's issuer and subject (weave.access.Login)
         email TEXT NOT NULL,      -- the address the provider verified, as last seen
         seen REAL NOT NULL        -- their last login
+    )"""
+
+PLACES = {  # each writer's place in a story besides the cursor: checked-out children, marks
+    "checkouts": f"""story_id TEXT NOT NULL, writer TEXT NOT NULL DEFAULT '{PLACE_OF_OWNER}',
+        parent TEXT NOT NULL, child TEXT NOT NULL,
+        PRIMARY KEY (story_id, writer, parent),
+        FOREIGN KEY (story_id, child) REFERENCES nodes(story_id, id)""",
+    "bookmarks": f"""story_id TEXT NOT NULL, writer TEXT NOT NULL DEFAULT '{PLACE_OF_OWNER}',
+        node TEXT NOT NULL,
+        PRIMARY KEY (story_id, writer, node),
+        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)""",
+}
+SHARES = """CREATE TABLE shares (
+        story_id TEXT NOT NULL REFERENCES stories(id),
+        writer TEXT NOT NULL,       -- a login's key, or an address until its login comes
+        may_write INTEGER NOT NULL, -- 1: co-writing; 0: reading
+        cursor TEXT,                -- where they are; NULL: where the owner is
+        PRIMARY KEY (story_id, writer)
     )"""
 
 SCHEMA = (
@@ -67,16 +91,8 @@ SCHEMA = (
         UNIQUE (story_id, seq),
         FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
     )""",
-    """CREATE TABLE checkouts (
-        story_id TEXT NOT NULL, parent TEXT NOT NULL, child TEXT NOT NULL,
-        PRIMARY KEY (story_id, parent),
-        FOREIGN KEY (story_id, child) REFERENCES nodes(story_id, id)
-    )""",
-    """CREATE TABLE bookmarks (
-        story_id TEXT NOT NULL, node TEXT NOT NULL,
-        PRIMARY KEY (story_id, node),
-        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
-    )""",
+    *(f"CREATE TABLE {table} ({columns})" for table, columns in PLACES.items()),
+    SHARES,
     """CREATE TABLE suggestions (
         story_id TEXT NOT NULL, node TEXT NOT NULL,
         data TEXT NOT NULL,       -- JSON: the search shown at this node
@@ -95,15 +111,29 @@ SCHEMA = (
 )
 
 
+def _placed(table: str, kept: str) -> tuple[str, ...]:
+    """Schema 6's `table` made the owner's places: copied into its new shape (a key cannot
+    gain a column in place), the columns `kept` as they were."""
+    return (f"CREATE TABLE {table}_7 ({PLACES[table]})",
+            f"INSERT INTO {table}_7 ({kept}) SELECT {kept} FROM {table}",
+            f"DROP TABLE {table}", f"ALTER TABLE {table}_7 RENAME TO {table}")  # fmt: skip
+
+
 # What a file of an older schema gains, step by step: schema 3's stories become the local
 # writer's; schema 4 (owners named by e-mail address) gains the writers table: a story an
 # address owns stays so until the writer the provider verified that address for logs in
 # and takes it over (`weave.loom.store_writers.sign_in`), so none is lost or goes to the
-# wrong login; schema 5's nodes keep no provenance (NULL: "unknown provenance").
+# wrong login; schema 5's nodes keep no provenance (NULL: "unknown provenance"); schema
+# 6's checkouts and bookmarks become the owner's places, and no story is shared yet.
 MIGRATIONS = {
-    3: f"ALTER TABLE stories ADD COLUMN {OWNER}",
-    4: WRITERS,
-    5: "ALTER TABLE nodes ADD COLUMN provenance TEXT",
+    3: (f"ALTER TABLE stories ADD COLUMN {OWNER}",),
+    4: (WRITERS,),
+    5: ("ALTER TABLE nodes ADD COLUMN provenance TEXT",),
+    6: (
+        *_placed("checkouts", "story_id, parent, child"),
+        *_placed("bookmarks", "story_id, node"),
+        SHARES,
+    ),
 }
 
 
@@ -113,10 +143,30 @@ def _migrate(db: sqlite3.Connection) -> None:
     db.execute("BEGIN IMMEDIATE")
     version = db.execute("PRAGMA user_version").fetchone()[0]
     while version in MIGRATIONS:
-        db.execute(MIGRATIONS[version])
+        for statement in MIGRATIONS[version]:
+            db.execute(statement)
         version += 1
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.execute("COMMIT")
+
+
+class SqliteDb(Db):
+    """An SQLite connection inside one transaction (`weave.loom.store_sql.Db`)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        return self.connection.execute(sql, params)
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
+        self.connection.executemany(sql, params)
+
+    def opening(self, column: str, size: int) -> str:
+        return f"substr(CAST({column} AS BLOB), 1, {int(size)})"
+
+    def secure_delete(self) -> None:
+        self.connection.execute("PRAGMA secure_delete = ON")
 
 
 @dataclass(frozen=True)
@@ -126,6 +176,13 @@ class StoreFile:
     path: Path
     busy_ms: int
     writer: str = LOCAL_WRITER
+
+    @property
+    def where(self) -> str:
+        return str(self.path.parent)  # the data folder, as the writer chose it
+
+    def as_writer(self, writer: str) -> StoreFile:
+        return replace(self, writer=writer)
 
     # -- connections ----------------------------------------------------------------------
     @contextmanager
@@ -146,25 +203,42 @@ class StoreFile:
             if db is not None:
                 db.close()
 
-    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+    def read(self) -> AbstractContextManager[Db]:
         """One snapshot for several reads."""
         return self._transaction("BEGIN")
 
-    def write(self) -> AbstractContextManager[sqlite3.Connection]:
+    def write(self) -> AbstractContextManager[Db]:
         """One write transaction; the write lock is taken at once, so it cannot deadlock."""
         return self._transaction("BEGIN IMMEDIATE")
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, begin: str) -> Iterator[Db]:
         with self.connection() as db:
             db.execute(begin)
             try:
-                yield db
+                yield SqliteDb(db)
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+
+    def reclaim(self) -> None:
+        """The WAL still holds a purged story's pages until a checkpoint. A reader holding
+        them only delays it, so this is best effort, and its failure is no news to the caller."""
+        with suppress(StoreError), self.connection() as db:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def counter(self, story_id: str) -> Callable[[], int]:
+        def nodes() -> int:
+            with self.read() as db:
+                counted = "SELECT COUNT(*) AS n FROM nodes WHERE story_id = ?"
+                return db.execute(counted, (story_id,)).fetchone()["n"]
+
+        return nodes
+
+    def close(self) -> None:
+        """Nothing to close: every connection is closed after its operation."""
 
     # -- opening: is it ours, its schema ---------------------------------------------------
     def prepare(self) -> None:
