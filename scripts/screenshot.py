@@ -203,6 +203,7 @@ def main() -> None:
         weave_branches(page)
         page.mouse.move(5, 5)  # no tooltip in the picture
         page.wait_for_timeout(1500)  # let the graph finish its layout
+        page.get_by_test_id("stToast").wait_for(state="detached")  # Keep's, over the tree
         page.screenshot(path=str(args.out))
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)")
 
