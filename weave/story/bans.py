@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from weave.story.patterns import MAX_LIST_STEPS, Pattern, check_total, compile_pattern
-from weave.story.phrases import Phrase, PhraseSet, Scan, fold
+from weave.story.phrases import Phrase, PhraseSet, Scan, decode_whole, fold
 
 if TYPE_CHECKING:  # a type only: the store reads bans without loading a backend
     from backends.base import Candidate
@@ -330,7 +330,7 @@ class Guard:
 
     def step(self, state: GuardState, piece: bytes) -> Verdict:
         """Read one token's bytes after `state`: O(len(piece)) for literal phrases."""
-        text, pending = _decode(state.pending + piece)
+        text, pending = decode_whole(state.pending + piece)
         bans = self._banned.advance(state.bans, text)
         words, word, repeated = self._read_words(state.words, state.word, text)
         pruned_by = None
@@ -380,16 +380,6 @@ def _runs(story_text: str, n: int) -> frozenset[tuple[str, ...]]:
     if words and _WORDS.match(tail[-1]):
         words = words[:-1]  # the story ends inside a word: a beam may finish it otherwise
     return frozenset(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
-
-
-def _decode(data: bytes) -> tuple[str, bytes]:
-    """`data` as text, and the bytes of a character it ends inside of (kept for later)."""
-    try:
-        return data.decode("utf-8"), b""
-    except UnicodeDecodeError as e:
-        if e.reason == "unexpected end of data":
-            return data[: e.start].decode("utf-8", "replace"), data[e.start :]
-        return data.decode("utf-8", "replace"), b""
 
 
 def _phrase(rule: BanRule) -> Phrase:

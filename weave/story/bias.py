@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from weave.story.phrases import is_word_char
+from weave.story.phrases import decode_whole, is_word_char
 
 if TYPE_CHECKING:  # types only: the story layer loads no backend
     from backends.base import Backend, Candidate
@@ -147,7 +147,7 @@ class TokenBias:
             if (state.edge or not spelling.at_edge) and spelling.rule not in state.spelled:
                 _advance(spelling, s, 1, going, done)
         favoured = {r for r in done if self.weights[r] > 0}
-        text, pending = _decode(state.pending + piece)
+        text, pending = decode_whole(state.pending + piece)
         if pending:
             edge = False  # inside a character
         elif text:
@@ -231,16 +231,6 @@ def _edge_before(text: str, begun: str) -> bool:
     if not begun or not text.endswith(begun):
         return False
     return len(text) == len(begun) or not is_word_char(text[-len(begun) - 1])
-
-
-def _decode(data: bytes) -> tuple[str, bytes]:
-    """`data` as text, and the bytes of a character it ends inside of (kept for later)."""
-    try:
-        return data.decode("utf-8"), b""
-    except UnicodeDecodeError as e:
-        if e.reason == "unexpected end of data":
-            return data[: e.start].decode("utf-8", "replace"), data[e.start :]
-        return data.decode("utf-8", "replace"), b""
 
 
 def _logsumexp(values: Iterable[float]) -> float:

@@ -105,6 +105,17 @@ def is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+def decode_whole(data: bytes) -> tuple[str, bytes]:
+    """`data` as text, and the bytes of a character it ends inside of (a beam's pieces are
+    read on: the next may finish it)."""
+    try:
+        return data.decode("utf-8"), b""
+    except UnicodeDecodeError as e:
+        if e.reason == "unexpected end of data":
+            return data[: e.start].decode("utf-8", "replace"), data[e.start :]
+        return data.decode("utf-8", "replace"), b""
+
+
 def fold(text: str) -> str:
     """`text` with case folded character by character, the same length as `text`."""
     lowered = text.lower()
