@@ -44,7 +44,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from scripts.screenshot import launch_browser, wait_idle
+from scripts.screenshot import launch_browser, share_from_the_sidebar, wait_idle
 from tests.llama_server import llama_server
 from tests.postgres_server import database, postgres_server
 from tests.replicas import replicas
@@ -193,12 +193,7 @@ def shown_after(store: LoomStore, owner, reader, story_id: str, times: int) -> l
 
 def share(owner, reader, email: str, title: str) -> None:
     """`owner` shares their open story with `email` from the sidebar; `reader` opens it."""
-    owner.get_by_test_id("stExpandSidebarButton").click()
-    owner.get_by_text("👥 Share this story").click()
-    owner.get_by_role("textbox", name="A writer's e-mail address").fill(email)
-    owner.get_by_role("button", name="Share", exact=True).click()
-    owner.get_by_text(f"{email}: co-writing").wait_for()
-    owner.get_by_test_id("stSidebarCollapseButton").locator("button").click()
+    share_from_the_sidebar(owner, email)
     wait_idle(owner)
     reader.get_by_test_id("stExpandSidebarButton").click()
     reader.get_by_role("button", name="📚 All stories · new story").click()

@@ -154,6 +154,17 @@ def wait_idle(page) -> None:
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for()
 
 
+def share_from_the_sidebar(page, email: str) -> None:
+    """Share the open story with `email` to co-write, from the sidebar (opened and closed
+    again)."""
+    page.get_by_test_id("stExpandSidebarButton").click()
+    page.get_by_text("👥 Share this story").click()
+    page.get_by_role("textbox", name="A writer's e-mail address").fill(email)
+    page.get_by_role("button", name="Share", exact=True).click()
+    page.get_by_text(f"{email}: co-writing").wait_for()
+    page.get_by_test_id("stSidebarCollapseButton").locator("button").click()
+
+
 def story_text(page) -> str:
     return page.locator(STORY).input_value()
 

@@ -18,7 +18,15 @@ import time
 
 import pytest
 
-from scripts.screenshot import ACCEPT, STORY, button, story_text, wait_for_suggestions, wait_idle
+from scripts.screenshot import (
+    ACCEPT,
+    STORY,
+    button,
+    share_from_the_sidebar,
+    story_text,
+    wait_for_suggestions,
+    wait_idle,
+)
 from tests.postgres_server import database
 from tests.replicas import replicas
 from tests.test_private import log_in, new_page, provider_user, settled
@@ -33,15 +41,6 @@ pytestmark = [
 ANA, BEN = "ana@example.org", "ben@example.org"
 OPENING = "The lighthouse keeper counted the ships every night."
 SEARCH_MS = 600_000  # a search on llama.cpp on a loaded 2-core machine may take minutes
-
-
-def share_from_the_sidebar(page, email: str) -> None:
-    page.get_by_test_id("stExpandSidebarButton").click()
-    page.get_by_text("👥 Share this story").click()
-    page.get_by_role("textbox", name="A writer's e-mail address").fill(email)
-    page.get_by_role("button", name="Share", exact=True).click()
-    page.get_by_text(f"{email}: co-writing").wait_for()
-    page.get_by_test_id("stSidebarCollapseButton").locator("button").click()
 
 
 def acknowledged_accept(page) -> str:
