@@ -1,19 +1,19 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
 `streamlit run lloom.py`, which serves `app` below: an `st.App` whose middleware
-(`lloom_hosts`) refuses a request naming a foreign Host first. The page lays out widgets
+(`page.hosts`) refuses a request naming a foreign Host first. The page lays out widgets
 and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`),
 and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
 `weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
 its keys are `weave.keys`'; a node's suggestions come through one door, `Offers.show`,
 whose answer the page draws. The story page is a desk: the story (its end in view), the
-moves and the suggestions on the left, the tools (sampling: `lloom_sampling`; the
-Alternatives dialog: `lloom_alternatives`; the steering and bans panels: `lloom_steering`,
-`lloom_bans`) and the graphs (`lloom_graphs`) on the right; the start page and the library
-are `lloom_library`'s, finding a branch `lloom_find`'s, a suggestion's or a sample's row
-`lloom_rows`', taking one after an edit `lloom_take`'s, a session's state `lloom_state`'s,
-sharing a story and its co-writers' branches as they come `lloom_group`'s, the CSS and
-script files in static/.
+moves and the suggestions on the left, the tools (sampling: `page.sampling`; the
+Alternatives dialog: `page.alternatives`; the steering and bans panels: `page.steering`,
+`page.bans`) and the graphs (`page.graphs`) on the right; the start page and the library
+are `page.library`'s, finding a branch `page.find`'s, a suggestion's or a sample's row
+`page.rows`', taking one after an edit `page.take`'s, a session's state `page.state`'s,
+sharing a story and its co-writers' branches as they come `page.group`'s, the CSS and
+script files in page/static/.
 The URL names the story and the node. The model is loaded once per process
 (`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
 switch it. No algorithm lives here.
@@ -31,23 +31,14 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
-import lloom_alternatives
-import lloom_bans
-import lloom_files
-import lloom_graphs
-import lloom_group
-import lloom_hosts
-import lloom_library
-import lloom_part
-import lloom_sampling
-import lloom_steering
 from backends import Backend, BackendError, Choice, choose_backend
 from backends.base import Cancelled
 from backends.shared import SharedBackend
-from lloom_alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
-from lloom_find import find_ui
-from lloom_rows import ACCEPT, Row, offer_row
-from lloom_state import PageState, page
+from page import alternatives, bans, files, graphs, group, hosts, library, part, sampling, steering
+from page.alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
+from page.find import find_ui
+from page.rows import ACCEPT, Row, offer_row
+from page.state import PageState, tab
 from weave import access, keys
 from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
@@ -115,7 +106,7 @@ def shared_backend() -> SharedBackend:
     return SharedBackend(shared_settings(), backends.create_backend)
 
 
-@st.cache_resource(ttl=60, show_spinner=False)  # not cache_data: see lloom_graphs' docstring
+@st.cache_resource(ttl=60, show_spinner=False)  # not cache_data: see page.graphs' docstring
 def models_here(configured: str, hub: str) -> tuple[LocalModel, ...]:
     """The mlx-lm models on this machine (`backends.mlx.catalog`): the configured one, the
     embedded one and those in the Hugging Face cache `hub`; read once a minute."""
@@ -134,8 +125,8 @@ def shared_store() -> tuple[LoomStore, str | None]:
 
 @st.cache_resource(show_spinner=False)
 def static_text(name: str) -> str:
-    """A file of static/ (the desk's CSS, the story box's script), read once per process."""
-    return (Path(__file__).parent / "static" / name).read_text()
+    """A file of page/static/ (the desk's CSS, the story box's script), read once per process."""
+    return (Path(__file__).parent / "page" / "static" / name).read_text()
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -160,8 +151,8 @@ def main() -> None:
     else:
         with start_page.container():
             start_error_ui()
-            lloom_library.start_ui(settings, ws)
-            lloom_library.library_ui(ws)
+            library.start_ui(settings, ws)
+            library.library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
     reading = ws.offers.reading.running()  # the story's own reading comes first
     if offer is not None and backend is not None and not ws.offers.error and not reading:
@@ -180,17 +171,17 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         params, prefix_space, shading = tools_ui(settings, ws, backend)
         steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
-            lloom_steering.steering_ui(ws)  # before the search: it searches under them
+            steering.steering_ui(ws)  # before the search: it searches under them
         ws.default_bans = settings.bans  # config.toml's [bans], beside the story's own
         with ban.popover("🚫 Bans & bias", width="stretch"):
-            lloom_bans.bans_ui(ws)  # likewise
+            bans.bans_ui(ws)  # likewise
     with left:
         story_ui(ws)
         draw = moves_ui(settings, ws, backend)
         offer = search_ui(ws, backend, params, prefix_space)
         error_ui(ws)
         lone_ui(ws)
-        lloom_group.live_ui(ws)  # a shared story: the co-writers' branches, as they come
+        group.live_ui(ws)  # a shared story: the co-writers' branches, as they come
         if offer is not None:
             if offer.params != params:
                 st.caption("⚠️ These suggestions were made here with other settings.")
@@ -199,14 +190,14 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         elif not ws.text:
             st.info("The story is empty here: write something, or go forward (↪ Redo).")
         if draw is not None:  # below the suggestions: they stay on the first screen
-            lloom_sampling.samples_ui(ws, draw, prefix_space)
+            sampling.samples_ui(ws, draw, prefix_space)
         st.caption(keys.key_line())
     with right:
         with seen:
-            lloom_steering.context_ui(ws, backend, params.max_depth)
-        lloom_graphs.graphs_ui(ws, offer)
-    if page().alternatives_open and backend is not None:
-        lloom_alternatives.alternatives_dialog(ws, backend)
+            steering.context_ui(ws, backend, params.max_depth)
+        graphs.graphs_ui(ws, offer)
+    if tab().alternatives_open and backend is not None:
+        alternatives.alternatives_dialog(ws, backend)
     return offer
 
 
@@ -215,15 +206,15 @@ def tools_ui(
 ) -> tuple[SearchParams, bool, bool]:
     """Configuration and Sampling (popovers) and Alternatives (a dialog), out of the
     story's way; returns the search parameters and the display choices."""
-    config, sampling, alternatives = st.columns(3)
-    with config.popover("⚙️ Configuration", width="stretch"):
+    config_at, sampling_at, alternatives_at = st.columns(3)
+    with config_at.popover("⚙️ Configuration", width="stretch"):
         chosen = config_ui(settings, backend, ws)
-    with sampling.popover("🎲 Sampling", width="stretch"):
-        lloom_sampling.sample_settings_ui(settings)
-    alternatives.button("🔍 Alternatives", key="alt_show", width="stretch",
-                        on_click=open_alternatives, disabled=backend is None or not ws.text,
-                        help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
-                        f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
+    with sampling_at.popover("🎲 Sampling", width="stretch"):
+        sampling.sample_settings_ui(settings)
+    alternatives_at.button("🔍 Alternatives", key="alt_show", width="stretch",
+                           on_click=open_alternatives, disabled=backend is None or not ws.text,
+                           help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
+                           f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
     return chosen
 
 
@@ -281,7 +272,7 @@ def login_configured() -> bool:
 def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
     """This browser session's workspace, made once (anew when another writer logs in, who
     first takes over the stories kept for their address: `LoomStore.sign_in`)."""
-    if "page" not in st.session_state or page().ws.store.writer != store.writer:
+    if "page" not in st.session_state or tab().ws.store.writer != store.writer:
         if login is not None:
             try:
                 store.sign_in(login.email)
@@ -289,21 +280,21 @@ def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace
                 st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
                          f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
         st.session_state.page = PageState(session.Workspace(store))
-    return page().ws
+    return tab().ws
 
 
 def open_from_url(ws: session.Workspace) -> None:
     """A new session (a refreshed tab) reopens the story and the node its URL names, once."""
-    if page().url_read:
+    if tab().url_read:
         return
-    page().url_read = True
+    tab().url_read = True
     story_id = st.query_params.get("story")
     if not story_id:
         return
     begun = ws.library.ids_starting(story_id)  # an id cut short (sync_url writes it whole)
     opened = ws.open(begun[0] if len(begun) == 1 else story_id, st.query_params.get("node"))
     if not opened and ws.save_error is None:  # else storage_ui says why
-        page().url_missing = (story_id, len(begun))
+        tab().url_missing = (story_id, len(begun))
 
 
 def sync_url(ws: session.Workspace) -> None:
@@ -340,7 +331,7 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
             "to be safe.",
             icon="💾",
         )
-    missing, page().url_missing = page().url_missing, None
+    missing, tab().url_missing = tab().url_missing, None
     if missing and missing[1] > 1:
         st.warning(f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
                    "link's whole story id, or open one below.", icon="🔎")  # fmt: skip
@@ -356,9 +347,9 @@ def backend_or_none() -> Backend | None:
     time): only when the writer asks, with the button `error_ui` shows.
     """
     shared = shared_backend()
-    if page().switch_to is not None:
-        switch_now(shared, page().switch_to)
-    if page().backend_error:
+    if tab().switch_to is not None:
+        switch_now(shared, tab().switch_to)
+    if tab().backend_error:
         return None
     try:
         if shared.loaded:
@@ -366,29 +357,29 @@ def backend_or_none() -> Backend | None:
         with st.spinner("Loading the model (the first time converts it)…"):
             return shared.get()
     except BackendError as e:
-        page().backend_error = str(e)
+        tab().backend_error = str(e)
         return None
 
 
 def switch_now(shared: SharedBackend, model: str) -> None:
     """Load the picked model; on failure the one in use stays, and the page says why."""
-    page().switch_to, page().switch_error = None, None
+    tab().switch_to, tab().switch_error = None, None
     try:
         with st.spinner(f"Loading {model or 'the embedded model'}…"):
             shared.switch(model)
-        page().backend_error = None
+        tab().backend_error = None
     except BackendError as e:
-        page().switch_error = str(e)
+        tab().switch_error = str(e)
 
 
 def retry_backend() -> None:
-    page().backend_error = None
+    tab().backend_error = None
 
 
 # -- start ----------------------------------------------------------------------------------
 def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
-    reason = page().backend_error
+    reason = tab().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
                  "saved stories; to write with the model, fix the backend, then try again.",
@@ -407,8 +398,8 @@ def config_ui(
     default): a story continued with another model takes that model's for the rest.
     """
     defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if page().settings_for != (ws.story_id, defaults):  # another story, or another model
-        page().settings_for = (ws.story_id, defaults)
+    if tab().settings_for != (ws.story_id, defaults):  # another story, or another model
+        tab().settings_for = (ws.story_id, defaults)
         load_settings_into_widgets(ws, defaults)
     for key, field in CONFIG_KEYS.items():
         st.session_state.setdefault(key, getattr(defaults, field))
@@ -502,9 +493,9 @@ def display_ui() -> tuple[bool, bool]:
 def story_ui(ws: session.Workspace) -> None:
     """The editable story (Ctrl+Enter applies: a new branch), scrolled to its end."""
     shown = (ws.story_id, ws.cursor, ws.text)
-    if page().story_shown != shown:  # another node, or another tab's edit
+    if tab().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
-        page().story_shown = shown
+        tab().story_shown = shown
     st.text_area("Story", key="story_text", height=130, on_change=apply_edit,
                  args=(ws, ws.story_id, ws.cursor),
                  label_visibility="collapsed", placeholder="Write the story here",
@@ -543,9 +534,9 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
         clicked = st.button("🎲 Sample", key="sample", shortcut=key["sample"],
                             disabled=backend is None or not ws.text,
                             help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
-    asked, page().sample_next = page().sample_next, False  # 🔁 Again's offer (`again_ui`)
+    asked, tab().sample_next = tab().sample_next, False  # 🔁 Again's offer (`again_ui`)
     if (clicked or asked) and backend is not None and ws.text:
-        lloom_sampling.sample(ws, backend, lloom_sampling.sample_params(settings))
+        sampling.sample(ws, backend, sampling.sample_params(settings))
     return ws.offers.draw(ws.cursor)
 
 
@@ -606,7 +597,7 @@ def again_ui(params: SearchParams) -> None:
 
 
 def sample_next() -> None:
-    page().sample_next = True  # drawn in this run's moves (`moves_ui`), under its status
+    tab().sample_next = True  # drawn in this run's moves (`moves_ui`), under its status
 
 
 def set_cutoff(cutoff: float) -> None:
@@ -637,7 +628,7 @@ def session_alive():
 
 
 def error_ui(ws: session.Workspace) -> None:
-    reason = page().backend_error
+    reason = tab().backend_error
     if reason:
         st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
                  "fix the backend, then try again.", icon="🔌")  # fmt: skip
@@ -684,17 +675,17 @@ def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> Non
 
 def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
                    shading: bool, *, ahead: bool) -> None:  # fmt: skip
-    """Ranked suggestions, one row each (`lloom_rows`): the share, the text, ✏️ Edit,
+    """Ranked suggestions, one row each (`page.rows`): the share, the text, ✏️ Edit,
     📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
     under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
     lists them all. A click on a word takes its row up to there; the rest of a row so
-    taken comes first, here (`lloom_part`).
+    taken comes first, here (`page.part`).
 
     The widgets are named after the search and the prefix-space choice, so a box never
     holds the text another search, or the other choice, put there.
     """
     suggestions = offer.result.suggestions
-    rest = lloom_part.rest_here(ws, suggestions)
+    rest = part.rest_here(ws, suggestions)
     if not suggestions and rest is None:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
@@ -706,26 +697,26 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
     rows, takeable = list(zip(suggestions, shares, strict=True)), {}
     with st.container(key="suggestions", gap=None):
         if rest is not None:
-            takeable[lloom_part.rest_row(ws, rest, prefix_space, shading)] = rest
-        for i, (suggestion, share) in enumerate(rows if page().all_rows else rows[:LISTED]):
+            takeable[part.rest_row(ws, rest, prefix_space, shading)] = rest
+        for i, (suggestion, share) in enumerate(rows if tab().all_rows else rows[:LISTED]):
             row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
             takeable[row.key] = Offered(row.piece, suggestion)
             suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
     with st.container(horizontal=True, vertical_alignment="center"):
-        lloom_part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
+        part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
         more_rows_ui(len(suggestions))
         bars = present.bar_caption(offer.params.score, ahead=ahead)
         st.caption(f"{bars} A click on a word takes its row up to there, ✏️ edits one in "
                    f"its row (Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes "
                    "it.")  # fmt: skip
-    lloom_part.pick_ui(ws, takeable, prefix_space)
+    part.pick_ui(ws, takeable, prefix_space)
 
 
 def more_rows_ui(count: int) -> None:
     """List every suggestion, or the first LISTED again (nothing when all are listed)."""
     if count <= LISTED:
         return
-    if page().all_rows:
+    if tab().all_rows:
         st.button("▴ Fewer", key="rows_fewer", on_click=list_all, args=(False,),
                   help=f"List the first {LISTED} suggestions only")  # fmt: skip
     else:
@@ -734,19 +725,19 @@ def more_rows_ui(count: int) -> None:
 
 
 def list_all(value: bool) -> None:
-    page().all_rows = value
+    tab().all_rows = value
 
 
 def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
                    shading: bool) -> None:  # fmt: skip
-    """One suggestion's row (`lloom_rows`): its share, the figure over a bar as long as
+    """One suggestion's row (`page.rows`): its share, the figure over a bar as long as
     its part of the best one's; its text, each token shaded by its probability, each
-    word a click's target (`lloom_part`), its variants a "+n" whose tooltip lists them."""
+    word a click's target (`page.part`), its variants a "+n" whose tooltip lists them."""
     html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading,
-                                   words=lloom_part.words(row.key, suggestion.text))  # fmt: skip
-    part, filled = share
+                                   words=part.words(row.key, suggestion.text))  # fmt: skip
+    own, filled = share
     figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
-              f'title="{present.SHARE_TITLE}">{present.share_html(part)}</span>')  # fmt: skip
+              f'title="{present.SHARE_TITLE}">{present.share_html(own)}</span>')  # fmt: skip
     offer_row(row, html, figure, rank)
 
 
@@ -760,11 +751,11 @@ def sidebar_ui(
     with st.sidebar:
         find_ui(ws)
         if ws.started:
-            lloom_library.story_info_ui(ws)
-            lloom_group.share_ui(ws)
-            lloom_library.bookmarks_ui(ws)
-            lloom_files.downloads_ui(ws, offer)
-        lloom_files.import_ui(ws)
+            library.story_info_ui(ws)
+            group.share_ui(ws)
+            library.bookmarks_ui(ws)
+            files.downloads_ui(ws, offer)
+        files.import_ui(ws)
         backend_line_ui(settings, backend, choice)
         with st.expander("Details"):
             details_ui(settings, ws, backend, offer, choice)
@@ -821,13 +812,13 @@ def switch_model_ui(settings: Settings) -> None:
         st.caption("Only this model is here. To add one, name an mlx-lm folder or hub id in "
                    "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
                    "Hugging Face cache.")  # fmt: skip
-    problem = page().switch_error
+    problem = tab().switch_error
     if problem:
         st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")
 
 
 def switch_model(key: str) -> None:
-    page().switch_to = st.session_state[key]  # loaded in the run, under a spinner
+    tab().switch_to = st.session_state[key]  # loaded in the run, under a spinner
 
 
 def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
@@ -860,4 +851,4 @@ def stats_ui(title: str, s: SearchStats) -> None:
 if __name__ == "__main__":
     main()
 else:  # `streamlit run lloom.py` serves this app: each request's Host is checked first
-    app = st.App(__file__, middleware=lloom_hosts.middleware())
+    app = st.App(__file__, middleware=hosts.middleware())

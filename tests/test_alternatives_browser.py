@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from lloom_alternatives import ALTERNATIVES_K
+from page.alternatives import ALTERNATIVES_K
 from scripts.screenshot import (
     app_page,
     button,

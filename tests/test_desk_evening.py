@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from huggingface_hub import constants
 
-from lloom_take import KEPT, NOT_TAKEN, take
+from page.take import KEPT, NOT_TAKEN, take
 from tests.test_page import FIRST, app, rows, started, story, suggestions, workspace
 from weave.desk.session import Workspace
 from weave.desk.spot import Piece

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lloom_hosts import REFUSED
+from page.hosts import REFUSED
 from scripts.screenshot import CHROMIUM, CHROMIUM_ARGS, streamlit_app
 from tests.test_private import Watchman, new_page, no_model, settled
 from weave.config import ConfigError, settings_from_table

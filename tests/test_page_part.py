@@ -1,4 +1,4 @@
-"""Taking part of a row on the page (issue 39, item 5; `lloom_part`) through Streamlit's
+"""Taking part of a row on the page (issue 39, item 5; `page.part`) through Streamlit's
 AppTest on the fake model: a click on a word (its post to the hidden box) takes the row up
 to that word's end; the rest of the row comes first at the new node, where a lone
 suggestion is not taken by itself over it, unless the node's search offers it already; W
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import backends
-from lloom_part import TAKE_PICK
+from page.part import TAKE_PICK
 from tests.fake_backend import StoryFake
 from tests.test_page import FIRST, read_row, rows, shaded, started, story, workspace
 from weave import keys

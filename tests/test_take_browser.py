@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from lloom_take import NOT_TAKEN
+from page.take import NOT_TAKEN
 from scripts.screenshot import (
     ACCEPT,
     STORY,

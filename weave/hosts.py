@@ -5,7 +5,7 @@ and then read and change the loopback page as if it were its own: the browser se
 site. What it cannot change is the Host header, which names the attacker's name. So the
 page serves a request only when its Host is a loopback name (`localhost`, 127.x.x.x,
 `[::1]`) or one `[sharing] allowed_hosts` in config.toml lists, as Jupyter does. The
-port is not part of the decision. This module decides, purely; `lloom_hosts` puts the
+port is not part of the decision. This module decides, purely; `page.hosts` puts the
 decision in front of every request the page's server gets.
 """
 

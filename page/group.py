@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from lloom_state import page
+from page.state import tab
 from weave.access import writer_for
 from weave.desk import session
 from weave.loom.loom import Node
@@ -87,19 +87,19 @@ def live_ui(ws: session.Workspace) -> None:
     if ws.role == "owner" and not ws.library.save(lambda: ws.store.shares(ws.story_id),
                                                   reading=True):  # fmt: skip
         return
-    live = page().live
+    live = tab().live
     if live is None or live.story_id != ws.story_id:
         watch = ws.library.save(lambda: ws.store.watch(ws.story_id), reading=True)
         if watch is None:
             return
-        page().live = Live(ws.story_id, watch, len(ws.loom.nodes))
+        tab().live = Live(ws.story_id, watch, len(ws.loom.nodes))
     news_ui(ws)
 
 
 @st.fragment(run_every=LIVE_EVERY_S)
 def news_ui(ws: session.Workspace) -> None:
     """Other writers' newest branches, each with who made it and a Go; redrawn by itself."""
-    live = page().live
+    live = tab().live
     if live is None or live.story_id != ws.story_id or not ws.started:
         return
     try:

@@ -8,8 +8,8 @@ import json
 
 import streamlit as st
 
-from lloom_graphs import drawn_as, has_dot, search_source
-from lloom_state import page
+from page.graphs import drawn_as, has_dot, search_source
+from page.state import tab
 from weave.desk import session
 from weave.desk.spot import Offer
 from weave.interop import openloom
@@ -21,12 +21,12 @@ def import_ui(ws: session.Workspace) -> None:
     popover: a file drop zone in the sidebar cost the browser ~15 ms on every move. What an
     import did is said once, in a toast where the writer is looking (and a failure in the
     sidebar too, until the next run): it never stays on into the next story."""
-    problem, opened = page().import_error, page().imported
-    page().import_error = page().imported = None
+    problem, opened = tab().import_error, tab().imported
+    tab().import_error = tab().imported = None
     if opened:
         st.toast(f"Imported and opened “{md(opened)}”.", icon="📥")
     with st.popover("📥 Import a story", width="stretch"):
-        key = f"import_{page().imports}"
+        key = f"import_{tab().imports}"
         st.file_uploader(IMPORT_LABEL, type=["json", "openloom"], key=key,
                          on_change=import_file, args=(ws, key))  # fmt: skip
     if problem:
@@ -46,10 +46,10 @@ def import_file(ws: session.Workspace, key: str) -> None:
     if upload is None:
         return
     problem = ws.import_file(upload.getvalue())
-    page().import_error = problem
+    tab().import_error = problem
     if problem is None:
-        page().imports += 1  # a fresh uploader
-        page().imported = ws.title
+        tab().imports += 1  # a fresh uploader
+        tab().imported = ws.title
 
 
 def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
-import lloom_bans
 from backends import Backend
-from lloom_state import page
+from page import bans
+from page.state import tab
 from weave.desk import session
 from weave.desk.alternatives import Alternatives, Choice, branch_text
 from weave.view import present
@@ -26,25 +26,25 @@ TOKEN_CLICK = Path(__file__).resolve().parent / "static" / "token_click.html"
 
 
 def open_alternatives() -> None:
-    page().alternatives_open = True
+    tab().alternatives_open = True
 
 
 def close_alternatives() -> None:
-    page().alternatives_open = False
+    tab().alternatives_open = False
 
 
 @st.dialog("🔍 Alternatives at any token", width="large", on_dismiss=close_alternatives)
 def alternatives_dialog(ws: session.Workspace, backend: Backend) -> None:
     """The story's last tokens shaded by their probability; click one, then one of the
     model's alternatives there, and the loom branches at that token (the dialog closes)."""
-    if not page().alternatives_open:
+    if not tab().alternatives_open:
         st.rerun()  # branched: the whole page, on the new branch
-    shown = page().alternatives
+    shown = tab().alternatives
     if shown is None or (shown.story_id, shown.node_id) != (ws.story_id, ws.cursor):
         with st.spinner("Reading the story's tokens…"):
             shown = ws.offers.alternatives(backend, ws.spot, k=ALTERNATIVES_K,
                                            last=ALTERNATIVE_TOKENS)  # fmt: skip
-        page().alternatives, page().alternative_words = shown, {}
+        tab().alternatives, tab().alternative_words = shown, {}
     if shown.unsupported:
         st.info(f"{md(backend.name)} cannot say what the model offered at the story's own "
                 "tokens (its server gives no log-probabilities of a prompt).")  # fmt: skip
@@ -64,7 +64,7 @@ def alternatives_picker(ws: session.Workspace, backend: Backend, shown: Alternat
     branches the loom with it."""
     box = st.session_state.get(ALT_PICK, "")
     row = shown.row_at(int(box) if box.isdigit() else None)
-    words = page().alternative_words
+    words = tab().alternative_words
     if row.position not in words:
         words[row.position] = ws.offers.choices(backend, ws.spot, row)
     st.markdown(present.story_tokens_html(shown.rows, box=ALT_PICK, picked=row.position),
@@ -75,7 +75,7 @@ def alternatives_picker(ws: session.Workspace, backend: Backend, shown: Alternat
                "word for the model's alternatives there; click one to branch with it.")  # fmt: skip
     st.markdown(f"At “{md(present.token_word(row.text))}” "
                 f"({present.token_probability(row)}) the model offered:")  # fmt: skip
-    banned = lloom_bans.banned_alternatives(ws, list(shown.rows), shown.rows.index(row))
+    banned = bans.banned_alternatives(ws, list(shown.rows), shown.rows.index(row))
     with st.container(horizontal=True, gap="small"):
         for i, choice in enumerate(words[row.position]):
             own = choice.token_id == row.token_id
@@ -97,4 +97,4 @@ def branch_at(ws: session.Workspace, shown: Alternatives, row, choice: Choice) -
         ws.edit(branch_text(ws.text, shown.rows, row, choice), how="alternative")
         close_alternatives()
     except ValueError as e:  # the tokens do not spell this story's end
-        page().alternatives = shown.failed(str(e))
+        tab().alternatives = shown.failed(str(e))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lloom_state import page
+from page.state import tab
 from weave.config import Settings
 from weave.desk import session
 from weave.loom.store import StoryInfo
@@ -54,7 +54,7 @@ def story_row(ws: session.Workspace, entry: StoryInfo) -> None:
     edited.caption(f"{entry.nodes} nodes · edited {present.when(entry.updated)}{shared}")
     if entry.role != "owner":  # only its owner deletes it
         return
-    if page().confirm_delete != entry.id:
+    if tab().confirm_delete != entry.id:
         delete.button("🗑️ Delete", key=f"delete_{entry.id}",
                       help="Delete (recoverable until purged)",
                       on_click=ask, args=("confirm_delete", entry.id))  # fmt: skip
@@ -72,7 +72,7 @@ def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
     restore.button(
         "Restore", key=f"restore_{entry.id}", on_click=ws.library.restore, args=(entry.id,)
     )
-    if page().confirm_purge != entry.id:
+    if tab().confirm_purge != entry.id:
         purge.button("Purge…", key=f"purge_{entry.id}", on_click=ask,
                      args=("confirm_purge", entry.id))  # fmt: skip
         return
@@ -82,20 +82,20 @@ def deleted_row(ws: session.Workspace, entry: StoryInfo) -> None:
 
 def ask(flag: str, value: str | None) -> None:
     """Set `flag` ("confirm_delete" or "confirm_purge"): the story awaiting a yes."""
-    setattr(page(), flag, value)
+    setattr(tab(), flag, value)
 
 
 def confirm(flag: str, action, story_id: str) -> None:
-    setattr(page(), flag, None)
+    setattr(tab(), flag, None)
     action(story_id)
 
 
 def story_info_ui(ws: session.Workspace) -> None:
     st.subheader("Story")
     key = f"title_{ws.story_id}"
-    if page().title_shown != (ws.story_id, ws.title):  # renamed, or its opening rewritten
+    if tab().title_shown != (ws.story_id, ws.title):  # renamed, or its opening rewritten
         st.session_state[key] = ws.title
-        page().title_shown = (ws.story_id, ws.title)
+        tab().title_shown = (ws.story_id, ws.title)
     st.text_input("Title", key=key, on_change=rename, args=(ws, ws.story_id, key),
                   disabled=ws.role != "owner")  # fmt: skip
     st.button("📚 All stories · new story", key="close", on_click=ws.close)

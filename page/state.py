@@ -1,6 +1,6 @@
 """What the page keeps for one browser session besides its widgets' values: `PageState`,
-and `page()` to reach it from any of the page's modules (`lloom`, `lloom_library`,
-`lloom_alternatives`, `lloom_group`). Made once per session by `lloom.workspace`."""
+and `tab()` to reach it from any of the page's modules (`lloom`, `page.library`,
+`page.alternatives`, `page.group`). Made once per session by `lloom.workspace`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from weave.desk.alternatives import Alternatives, Choice
 from weave.desk.partial import Offered
 
 if TYPE_CHECKING:
-    from lloom_group import Live
+    from page.group import Live
 
 
 @dataclass
@@ -42,11 +42,11 @@ class PageState:
     switch_error: str | None = None  # why the model picked last could not be loaded
     all_rows: bool = False  # every suggestion listed, not the first LISTED
     sample_next: bool = False  # draw samples in this run: what 🔁 Again offered was taken
-    editing_row: str | None = None  # the offered row shown as a box (`lloom_rows`)
-    rest: Offered | None = None  # the rest of the row last taken in part (`lloom_part`)
-    live: Live | None = None  # a shared story's growth, as this tab knows it (`lloom_group`)
+    editing_row: str | None = None  # the offered row shown as a box (`page.rows`)
+    rest: Offered | None = None  # the rest of the row last taken in part (`page.part`)
+    live: Live | None = None  # a shared story's growth, as this tab knows it (`page.group`)
 
 
-def page() -> PageState:
+def tab() -> PageState:
     """This browser session's state (`workspace` makes it)."""
     return st.session_state.page

@@ -1,6 +1,6 @@
 """🎲 Sampling on the page: the sampler's sliders, the parameters they give, and drawing
 at this node under a status, and the samples drawn here listed below the suggestions, best
-first, one full-width row each (`lloom_rows`, as the suggestions are). Widgets only: the
+first, one full-width row each (`page.rows`, as the suggestions are). Widgets only: the
 draw is `Offers.sample`'s (n8loom's ramify, `weave.search.ramify`).
 """
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 import streamlit as st
 
 from backends import Backend
-from lloom_rows import Row, offer_row
+from page.rows import Row, offer_row
 from weave.bounds import bound_of
 from weave.config import Settings
 from weave.desk import session

@@ -2,8 +2,8 @@
 figure (a share over its bar), its text (wrapping, never cut), ✏️ Edit, 📌 Keep and ➜ Take.
 ✏️ turns that row alone into a box in its place, Enter takes what it holds (a form: Enter
 submits, leaving the box does not). What a row's buttons do is the workspace's
-(`Workspace.keep`, and `lloom_take.take`); which rows to list and in what order is the
-caller's (`lloom.suggestions_ui`, `lloom_sampling.samples_ui`).
+(`Workspace.keep`, and `page.take.take`); which rows to list and in what order is the
+caller's (`lloom.suggestions_ui`, `page.sampling.samples_ui`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from lloom_state import page
-from lloom_take import take
+from page.state import tab
+from page.take import take
 from weave import keys
 from weave.desk import session
 from weave.desk.spot import Piece
@@ -42,7 +42,7 @@ def offer_row(row: Row, text_html: str, figure_html: str, rank: int | None = Non
     box while ✏️ Edit is on for it; then ✏️, 📌 Keep and ➜ Take (the n-th suggestion's keys
     when `rank` is given). No tooltips on the buttons: each costs the browser a second copy
     of its button."""
-    if page().editing_row == row.key:
+    if tab().editing_row == row.key:
         edit_row(row, figure_html, rank)
         return
     line = st.container(horizontal=True, gap="xsmall", vertical_alignment="center")
@@ -73,7 +73,7 @@ def edit_row(row: Row, figure_html: str, rank: int | None) -> None:
 
 
 def edit(key: str | None) -> None:
-    page().editing_row = key
+    tab().editing_row = key
 
 
 def take_buttons(row: Row, keep, go, rank: int | None = None) -> None:
@@ -93,14 +93,14 @@ def row_keys(rank: int | None) -> tuple[str | None, str | None]:
 
 def accept_row(row: Row) -> None:
     """Without prefix space the box holds the whole text, its leading space included; after
-    an edit in the same click, `lloom_take` decides."""
-    page().editing_row = None
+    an edit in the same click, `page.take` decides."""
+    tab().editing_row = None
     take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
 
 
 def keep_row(row: Row) -> None:
     """📌 Keep, said where the writer is looking (the greyed button alone said nothing)."""
-    page().editing_row = None
+    tab().editing_row = None
     before = len(row.ws.loom.nodes)
     row.ws.keep(row.piece, row.shown(), prefix_space=row.prefix_space)
     if len(row.ws.loom.nodes) > before:

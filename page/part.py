@@ -5,7 +5,7 @@ click takes (the page's CSS: the words up to it underlined, the rest faded), and
 posts the row and the word's end to one hidden box (static/token_click.html, the
 mechanism the Alternatives dialog's tokens use: nothing reloads). W (`keys.WORD`, the
 ✂ Word button) takes the first row up to its first word. The part is taken as ➜ Take
-takes a row (`lloom_take.take`: after an edit in the same click too), as a "partial
+takes a row (`page.take.take`: after an edit in the same click too), as a "partial
 suggestion" with its ids where the cut falls on a token boundary (`weave.desk.partial`).
 
 The rest of the row stays offered: at the node the part made, drawn first above that
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lloom_alternatives import TOKEN_CLICK
-from lloom_rows import Row, offer_row
-from lloom_state import page
-from lloom_take import take
+from page.alternatives import TOKEN_CLICK
+from page.rows import Row, offer_row
+from page.state import tab
+from page.take import take
 from weave import keys
 from weave.desk import session
 from weave.desk.partial import Offered, beside, word_ends
@@ -44,7 +44,7 @@ def words(row_key: str, text: str) -> present.Words:
 def rest_here(ws: session.Workspace, suggestions: list[Suggestion]) -> Offered | None:
     """The rest of the row last taken in part, where it is offered (at the cursor), unless
     one of the node's `suggestions` holds it (`weave.desk.partial.beside`)."""
-    rest = page().rest
+    rest = tab().rest
     return beside(rest, suggestions) if rest and rest.piece.node_id == ws.cursor else None
 
 
@@ -87,11 +87,11 @@ def take_first_word(ws: session.Workspace, first: Offered, prefix_space: bool) -
 def take_up_to(ws: session.Workspace, offered: Offered, end: int, prefix_space: bool) -> None:
     """Take `offered` up to `end` as ➜ Take takes a row; where the story moved on to the
     part, the rest is offered there and no lone suggestion is taken over it."""
-    page().editing_row = None
+    tab().editing_row = None
     part, start = offered.up_to(end), ws.cursor
     take(ws, part, None, prefix_space=prefix_space)
     if ws.cursor == start or ws.loom.node(ws.cursor).text != part.text:
         return
-    page().rest = offered.after(end, ws.cursor)
-    if page().rest is not None:
+    tab().rest = offered.after(end, ws.cursor)
+    if tab().rest is not None:
         ws.lone = ws.lone.held()
