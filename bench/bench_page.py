@@ -1,6 +1,6 @@
 """The page's own cost, in Debian's Chromium on the real page and the real embedded model.
 
-    .venv/bin/python bench/bench_page.py [--rounds 3]
+    .venv/bin/python bench/bench_page.py [--rounds 3] [--before CHECKOUT]
     .venv/bin/python bench/bench_page.py lookahead [--rounds 5]
 
 Each mode starts `streamlit run lloom.py` on a free loopback port with a throwaway data
@@ -16,6 +16,10 @@ Go to a node; prints each action's median and range beside the search time insid
 status line's figure; "no search" when none ran). Then the layout at 1280×800, 1440×900 and
 1920×1080 after Start: accept buttons fully in view without scrolling, the story's last line
 in view, accept buttons in the page against suggestions shown.
+
+`--before CHECKOUT` (issue 42): the same rounds on two apps at once, an earlier commit's
+checkout (`git worktree add /tmp/before REV`) and this one, interleaved; prints each
+action's median on both and now/before.
 
 `lookahead` (issue 25): two apps in one run, LLOOM_LOOKAHEAD=0 and =3; each starts the first
 starting story, then `--rounds` rounds, the apps interleaved: read for 6 s, accept the top
@@ -184,6 +188,24 @@ def actions(rounds: int) -> None:
         print_layouts(layouts)
 
 
+def before_after(rounds: int, before: Path) -> None:
+    """The same rounds on two apps at once, the checkout `before` and this one, interleaved
+    (which side goes first alternates by round): a change in load falls on both."""
+    openings = load_settings().starting_stories
+    with contextlib.ExitStack() as stack:
+        urls = {"before": stack.enter_context(running_app(root=before.resolve())),
+                "now": stack.enter_context(running_app())}  # fmt: skip
+        browser = stack.enter_context(chromium())
+        times: dict[str, list[Timing]] = {side: [] for side in urls}
+        for i in range(rounds):
+            sides = list(urls) if i % 2 == 0 else list(reversed(urls))
+            for side in sides:
+                page = new_page(browser, **WINDOW)
+                times[side] += one_round(page, urls[side], openings[i % len(openings)])
+                page.context.close()
+        print_before_after(times, rounds, before)
+
+
 def lookahead(rounds: int) -> None:
     opening = load_settings().starting_stories[0]
     with contextlib.ExitStack() as stack:
@@ -239,6 +261,19 @@ def print_layouts(layouts: list[probe.Layout]) -> None:
         print(f"{window:>10}  {in_view:>22}  {end:>17}  {page:>30}  {at.suggestions}")
 
 
+def print_before_after(times: dict[str, list[Timing]], rounds: int, before: Path) -> None:
+    print(f"\nclick → settled at {WINDOW['width']}×{WINDOW['height']}, {rounds} round(s) each, "
+          f"interleaved; before: {before}")  # fmt: skip
+    print(f"{'action':34} {'before':>7} {'now':>7} {'now/before':>11}   search inside now")
+    for action in dict.fromkeys(t.action for t in times["now"]):
+        medians = {side: statistics.median(t.seconds for t in mine if t.action == action)
+                   for side, mine in times.items()}  # fmt: skip
+        ratio = medians["now"] / medians["before"]
+        inside = search_cell([t for t in times["now"] if t.action == action])
+        print(f"{action:34} {medians['before']:6.2f}s {medians['now']:6.2f}s {ratio:10.2f}×   "
+              f"{inside}")  # fmt: skip
+
+
 def print_lookahead(times: dict[str, list[Timing]], rounds: int) -> None:
     print(f"\nread {READ_S} s, accept the top suggestion → next suggestions settled, "
           f"{rounds} rounds each, interleaved")  # fmt: skip
@@ -256,6 +291,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", choices=("actions", "lookahead"), default="actions")
     parser.add_argument("--rounds", type=int, help="rounds per action (3; lookahead: 5)")
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT",
+                        help="actions: also time another checkout's page (an earlier commit's "
+                        "`git worktree`), side by side, the rounds interleaved")  # fmt: skip
     args = parser.parse_args()
     cores, load = os.cpu_count(), os.getloadavg()[0]
     print(f"bench_page {args.mode}: Chromium, embedded model; {cores} cores, load {load:.1f} "
@@ -264,6 +302,8 @@ def main() -> None:
     try:
         if args.mode == "lookahead":
             lookahead(args.rounds or 5)
+        elif args.before is not None:
+            before_after(args.rounds or 3, args.before)
         else:
             actions(args.rounds or 3)
     except probe.PageChanged as error:

@@ -53,16 +53,22 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_app(
-    data_dir: Path | None = None, *, timeout: float = 120, env: Mapping[str, str] | None = None
+    data_dir: Path | None = None,
+    *,
+    timeout: float = 120,
+    env: Mapping[str, str] | None = None,
+    root: Path = ROOT,
 ) -> Iterator[str]:
     """`streamlit run lloom.py` on a free loopback port, headless; yields its URL, stops it
-    after. `env`: variables laid over this process's environment (e.g. LLOOM_LOOKAHEAD)."""
+    after. `env`: variables laid over this process's environment (e.g. LLOOM_LOOKAHEAD);
+    `root`: the checkout whose lloom.py runs (another commit's, for a before/after run)."""
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lloom-")))
         args = ("--server.headless", "true", "--server.address", "127.0.0.1",
                 "--browser.gatherUsageStats", "false")  # fmt: skip
-        _, url = stack.enter_context(streamlit_app(data_dir, *args, env=env, timeout=timeout))
+        app = streamlit_app(data_dir, *args, env=env, timeout=timeout, root=root)
+        _, url = stack.enter_context(app)
         yield url
 
 
@@ -73,17 +79,18 @@ def streamlit_app(
     port: int | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 120,
+    root: Path = ROOT,
 ) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`streamlit run lloom.py` from the repository (its `.streamlit/config.toml` applies)
-    with `args`, on `port` (a free one by default), the stories in `data_dir`; yields the
-    process and its URL on 127.0.0.1 once it answers there, and stops it after."""
+    """`streamlit run lloom.py` from the checkout `root` (its `.streamlit/config.toml`
+    applies) with `args`, on `port` (a free one by default), the stories in `data_dir`;
+    yields the process and its URL on 127.0.0.1 once it answers there, and stops it after."""
     port = port or free_port()
     command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "lloom.py"),
+        sys.executable, "-m", "streamlit", "run", str(root / "lloom.py"),
         "--server.port", str(port), "--server.fileWatcherType", "none", *args,
     ]  # fmt: skip
     env = {**(env or {}), "LLOOM_DATA_DIR": str(data_dir)}
-    with tempfile.TemporaryFile() as log, started(command, log, env=env, cwd=ROOT) as server:
+    with tempfile.TemporaryFile() as log, started(command, log, env=env, cwd=root) as server:
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url, server, log, timeout)
         yield server, url
