@@ -27,6 +27,8 @@ it says they were skipped.
 
     .venv/bin/python bench/bench_mlx.py          (everything)
     .venv/bin/python bench/bench_mlx.py long     (the long-story figures only)
+    .venv/bin/python bench/bench_mlx.py patterns (the starting stories' figures only: a
+                                                  few minutes, for before/after runs)
     .venv/bin/python bench/bench_mlx.py models   (Qwen2.5-shaped models, float32 vs 8-/4-bit:
                                                   `bench.bench_mlx_models`)
 """
@@ -171,7 +173,8 @@ def main() -> None:
         return models(settings.cache_dir / "bench-models", tokenizer=path)
     if sys.argv[1:] != ["long"]:
         _patterns(settings)
-    _long_stories(settings)
+    if sys.argv[1:] != ["patterns"]:
+        _long_stories(settings)
 
 
 def _patterns(settings) -> None:
