@@ -118,9 +118,7 @@ def _sillytavern(entries: Any) -> tuple[LoreEntry, ...]:
 
 
 def _st_entry(entry: Any, uid: str) -> LoreEntry:
-    where = f"entries[{uid!r}]"
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be an object")
+    where = _an_object(entry, f"entries[{uid!r}]")
     selective = _field(entry, "selective", bool, True, where)
     logic = _field(entry, "selectiveLogic", int, 0, where)
     if logic not in _ST_LOGIC:
@@ -140,6 +138,13 @@ def _st_entry(entry: Any, uid: str) -> LoreEntry:
         logic=_ST_LOGIC[logic],
     )
     return _entry(values, where)
+
+
+def _an_object(entry: Any, where: str) -> str:
+    """`where`, once `entry` (found there) is shown to be a JSON object."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be an object")
+    return where
 
 
 def _entry(values: dict[str, Any], where: str) -> LoreEntry:
@@ -174,9 +179,7 @@ def _character_book(entries: list) -> tuple[LoreEntry, ...]:
 
 
 def _card_entry(entry: Any, i: int) -> LoreEntry:
-    where = f"entries[{i}]"
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be an object")
+    where = _an_object(entry, f"entries[{i}]")
     selective = _field(entry, "selective", bool, False, where)
     name = _field(entry, "name", str, "", where) or _field(entry, "comment", str, "", where)
     values = dict(
