@@ -11,7 +11,7 @@ moves and the suggestions on the left, the tools (sampling: `page.sampling`; the
 Alternatives dialog: `page.alternatives`; the steering and bans panels: `page.steering`,
 `page.bans`) and the graphs (`page.graphs`) on the right; the start page and the library
 are `page.library`'s, finding a branch `page.find`'s, a suggestion's or a sample's row
-`page.rows`', taking one after an edit `page.take`'s, a session's state `page.state`'s,
+`page.rows`' (taking one after an edit: `weave.desk.take`), a session's state `page.state`'s,
 sharing a story and its co-writers' branches as they come `page.group`'s, the CSS and
 script files in page/static/.
 The URL names the story and the node. The model is loaded once per process
