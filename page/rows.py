@@ -3,7 +3,7 @@ figure (a share over its bar), its text (wrapping, never cut), ✏️ Edit, 📌
 ✏️ turns that row alone into a box in its place, Enter takes what it holds (a form: Enter
 submits, leaving the box does not). What a row's buttons do is the workspace's
 (`Workspace.keep`, and `weave.desk.take.take`); which rows to list and in what order is the
-caller's (`lloom.suggestions_ui`, `page.sampling.samples_ui`).
+caller's (`page.suggestions.suggestions_ui`, `page.sampling.samples_ui`).
 """
 
 from __future__ import annotations
