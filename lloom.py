@@ -127,10 +127,15 @@ def tools_ui(
         chosen = config_ui(settings, backend, ws)
     with sampling_at.popover("🎲 Sampling", width="stretch"):
         sampling.sample_settings_ui(settings)
-    alternatives_at.button("🔍 Alternatives", key="alt_show", width="stretch",
-                           on_click=open_alternatives, disabled=backend is None or not ws.text,
-                           help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
-                           f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
+    alternatives_at.button(
+        "🔍 Alternatives",
+        key="alt_show",
+        width="stretch",
+        on_click=open_alternatives,
+        disabled=backend is None or not ws.text,
+        help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
+        f"{ALTERNATIVE_TOKENS} tokens: branch at any of them",
+    )
     return chosen
 
 
@@ -148,8 +153,11 @@ def store_or_stop() -> tuple[LoomStore, str | None]:
     try:
         return shared_store()
     except StoreError as e:
-        st.error(f"**The story database cannot be used.** {md(str(e))}  \n"
-                 "Nothing was lost; reload this page once it is back.", icon="💾")  # fmt: skip
+        st.error(
+            f"**The story database cannot be used.** {md(str(e))}  \n"
+            "Nothing was lost; reload this page once it is back.",
+            icon="💾",
+        )
         st.stop()
 
 
@@ -158,10 +166,13 @@ def writer_or_stop(settings: Settings) -> access.Access:
     login = login_configured()
     proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
-        address=st.get_option("server.address") or "", proxied=proxied, login=login,
-        open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
+        address=st.get_option("server.address") or "",
+        proxied=proxied,
+        login=login,
+        open_page=settings.sharing.open,
+        logged_in=login and st.user.is_logged_in,
         claims=st.user if login else None,
-    )  # fmt: skip
+    )
     if verdict.ask_login:
         st.title("🧶 LLooM")
         st.write("Your stories are private: log in to see them.")
@@ -188,8 +199,11 @@ def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace
             try:
                 store.sign_in(login.email)
             except StoreError as e:
-                st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
-                         f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
+                st.error(
+                    f"**The stories kept for {md(login.email)} are not yours yet**: "
+                    f"{md(str(e))}. They will be at your next visit.",
+                    icon="💾",
+                )
         st.session_state.page = PageState(session.Workspace(store))
     return tab().ws
 
@@ -244,11 +258,17 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
         )
     missing, tab().url_missing = tab().url_missing, None
     if missing and missing[1] > 1:
-        st.warning(f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
-                   "link's whole story id, or open one below.", icon="🔎")  # fmt: skip
+        st.warning(
+            f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
+            "link's whole story id, or open one below.",
+            icon="🔎",
+        )
     elif missing:
-        st.warning(f"No story {md(missing[0])} of yours here: it may have been purged, or be "
-                   "another writer's.", icon="🔎")  # fmt: skip
+        st.warning(
+            f"No story {md(missing[0])} of yours here: it may have been purged, or be "
+            "another writer's.",
+            icon="🔎",
+        )
 
 
 def backend_or_none() -> Backend | None:
@@ -292,9 +312,11 @@ def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
     reason = tab().backend_error
     if reason:
-        st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
-                 "saved stories; to write with the model, fix the backend, then try again.",
-                 icon="🔌")  # fmt: skip
+        st.error(
+            f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
+            "saved stories; to write with the model, fix the backend, then try again.",
+            icon="🔌",
+        )
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
 
 
@@ -305,10 +327,16 @@ def story_ui(ws: session.Workspace) -> None:
     if tab().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
         tab().story_shown = shown
-    st.text_area("Story", key="story_text", height=130, on_change=apply_edit,
-                 args=(ws, ws.story_id, ws.cursor),
-                 label_visibility="collapsed", placeholder="Write the story here",
-                 help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
+    st.text_area(
+        "Story",
+        key="story_text",
+        height=130,
+        on_change=apply_edit,
+        args=(ws, ws.story_id, ws.cursor),
+        label_visibility="collapsed",
+        placeholder="Write the story here",
+        help="Edit freely; Ctrl+Enter applies the edit as a new branch",
+    )
     end_js = static_text("story_end.html").replace("LENGTH", str(len(ws.text)))
     st.html(end_js, unsafe_allow_javascript=True)
 
@@ -358,12 +386,18 @@ def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
 def error_ui(ws: session.Workspace) -> None:
     reason = tab().backend_error
     if reason:
-        st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
-                 "fix the backend, then try again.", icon="🔌")  # fmt: skip
+        st.error(
+            f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
+            "fix the backend, then try again.",
+            icon="🔌",
+        )
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
     elif ws.offers.error:
-        st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
-                 "suggestions are kept; press *🔁 Again* to retry.", icon="🔌")  # fmt: skip
+        st.error(
+            f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
+            "suggestions are kept; press *🔁 Again* to retry.",
+            icon="🔌",
+        )
     for notice in (ws.notice, ws.offers.notice):
         if notice:
             st.warning(md(notice), icon="⚠️")

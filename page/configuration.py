@@ -85,14 +85,17 @@ def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) ->
     (`SearchParams.from_saved`)."""
     saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
     values, refused = SearchParams.from_saved(saved, defaults)
-    st.session_state.update({key: values.get(f, getattr(defaults, f))
-                             for key, f in CONFIG_KEYS.items()})  # fmt: skip
+    st.session_state.update(
+        {key: values.get(f, getattr(defaults, f)) for key, f in CONFIG_KEYS.items()}
+    )
     for key, field in DISPLAY_KEYS.items():
         if isinstance(ws.settings.get(field), bool):
             st.session_state[key] = ws.settings[field]
     if refused:
-        unusable = (f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
-                    "in Configuration): the defaults are used instead.")  # fmt: skip
+        unusable = (
+            f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
+            "in Configuration): the defaults are used instead."
+        )
         ws.notice = f"{ws.notice} {unusable}" if ws.notice else unusable
 
 
@@ -106,12 +109,16 @@ def stop_ui() -> None:
 def split_ui(defaults: SearchParams) -> None:
     st.markdown("**Split conditions**")
     st.selectbox(
-        "Rule", list(RULES), format_func=RULES.get, key="cfg_rule",
-        on_change=rule_changed, args=(defaults,),
+        "Rule",
+        list(RULES),
+        format_func=RULES.get,
+        key="cfg_rule",
+        on_change=rule_changed,
+        args=(defaults,),
         help="Relative: the cutoff is a share of the beam's likeliest token's probability, "
-             "so the first words spread wide where the model is unsure and the rest stay "
-             "narrow. LLooM v0.3: the cutoff is a probability (v0.3's knobs come with it).",
-    )  # fmt: skip
+        "so the first words spread wide where the model is unsure and the rest stay "
+        "narrow. LLooM v0.3: the cutoff is a probability (v0.3's knobs come with it).",
+    )
     for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
         slider_ui(key)
 
@@ -134,16 +141,21 @@ def display_ui() -> tuple[bool, bool]:
     """Scoring, prefix space and token shading; returns (prefix_space, shading)."""
     st.markdown("**Ranking and display**")
     st.radio(
-        "Scoring", SCORES, key="cfg_score", horizontal=True,
+        "Scoring",
+        SCORES,
+        key="cfg_score",
+        horizontal=True,
         help="words: log-probability per word, whole clauses first; joint: sum of "
-             "log-probabilities (short texts first); lloom: v0.3's sum of probabilities",
-    )  # fmt: skip
+        "log-probabilities (short texts first); lloom: v0.3's sum of probabilities",
+    )
     prefix_space = st.checkbox(
-        "Prefix space", key="cfg_prefix_space",
+        "Prefix space",
+        key="cfg_prefix_space",
         help="Show suggestions without their leading space; put it back when accepting",
-    )  # fmt: skip
+    )
     shading = st.checkbox(
-        "Token probabilities", key="cfg_shading",
+        "Token probabilities",
+        key="cfg_shading",
         help="Shade each token of a suggestion by its probability",
-    )  # fmt: skip
+    )
     return prefix_space, shading

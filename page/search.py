@@ -52,8 +52,9 @@ def search_ui(
             reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
-    status = present.shown_status(shown.offer and shown.offer.result, shown.source,
-                                  failed=shown.error is not None)  # fmt: skip
+    status = present.shown_status(
+        shown.offer and shown.offer.result, shown.source, failed=shown.error is not None
+    )
     if status:
         result = shown.offer.result if shown.offer is not None else None
         line.caption(status, help=present.search_figures(result) if result else None)
@@ -72,9 +73,13 @@ def again_ui(params: SearchParams) -> None:
         st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
         st.button("🎲 Sample", key="again_sample", on_click=sample_next)
         if wider is not None:
-            st.button(f"Cutoff {wider:g}", key="again_wider", on_click=set_cutoff,
-                      args=(wider,), help="A lower cutoff: more tokens start a suggestion "
-                      "of their own")  # fmt: skip
+            st.button(
+                f"Cutoff {wider:g}",
+                key="again_wider",
+                on_click=set_cutoff,
+                args=(wider,),
+                help="A lower cutoff: more tokens start a suggestion of their own",
+            )
 
 
 def sample_next() -> None:

@@ -43,8 +43,13 @@ def sidebar_ui(
             details_ui(settings, ws, backend, offer, choice)
 
 
-def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | None,
-               offer: Offer | None, choice: Choice) -> None:  # fmt: skip
+def details_ui(
+    settings: Settings,
+    ws: session.Workspace,
+    backend: Backend | None,
+    offer: Offer | None,
+    choice: Choice,
+) -> None:
     """How the backend was chosen, what this node's search and samples cost, the KV held."""
     backend_info_ui(settings, backend, choice)
     if offer is not None:
@@ -53,8 +58,10 @@ def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | Non
     if draw is not None:
         stats_ui("This node's samples", draw.result.stats)
     if backend is not None and backend.cache_bytes is not None:
-        st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
-                   f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
+        st.caption(
+            f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
+            f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB"
+        )
     st.caption(f"Stories are saved in {code(ws.store.where)}")
 
 
@@ -85,15 +92,25 @@ def switch_model_ui(settings: Settings) -> None:
         return
     labels = {m.name: m.label for m in found}
     key = f"model_{shared.model}"  # a fresh picker once any tab has switched
-    st.selectbox("Switch model", names, index=names.index(shared.model), key=key,
-                 format_func=labels.get, on_change=switch_model, args=(key,),
-                 help="The mlx-lm models found here: the settings' one, the embedded one "
-                 "and the local Hugging Face cache's. Every tab on this server switches; "
-                 "your stories stay as they are.", disabled=len(names) < 2)  # fmt: skip
+    st.selectbox(
+        "Switch model",
+        names,
+        index=names.index(shared.model),
+        key=key,
+        format_func=labels.get,
+        on_change=switch_model,
+        args=(key,),
+        help="The mlx-lm models found here: the settings' one, the embedded one "
+        "and the local Hugging Face cache's. Every tab on this server switches; "
+        "your stories stay as they are.",
+        disabled=len(names) < 2,
+    )
     if len(names) < 2:
-        st.caption("Only this model is here. To add one, name an mlx-lm folder or hub id in "
-                   "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
-                   "Hugging Face cache.")  # fmt: skip
+        st.caption(
+            "Only this model is here. To add one, name an mlx-lm folder or hub id in "
+            "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
+            "Hugging Face cache."
+        )
     problem = tab().switch_error
     if problem:
         st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")

@@ -37,8 +37,10 @@ def lone_ui(ws: session.Workspace) -> None:
     chain = ws.lone_chain()
     message = present.auto_accept_message(chain.texts) if chain else None
     if message:
-        st.info(f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} "
-                "back.", icon="🤖")  # fmt: skip
+        st.info(
+            f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} back.",
+            icon="🤖",
+        )
 
 
 def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
@@ -46,8 +48,9 @@ def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offe
     accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
     a failed search: the suggestions shown are then an earlier one's."""
     rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
-                         after=LOOKAHEAD_AFTER_S)  # fmt: skip
+    ws.offers.look_ahead(
+        backend, ws.spot, offer, rows=rows, alive=session_alive(), after=LOOKAHEAD_AFTER_S
+    )
     if rows:
         ahead_marks_ui(ws, backend, offer)
 
@@ -63,8 +66,9 @@ def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> Non
     st.html(f"<style>{rules}</style>")
 
 
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
-                   shading: bool, *, ahead: bool) -> None:  # fmt: skip
+def suggestions_ui(
+    ws: session.Workspace, offer: Offer, prefix_space: bool, shading: bool, *, ahead: bool
+) -> None:
     """Ranked suggestions, one row each (`page.rows`): the share, the text, ✏️ Edit,
     📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
     under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
@@ -96,9 +100,10 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
         part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
         more_rows_ui(len(suggestions))
         bars = present.bar_caption(offer.params.score, ahead=ahead)
-        st.caption(f"{bars} A click on a word takes its row up to there, ✏️ edits one in "
-                   f"its row (Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes "
-                   "it.")  # fmt: skip
+        st.caption(
+            f"{bars} A click on a word takes its row up to there, ✏️ edits one in its row "
+            f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it."
+        )
     part.pick_ui(ws, takeable, prefix_space)
 
 
@@ -107,25 +112,42 @@ def more_rows_ui(count: int) -> None:
     if count <= LISTED:
         return
     if tab().all_rows:
-        st.button("▴ Fewer", key="rows_fewer", on_click=list_all, args=(False,),
-                  help=f"List the first {LISTED} suggestions only")  # fmt: skip
+        st.button(
+            "▴ Fewer",
+            key="rows_fewer",
+            on_click=list_all,
+            args=(False,),
+            help=f"List the first {LISTED} suggestions only",
+        )
     else:
-        st.button(f"▾ {count - LISTED} more", key="rows_more", on_click=list_all, args=(True,),
-                  help=f"List all {count} suggestions (the token tree has them all)")  # fmt: skip
+        st.button(
+            f"▾ {count - LISTED} more",
+            key="rows_more",
+            on_click=list_all,
+            args=(True,),
+            help=f"List all {count} suggestions (the token tree has them all)",
+        )
 
 
 def list_all(value: bool) -> None:
     tab().all_rows = value
 
 
-def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool) -> None:  # fmt: skip
+def suggestion_row(
+    row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float], shading: bool
+) -> None:
     """One suggestion's row (`page.rows`): its share, the figure over a bar as long as
     its part of the best one's; its text, each token shaded by its probability, each
     word a click's target (`page.part`), its variants a "+n" whose tooltip lists them."""
-    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading,
-                                   words=part.words(row.key, suggestion.text))  # fmt: skip
+    html = present.suggestion_html(
+        suggestion,
+        prefix_space=row.prefix_space,
+        shading=shading,
+        words=part.words(row.key, suggestion.text),
+    )
     own, filled = share
-    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
-              f'title="{present.SHARE_TITLE}">{present.share_html(own)}</span>')  # fmt: skip
+    figure = (
+        f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
+        f'title="{present.SHARE_TITLE}">{present.share_html(own)}</span>'
+    )
     offer_row(row, html, figure, rank)
