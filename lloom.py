@@ -139,6 +139,7 @@ def tools_ui(
     return chosen
 
 
+# -- opening: the settings, the writer, the store, the tab's workspace, the URL, the model
 def settings_or_stop() -> Settings:
     try:
         return shared_settings()
@@ -307,7 +308,7 @@ def retry_backend() -> None:
     tab().backend_error = None
 
 
-# -- start ----------------------------------------------------------------------------------
+# -- the model's trouble --------------------------------------------------------------------
 def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
     reason = tab().backend_error
@@ -318,6 +319,28 @@ def start_error_ui() -> None:
             icon="🔌",
         )
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
+
+
+def error_ui(ws: session.Workspace) -> None:
+    """The model's trouble on the story page (the backend's, or the last search's), and
+    what the workspace and its offers have to say (`notice`)."""
+    reason = tab().backend_error
+    if reason:
+        st.error(
+            f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
+            "fix the backend, then try again.",
+            icon="🔌",
+        )
+        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
+    elif ws.offers.error:
+        st.error(
+            f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
+            "suggestions are kept; press *🔁 Again* to retry.",
+            icon="🔌",
+        )
+    for notice in (ws.notice, ws.offers.notice):
+        if notice:
+            st.warning(md(notice), icon="⚠️")
 
 
 # -- the story ------------------------------------------------------------------------------
@@ -381,26 +404,6 @@ def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
     """The story box's edit, in the story and at the node the box was drawn for: another
     widget's callback in the same run (an import) may have opened another story first."""
     ws.edit_typed(story_id, node_id, st.session_state.story_text)
-
-
-def error_ui(ws: session.Workspace) -> None:
-    reason = tab().backend_error
-    if reason:
-        st.error(
-            f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
-            "fix the backend, then try again.",
-            icon="🔌",
-        )
-        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
-    elif ws.offers.error:
-        st.error(
-            f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
-            "suggestions are kept; press *🔁 Again* to retry.",
-            icon="🔌",
-        )
-    for notice in (ws.notice, ws.offers.notice):
-        if notice:
-            st.warning(md(notice), icon="⚠️")
 
 
 if __name__ == "__main__":
