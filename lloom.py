@@ -1,132 +1,48 @@
 """LLooM's page: weave a story with a language model, a few tokens at a time.
 
 `streamlit run lloom.py`, which serves `app` below: an `st.App` whose middleware
-(`page.hosts`) refuses a request naming a foreign Host first. The page lays out widgets
-and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`),
-and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
+(`page.server.middleware`: `page.hosts`) refuses a request naming a foreign Host first.
+This file lays the page out; its parts are the modules of page/, which call the engine:
+the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`), and each browser tab
+is a cursor over it (`weave.desk.session.Workspace`); the search is
 `weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
 its keys are `weave.keys`'; a node's suggestions come through one door, `Offers.show`,
 whose answer the page draws. The story page is a desk: the story (its end in view), the
-moves and the suggestions on the left, the tools (sampling: `page.sampling`; the
+moves, the status line (`page.search`) and the suggestions (`page.suggestions`) on the
+left, the tools (Configuration: `page.configuration`; sampling: `page.sampling`; the
 Alternatives dialog: `page.alternatives`; the steering and bans panels: `page.steering`,
-`page.bans`) and the graphs (`page.graphs`) on the right; the start page and the library
-are `page.library`'s, finding a branch `page.find`'s, a suggestion's or a sample's row
-`page.rows`', taking one after an edit `page.take`'s, a session's state `page.state`'s,
-sharing a story and its co-writers' branches as they come `page.group`'s, the CSS and
-script files in page/static/.
-The URL names the story and the node. The model is loaded once per process
-(`shared_backend`, `backends.shared`) and shared by every session; on MLX a writer may
-switch it. No algorithm lives here.
+`page.bans`) and the graphs (`page.graphs`) on the right; the sidebar is `page.sidebar`'s,
+the start page and the library `page.library`'s, a suggestion's or a sample's row
+`page.rows`' (taking one after an edit: `weave.desk.take`), a session's state
+`page.state`'s, sharing a story and its co-writers' branches as they come `page.group`'s,
+the CSS and script files in page/static/. Each run here opens what the page needs, or
+stops saying why: the settings, the writer (`weave.access`), the store, the tab's
+workspace, the story the URL names, the model. The URL names the story and the node. The
+model is loaded once per process (`page.server.shared_backend`, `backends.shared`) and
+shared by every session; on MLX a writer may switch it. No algorithm lives here.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-import backends
-from backends import Backend, BackendError, Choice, choose_backend
-from backends.base import Cancelled
+from backends import Backend, BackendError
 from backends.shared import SharedBackend
-from page import alternatives, bans, files, graphs, group, hosts, library, part, sampling, steering
+from page import alternatives, bans, graphs, group, library, sampling, server, steering
 from page.alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
-from page.find import find_ui
-from page.rows import ACCEPT, Row, offer_row
+from page.configuration import config_ui
+from page.search import search_ui
+from page.server import login_configured, shared_backend, shared_settings, shared_store, static_text
+from page.sidebar import sidebar_ui
 from page.state import PageState, tab
+from page.suggestions import LOOKAHEAD_AFTER_S, lone_ui, look_ahead, suggestions_ui
 from weave import access, keys
-from weave.bounds import bound_of
-from weave.config import ConfigError, Settings, load_settings
+from weave.config import ConfigError, Settings
 from weave.desk import session
-from weave.desk.partial import Offered
 from weave.desk.spot import Draw, Offer
-from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
-from weave.search.beams import SearchParams, SearchStats
-from weave.search.tree import Suggestion
-from weave.view import present
+from weave.search.beams import SearchParams
 from weave.view.present import code, md
-
-if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
-    from backends.mlx.catalog import LocalModel
-
-SCORES = bound_of(SearchParams, "score").options
-# Look-ahead begins no forward until this long after a script run begins, and after the one
-# that drew the suggestions: its forwards took the CPU from the browser still drawing the
-# page (bench_page.py).
-LOOKAHEAD_AFTER_S = 1.0
-MARKS_EVERY_S = 2.0  # how often the ⚡ marks are redrawn while the writer reads
-READING_EVERY_S = 0.5  # how often a long story's reading redraws its progress
-LISTED = 10  # suggestions listed until the writer asks for all: each row costs the browser
-# ~3 ms a redraw, and ten fill a laptop's screen (bench_page.py)
-CONFIG_KEYS = {  # widget key -> SearchParams field
-    "cfg_auto_stop": "auto_stop",
-    "cfg_max_depth": "max_depth",
-    "cfg_max_suggestions": "max_suggestions",
-    "cfg_cutoff": "cutoff",
-    "cfg_multiplier": "multiplier",
-    "cfg_split_limit": "split_limit",
-    "cfg_score": "score",
-    "cfg_rule": "rule",
-}
-RULES = {"relative": "Relative", "v03": "LLooM v0.3"}  # the rule select's labels
-SLIDERS = {  # widget key -> label, step, help; bounds: SearchParams' field's
-    "cfg_max_depth": ("Max Depth", 1, "Tokens per suggestion at most"),
-    "cfg_max_suggestions": ("Max Suggestions", 1, "Suggestions at most"),
-    "cfg_cutoff": ("Cutoff", 0.01, "The least probability a token needs to start a new beam: "
-                   "under the relative rule, as a share of its beam's likeliest token's"),
-    "cfg_multiplier": ("Multiplier", 0.05,
-                       "Cutoff scale per token (below 1: split more as beams grow; above "
-                       "1: narrower after the first words)"),
-    "cfg_split_limit": ("Split Limit", 1, "Children per beam at most (0: no limit)"),
-}  # fmt: skip
-DISPLAY_KEYS = {"cfg_prefix_space": "prefix_space", "cfg_shading": "shading"}  # page-only
-
-
-# -- shared, once per process ---------------------------------------------------------------
-@st.cache_resource(show_spinner=False)
-def shared_settings() -> Settings:
-    return load_settings()
-
-
-def release(shared: SharedBackend) -> None:
-    """Close the backend when its cache entry is cleared (tests do)."""
-    shared.close()
-
-
-@st.cache_resource(show_spinner=False, on_release=release)
-def shared_backend() -> SharedBackend:
-    """The one backend every session uses (the MLX backend serialises its own work), built
-    on first use; a writer may switch its MLX model (`switch_model_ui`)."""
-    return SharedBackend(shared_settings(), backends.create_backend)
-
-
-@st.cache_resource(ttl=60, show_spinner=False)  # not cache_data: see page.graphs' docstring
-def models_here(configured: str, hub: str) -> tuple[LocalModel, ...]:
-    """The mlx-lm models on this machine (`backends.mlx.catalog`): the configured one, the
-    embedded one and those in the Hugging Face cache `hub`; read once a minute."""
-    from backends.mlx.catalog import local_models
-
-    return tuple(local_models(configured, backends.EMBEDDED_NAME, Path(hub)))
-
-
-@st.cache_resource(show_spinner=False)
-def shared_store() -> tuple[LoomStore, str | None]:
-    """The story store (the data folder's, or a database server's), or a temporary folder's
-    with the reason the data folder failed. A server that fails raises: the next run tries
-    again (`store_or_stop`)."""
-    return open_store(shared_settings().stories_at)
-
-
-@st.cache_resource(show_spinner=False)
-def static_text(name: str) -> str:
-    """A file of page/static/ (the desk's CSS, the story box's script), read once per process."""
-    return (Path(__file__).parent / "page" / "static" / name).read_text()
 
 
 # -- the page -------------------------------------------------------------------------------
@@ -211,13 +127,19 @@ def tools_ui(
         chosen = config_ui(settings, backend, ws)
     with sampling_at.popover("🎲 Sampling", width="stretch"):
         sampling.sample_settings_ui(settings)
-    alternatives_at.button("🔍 Alternatives", key="alt_show", width="stretch",
-                           on_click=open_alternatives, disabled=backend is None or not ws.text,
-                           help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
-                           f"{ALTERNATIVE_TOKENS} tokens: branch at any of them")  # fmt: skip
+    alternatives_at.button(
+        "🔍 Alternatives",
+        key="alt_show",
+        width="stretch",
+        on_click=open_alternatives,
+        disabled=backend is None or not ws.text,
+        help=f"The model's top {ALTERNATIVES_K} at each of the story's last "
+        f"{ALTERNATIVE_TOKENS} tokens: branch at any of them",
+    )
     return chosen
 
 
+# -- opening: the settings, the writer, the store, the tab's workspace, the URL, the model
 def settings_or_stop() -> Settings:
     try:
         return shared_settings()
@@ -232,8 +154,11 @@ def store_or_stop() -> tuple[LoomStore, str | None]:
     try:
         return shared_store()
     except StoreError as e:
-        st.error(f"**The story database cannot be used.** {md(str(e))}  \n"
-                 "Nothing was lost; reload this page once it is back.", icon="💾")  # fmt: skip
+        st.error(
+            f"**The story database cannot be used.** {md(str(e))}  \n"
+            "Nothing was lost; reload this page once it is back.",
+            icon="💾",
+        )
         st.stop()
 
 
@@ -242,10 +167,13 @@ def writer_or_stop(settings: Settings) -> access.Access:
     login = login_configured()
     proxied = any(name in st.context.headers for name in access.PROXY_HEADERS)
     verdict = access.decide(
-        address=st.get_option("server.address") or "", proxied=proxied, login=login,
-        open_page=settings.sharing.open, logged_in=login and st.user.is_logged_in,
+        address=st.get_option("server.address") or "",
+        proxied=proxied,
+        login=login,
+        open_page=settings.sharing.open,
+        logged_in=login and st.user.is_logged_in,
         claims=st.user if login else None,
-    )  # fmt: skip
+    )
     if verdict.ask_login:
         st.title("🧶 LLooM")
         st.write("Your stories are private: log in to see them.")
@@ -264,11 +192,6 @@ def writer_or_stop(settings: Settings) -> access.Access:
     return verdict
 
 
-def login_configured() -> bool:
-    """Whether `.streamlit/secrets.toml` configures st.login (a group's page)."""
-    return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
-
-
 def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
     """This browser session's workspace, made once (anew when another writer logs in, who
     first takes over the stories kept for their address: `LoomStore.sign_in`)."""
@@ -277,8 +200,11 @@ def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace
             try:
                 store.sign_in(login.email)
             except StoreError as e:
-                st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
-                         f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
+                st.error(
+                    f"**The stories kept for {md(login.email)} are not yours yet**: "
+                    f"{md(str(e))}. They will be at your next visit.",
+                    icon="💾",
+                )
         st.session_state.page = PageState(session.Workspace(store))
     return tab().ws
 
@@ -333,11 +259,17 @@ def storage_ui(ws: session.Workspace, problem: str | None) -> None:
         )
     missing, tab().url_missing = tab().url_missing, None
     if missing and missing[1] > 1:
-        st.warning(f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
-                   "link's whole story id, or open one below.", icon="🔎")  # fmt: skip
+        st.warning(
+            f"{missing[1]} of your stories begin with {md(missing[0])}: copy the "
+            "link's whole story id, or open one below.",
+            icon="🔎",
+        )
     elif missing:
-        st.warning(f"No story {md(missing[0])} of yours here: it may have been purged, or be "
-                   "another writer's.", icon="🔎")  # fmt: skip
+        st.warning(
+            f"No story {md(missing[0])} of yours here: it may have been purged, or be "
+            "another writer's.",
+            icon="🔎",
+        )
 
 
 def backend_or_none() -> Backend | None:
@@ -376,117 +308,39 @@ def retry_backend() -> None:
     tab().backend_error = None
 
 
-# -- start ----------------------------------------------------------------------------------
+# -- the model's trouble --------------------------------------------------------------------
 def start_error_ui() -> None:
     """The model's trouble, first on the start page, in words for a page without a story."""
     reason = tab().backend_error
     if reason:
-        st.error(f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
-                 "saved stories; to write with the model, fix the backend, then try again.",
-                 icon="🔌")  # fmt: skip
+        st.error(
+            f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
+            "saved stories; to write with the model, fix the backend, then try again.",
+            icon="🔌",
+        )
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
 
 
-# -- configuration --------------------------------------------------------------------------
-def config_ui(
-    settings: Settings, backend: Backend | None, ws: session.Workspace
-) -> tuple[SearchParams, bool, bool]:
-    """The Configuration popover; returns the search parameters and the display choices.
-
-    The values start from the model's defaults (`[search]` and its `[models]` section),
-    but for those the writer set, saved with the story (any that differs from the model's
-    default): a story continued with another model takes that model's for the rest.
-    """
-    defaults = settings.search_for(backend.model_name) if backend else settings.search
-    if tab().settings_for != (ws.story_id, defaults):  # another story, or another model
-        tab().settings_for = (ws.story_id, defaults)
-        load_settings_into_widgets(ws, defaults)
-    for key, field in CONFIG_KEYS.items():
-        st.session_state.setdefault(key, getattr(defaults, field))
-    for key in DISPLAY_KEYS:
-        st.session_state.setdefault(key, True)
-    stop, split, show = st.columns(3)
-    with stop:
-        stop_ui()
-    with split:
-        split_ui(defaults)
-    with show:
-        prefix_space, shading = display_ui()
-    values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
-    params = replace(defaults, **values)
-    chosen = params.to_saved(defaults)
-    ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
-    return params, prefix_space, shading
-
-
-def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) -> None:
-    """A reopened story's saved settings set the widgets, `defaults` the others; a saved
-    one its widget cannot take is named in the story's notice, and the default is used
-    (`SearchParams.from_saved`)."""
-    saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
-    values, refused = SearchParams.from_saved(saved, defaults)
-    st.session_state.update({key: values.get(f, getattr(defaults, f))
-                             for key, f in CONFIG_KEYS.items()})  # fmt: skip
-    for key, field in DISPLAY_KEYS.items():
-        if isinstance(ws.settings.get(field), bool):
-            st.session_state[key] = ws.settings[field]
-    if refused:
-        unusable = (f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
-                    "in Configuration): the defaults are used instead.")  # fmt: skip
-        ws.notice = f"{ws.notice} {unusable}" if ws.notice else unusable
-
-
-def stop_ui() -> None:
-    st.markdown("**Stop conditions**")
-    st.checkbox("Auto-Stop", key="cfg_auto_stop", help="End a beam at '.' or ','")
-    slider_ui("cfg_max_depth")
-    slider_ui("cfg_max_suggestions")
-
-
-def split_ui(defaults: SearchParams) -> None:
-    st.markdown("**Split conditions**")
-    st.selectbox(
-        "Rule", list(RULES), format_func=RULES.get, key="cfg_rule",
-        on_change=rule_changed, args=(defaults,),
-        help="Relative: the cutoff is a share of the beam's likeliest token's probability, "
-             "so the first words spread wide where the model is unsure and the rest stay "
-             "narrow. LLooM v0.3: the cutoff is a probability (v0.3's knobs come with it).",
-    )  # fmt: skip
-    for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
-        slider_ui(key)
-
-
-def rule_changed(defaults: SearchParams) -> None:
-    """A rule picked brings its own knobs: the model's defaults for the configured rule,
-    LLooM's for the other (`SearchParams.under`)."""
-    knobs = defaults.under(st.session_state.cfg_rule)
-    for key in ("cfg_cutoff", "cfg_multiplier", "cfg_split_limit"):
-        st.session_state[key] = getattr(knobs, CONFIG_KEYS[key])
-
-
-def slider_ui(key: str) -> None:
-    label, step, help_text = SLIDERS[key]
-    bound = bound_of(SearchParams, CONFIG_KEYS[key])
-    st.slider(label, bound.low, bound.high, step=step, key=key, help=help_text)
-
-
-def display_ui() -> tuple[bool, bool]:
-    """Scoring, prefix space and token shading; returns (prefix_space, shading)."""
-    st.markdown("**Ranking and display**")
-    st.radio(
-        "Scoring", SCORES, key="cfg_score", horizontal=True,
-        help="words: log-probability per word, whole clauses first; joint: sum of "
-             "log-probabilities (short texts first); lloom: v0.3's sum of probabilities",
-    )  # fmt: skip
-    prefix_space = st.checkbox(
-        "Prefix space", key="cfg_prefix_space",
-        help="Show suggestions without their leading space; put it back when accepting",
-    )  # fmt: skip
-    shading = st.checkbox(
-        "Token probabilities", key="cfg_shading",
-        help="Shade each token of a suggestion by its probability",
-    )  # fmt: skip
-    return prefix_space, shading
+def error_ui(ws: session.Workspace) -> None:
+    """The model's trouble on the story page (the backend's, or the last search's), and
+    what the workspace and its offers have to say (`notice`)."""
+    reason = tab().backend_error
+    if reason:
+        st.error(
+            f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
+            "fix the backend, then try again.",
+            icon="🔌",
+        )
+        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
+    elif ws.offers.error:
+        st.error(
+            f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
+            "suggestions are kept; press *🔁 Again* to retry.",
+            icon="🔌",
+        )
+    for notice in (ws.notice, ws.offers.notice):
+        if notice:
+            st.warning(md(notice), icon="⚠️")
 
 
 # -- the story ------------------------------------------------------------------------------
@@ -496,10 +350,16 @@ def story_ui(ws: session.Workspace) -> None:
     if tab().story_shown != shown:  # another node, or another tab's edit
         st.session_state.story_text = ws.text
         tab().story_shown = shown
-    st.text_area("Story", key="story_text", height=130, on_change=apply_edit,
-                 args=(ws, ws.story_id, ws.cursor),
-                 label_visibility="collapsed", placeholder="Write the story here",
-                 help="Edit freely; Ctrl+Enter applies the edit as a new branch")  # fmt: skip
+    st.text_area(
+        "Story",
+        key="story_text",
+        height=130,
+        on_change=apply_edit,
+        args=(ws, ws.story_id, ws.cursor),
+        label_visibility="collapsed",
+        placeholder="Write the story here",
+        help="Edit freely; Ctrl+Enter applies the edit as a new branch",
+    )
     end_js = static_text("story_end.html").replace("LENGTH", str(len(ws.text)))
     st.html(end_js, unsafe_allow_javascript=True)
 
@@ -534,7 +394,7 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
         clicked = st.button("🎲 Sample", key="sample", shortcut=key["sample"],
                             disabled=backend is None or not ws.text,
                             help="Draw continuations (settings: 🎲 Sampling)")  # fmt: skip
-    asked, tab().sample_next = tab().sample_next, False  # 🔁 Again's offer (`again_ui`)
+    asked, tab().sample_next = tab().sample_next, False  # 🔁 Again's offer (`page.search.again_ui`)
     if (clicked or asked) and backend is not None and ws.text:
         sampling.sample(ws, backend, sampling.sample_params(settings))
     return ws.offers.draw(ws.cursor)
@@ -546,309 +406,7 @@ def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
     ws.edit_typed(story_id, node_id, st.session_state.story_text)
 
 
-# -- searching ------------------------------------------------------------------------------
-def search_ui(
-    ws: session.Workspace, backend: Backend | None, params: SearchParams, prefix_space: bool
-) -> Offer | None:
-    """Draw what this node offers (`Offers.show`: it decides whether to search), under a
-    status line, live while a search runs. Returns the suggestions to show: this node's
-    only (after a failure, its earlier ones)."""
-    line = st.empty()  # a line, not `st.status`: that sleeps 50 ms, and the browser animates it
-    reading = st.empty()  # drawn first thing, it replaces the last run's reading line at once
-
-    def searching():
-        line.caption(f"⏳ {present.first_status(ws.text)}")
-        return lambda p: line.caption(f"⏳ {present.live_status(p)}")
-
-    alive = session_alive()
-    try:
-        with nullcontext() if backend is None else backend.cancellable(alive):
-            shown = ws.offers.show(backend, ws.spot, params, searching=searching, alive=alive)
-    except Cancelled:  # the tab is gone: no one to show anything to
-        st.stop()
-    if shown.source == "reading":
-        with reading.container():
-            reading_ui(ws)
-    if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
-        st.rerun()
-    status = present.shown_status(shown.offer and shown.offer.result, shown.source,
-                                  failed=shown.error is not None)  # fmt: skip
-    if status:
-        result = shown.offer.result if shown.offer is not None else None
-        line.caption(status, help=present.search_figures(result) if result else None)
-    if shown.source == "same":
-        again_ui(params)
-    return shown.offer
-
-
-def again_ui(params: SearchParams) -> None:
-    """🔁 Again where nothing changed: the search is exact, so what would give the writer
-    something new is offered instead: samples, or a wider tree (a lower cutoff)."""
-    low = bound_of(SearchParams, "cutoff").low
-    wider = max(low, round(params.cutoff / 2, 2))
-    wider = wider if wider < params.cutoff else None
-    with st.container(horizontal=True, vertical_alignment="center"):
-        st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
-        st.button("🎲 Sample", key="again_sample", on_click=sample_next)
-        if wider is not None:
-            st.button(f"Cutoff {wider:g}", key="again_wider", on_click=set_cutoff,
-                      args=(wider,), help="A lower cutoff: more tokens start a suggestion "
-                      "of their own")  # fmt: skip
-
-
-def sample_next() -> None:
-    tab().sample_next = True  # drawn in this run's moves (`moves_ui`), under its status
-
-
-def set_cutoff(cutoff: float) -> None:
-    st.session_state["cfg_cutoff"] = cutoff
-
-
-@st.fragment(run_every=READING_EVERY_S)
-def reading_ui(ws: session.Workspace) -> None:
-    """How far a long story has been read (`weave.desk.reading`), redrawn by itself: a
-    fragment, so the writer goes on editing and moving meanwhile. Once it is read (or
-    has failed, or stopped) the whole page runs again, and searches or says why."""
-    reading = ws.offers.reading
-    state = reading.state()
-    if not reading.running() or state is None:
-        st.rerun(scope="app")
-    st.caption(f"⏳ {present.reading_status(state.read, state.total)}")
-
-
-def session_alive():
-    """Whether this tab's session is still open (cheap and thread-safe): a long read or
-    search for a tab that has since closed stops between chunks and depths
-    (`Backend.cancellable`), and look-ahead stops, leaving the model to the other writers."""
-    ctx = get_script_run_ctx()
-    if ctx is None or not Runtime.exists():
-        return lambda: True
-    runtime, session_id = Runtime.instance(), ctx.session_id
-    return lambda: runtime.is_active_session(session_id)
-
-
-def error_ui(ws: session.Workspace) -> None:
-    reason = tab().backend_error
-    if reason:
-        st.error(f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
-                 "fix the backend, then try again.", icon="🔌")  # fmt: skip
-        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
-    elif ws.offers.error:
-        st.error(f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
-                 "suggestions are kept; press *🔁 Again* to retry.", icon="🔌")  # fmt: skip
-    for notice in (ws.notice, ws.offers.notice):
-        if notice:
-            st.warning(md(notice), icon="⚠️")
-
-
-# -- suggestions ----------------------------------------------------------------------------
-def lone_ui(ws: session.Workspace) -> None:
-    """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
-    chain = ws.lone_chain()
-    message = present.auto_accept_message(chain.texts) if chain else None
-    if message:
-        st.info(f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} "
-                "back.", icon="🤖")  # fmt: skip
-
-
-def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
-    """While the writer reads these suggestions, search from the top ones as if each were
-    accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
-    a failed search: the suggestions shown are then an earlier one's."""
-    rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
-                         after=LOOKAHEAD_AFTER_S)  # fmt: skip
-    if rows:
-        ahead_marks_ui(ws, backend, offer)
-
-
-@st.fragment(run_every=MARKS_EVERY_S)
-def ahead_marks_ui(ws: session.Workspace, backend: Backend, offer: Offer) -> None:
-    """⚡ by the share of each suggestion whose next suggestions look-ahead has made: a style
-    rule per such row, redrawn every MARKS_EVERY_S by itself (a fragment: neither the story
-    box nor the rows are drawn again, so typing and reading go on undisturbed)."""
-    ready = ws.offers.ahead_ready(backend, ws.spot, offer)
-    ranks = [i for i, s in enumerate(offer.result.suggestions) if s.token_ids in ready]
-    rules = "".join(f'.share[data-rank="{i}"]::before {{content: "⚡"}}' for i in ranks)
-    st.html(f"<style>{rules}</style>")
-
-
-def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
-                   shading: bool, *, ahead: bool) -> None:  # fmt: skip
-    """Ranked suggestions, one row each (`page.rows`): the share, the text, ✏️ Edit,
-    📌 Keep and ➜ Take, the first nine with their keys (⚡ marks: `ahead_marks_ui`, said
-    under the rows when look-ahead is on: `ahead`). The first LISTED, until the writer
-    lists them all. A click on a word takes its row up to there; the rest of a row so
-    taken comes first, here (`page.part`).
-
-    The widgets are named after the search and the prefix-space choice, so a box never
-    holds the text another search, or the other choice, put there.
-    """
-    suggestions = offer.result.suggestions
-    rest = part.rest_here(ws, suggestions)
-    if not suggestions and rest is None:
-        st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
-        return
-    hint = present.few_suggestions_hint(len(suggestions), offer.params)
-    if hint:
-        st.caption(f"💡 {md(hint)}")
-    shares = present.bar_shares(suggestions, offer.params.score)
-    space = "p" if prefix_space else "n"
-    rows, takeable = list(zip(suggestions, shares, strict=True)), {}
-    with st.container(key="suggestions", gap=None):
-        if rest is not None:
-            takeable[part.rest_row(ws, rest, prefix_space, shading)] = rest
-        for i, (suggestion, share) in enumerate(rows if tab().all_rows else rows[:LISTED]):
-            row = Row(ws, offer.piece(suggestion), f"sg_{offer.tag}_{space}_{i}", prefix_space)
-            takeable[row.key] = Offered(row.piece, suggestion)
-            suggestion_row(row, i, suggestion, (share, share / max(shares)), shading)
-    with st.container(horizontal=True, vertical_alignment="center"):
-        part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
-        more_rows_ui(len(suggestions))
-        bars = present.bar_caption(offer.params.score, ahead=ahead)
-        st.caption(f"{bars} A click on a word takes its row up to there, ✏️ edits one in "
-                   f"its row (Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes "
-                   "it.")  # fmt: skip
-    part.pick_ui(ws, takeable, prefix_space)
-
-
-def more_rows_ui(count: int) -> None:
-    """List every suggestion, or the first LISTED again (nothing when all are listed)."""
-    if count <= LISTED:
-        return
-    if tab().all_rows:
-        st.button("▴ Fewer", key="rows_fewer", on_click=list_all, args=(False,),
-                  help=f"List the first {LISTED} suggestions only")  # fmt: skip
-    else:
-        st.button(f"▾ {count - LISTED} more", key="rows_more", on_click=list_all, args=(True,),
-                  help=f"List all {count} suggestions (the token tree has them all)")  # fmt: skip
-
-
-def list_all(value: bool) -> None:
-    tab().all_rows = value
-
-
-def suggestion_row(row: Row, rank: int, suggestion: Suggestion, share: tuple[float, float],
-                   shading: bool) -> None:  # fmt: skip
-    """One suggestion's row (`page.rows`): its share, the figure over a bar as long as
-    its part of the best one's; its text, each token shaded by its probability, each
-    word a click's target (`page.part`), its variants a "+n" whose tooltip lists them."""
-    html = present.suggestion_html(suggestion, prefix_space=row.prefix_space, shading=shading,
-                                   words=part.words(row.key, suggestion.text))  # fmt: skip
-    own, filled = share
-    figure = (f'<span class="share" data-rank="{rank}" style="--filled: {filled:.0%}" '
-              f'title="{present.SHARE_TITLE}">{present.share_html(own)}</span>')  # fmt: skip
-    offer_row(row, html, figure, rank)
-
-
-# -- the sidebar ----------------------------------------------------------------------------
-def sidebar_ui(
-    settings: Settings, ws: session.Workspace, backend: Backend | None, offer: Offer | None
-) -> None:
-    """The writer's sidebar: the story, its bookmarks and downloads, importing; the model
-    in one line; the diagnostics folded in Details."""
-    choice = choose_backend(settings)  # once a run: the line and Details both say it
-    with st.sidebar:
-        find_ui(ws)
-        if ws.started:
-            library.story_info_ui(ws)
-            group.share_ui(ws)
-            library.bookmarks_ui(ws)
-            files.downloads_ui(ws, offer)
-        files.import_ui(ws)
-        backend_line_ui(settings, backend, choice)
-        with st.expander("Details"):
-            details_ui(settings, ws, backend, offer, choice)
-
-
-def details_ui(settings: Settings, ws: session.Workspace, backend: Backend | None,
-               offer: Offer | None, choice: Choice) -> None:  # fmt: skip
-    """How the backend was chosen, what this node's search and samples cost, the KV held."""
-    backend_info_ui(settings, backend, choice)
-    if offer is not None:
-        stats_ui("This node's search", offer.result.stats)
-    draw = ws.offers.draw(ws.cursor) if ws.started else None
-    if draw is not None:
-        stats_ui("This node's samples", draw.result.stats)
-    if backend is not None and backend.cache_bytes is not None:
-        st.caption(f"KV fragment tree: {backend.cache_bytes / 2**20:,.1f} MiB held, "
-                   f"at most {backend.cache_cap_bytes / 2**20:,.0f} MiB")  # fmt: skip
-    st.caption(f"Stories are saved in {code(ws.store.where)}")
-
-
-def backend_line_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
-    """The model and its backend, one line, and what the model is; on MLX, the models to
-    switch to."""
-    if backend is None:
-        st.markdown(f"🧠 **{choice.name}**: not available")
-    else:
-        st.markdown(f"🧠 **{md(backend.model_name)}** on {backend.name}")
-        if backend.model_facts:
-            st.caption(backend.model_facts)
-        if backend.note:
-            st.info(md(backend.note))
-    if choice.name == "mlx" and not login_configured():
-        switch_model_ui(settings)
-
-
-def switch_model_ui(settings: Settings) -> None:
-    """A picker of the mlx-lm models on this machine: picking one loads it for every tab
-    of this server, the stories untouched (a group's page leaves the model to its owner)."""
-    from huggingface_hub import constants  # the MLX page's alone: not loaded for the others
-
-    shared = shared_backend()
-    found = models_here(settings.mlx.model, constants.HF_HUB_CACHE)
-    names = [m.name for m in found]
-    if shared.model not in names:
-        return
-    labels = {m.name: m.label for m in found}
-    key = f"model_{shared.model}"  # a fresh picker once any tab has switched
-    st.selectbox("Switch model", names, index=names.index(shared.model), key=key,
-                 format_func=labels.get, on_change=switch_model, args=(key,),
-                 help="The mlx-lm models found here: the settings' one, the embedded one "
-                 "and the local Hugging Face cache's. Every tab on this server switches; "
-                 "your stories stay as they are.", disabled=len(names) < 2)  # fmt: skip
-    if len(names) < 2:
-        st.caption("Only this model is here. To add one, name an mlx-lm folder or hub id in "
-                   "`[mlx] model` (config.toml) or `LLOOM_MODEL`, or download one into the "
-                   "Hugging Face cache.")  # fmt: skip
-    problem = tab().switch_error
-    if problem:
-        st.error(f"**That model cannot be used.** {md(problem)}", icon="🧠")
-
-
-def switch_model(key: str) -> None:
-    tab().switch_to = st.session_state[key]  # loaded in the run, under a spinner
-
-
-def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice) -> None:
-    """Where the model runs and why this backend, and where its search defaults come from."""
-    if backend is not None:
-        if backend.url:
-            st.caption(f"Server: {code(backend.url)}")
-        section = settings.model_section(backend.model_name)
-        label = f'[models."{section}"]' if section else "[search]"
-        st.caption(f"Search defaults: {code(label)} in the settings")
-    st.caption(f"Backend chosen: {choice.reason}")
-    if choice.name == "mlx":
-        from backends.mlx import openblas  # on MLX only: a remote backend's page loads none
-
-        st.caption(md(openblas.preload()))
-
-
-def stats_ui(title: str, s: SearchStats) -> None:
-    """The cost of the search (or the sampling) whose results this node shows."""
-    st.subheader(title)
-    note = present.cache_note(s)
-    if note:
-        st.caption(md(note))
-    st.markdown(
-        f"- forward calls: **{s.forward_calls}**\n- model tokens: **{s.model_tokens}**\n"
-        f"- prefill tokens: **{s.prefill_tokens}**\n- seconds: **{s.seconds:.2f}**"
-    )
-
-
 if __name__ == "__main__":
     main()
 else:  # `streamlit run lloom.py` serves this app: each request's Host is checked first
-    app = st.App(__file__, middleware=hosts.middleware())
+    app = st.App(__file__, middleware=server.middleware())

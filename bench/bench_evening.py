@@ -341,7 +341,7 @@ def wait_for_kv(folder: Path, timeout_s: float = 60) -> str:
 
 def row_take(run: Evening) -> Outcome:
     """Typing at the story's end, then ➜ Take without Ctrl+Enter."""
-    from page.take import NOT_TAKEN
+    from weave.desk.take import NOT_TAKEN
 
     page = start(run)
     before = probe.story_text(page)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from backends.base import TokenAlternatives
+from weave.desk.alternatives import story_before
 from weave.desk.session import Workspace
 from weave.story.bans import MAX_REPEAT_WORDS, BanRule, Bans, banned_among, parse_list, slop_rules
 from weave.view.present import md, shorten
@@ -121,8 +122,10 @@ def _save(ws: Workspace, bans: Bans) -> None:
 def banned_alternatives(ws: Workspace, rows: list[TokenAlternatives], at: int) -> dict[int, str]:
     """Which of the model's alternatives at row `at` of the story's last tokens `rows` the
     bans would prune (by index, and why): the alternatives picker marks them."""
-    after = "".join(row.text for row in rows[at:])  # the story's text from that token on
-    before = ws.text[: len(ws.text) - len(after)]
+    try:
+        before = story_before(ws.text, rows, rows[at])
+    except ValueError:  # another text's tokens: nothing to mark (a branch there says why)
+        return {}
     return banned_among(ws.spot.bans, before, rows[at].top)
 
 

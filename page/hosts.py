@@ -1,12 +1,11 @@
 """The page's server answers only the Host names `weave.hosts` allows, on every request.
 
 `streamlit run lloom.py` serves lloom.py's `app`, an `st.App` whose first middleware is
-`HostGuard`: the page, the websocket its script talks over, media downloads, uploads and
-every other route are refused (HTTP 403 and one line of text saying why) unless the
-request's Host header is a loopback name or one `[sharing] allowed_hosts` lists. The
-names are read from the settings once, when the server starts; settings that cannot be
-read allow loopback names only (the page then says what is wrong with them). This
-module knows ASGI and nothing of stories; the decision is `weave.hosts`'.
+`HostGuard` (`page.server.middleware` sets it up with the settings' names): the page, the
+websocket its script talks over, media downloads, uploads and every other route are
+refused (HTTP 403 and one line of text saying why) unless the request's Host header is a
+loopback name or one `[sharing] allowed_hosts` lists. This module knows ASGI and nothing
+of stories or settings; the decision is `weave.hosts`'.
 """
 
 from __future__ import annotations
@@ -15,10 +14,7 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.middleware import Middleware
-
 from weave import hosts
-from weave.config import ConfigError, load_settings
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -65,12 +61,3 @@ async def _respond(send: Send, kind: str, body: bytes) -> None:
                (b"x-content-type-options", b"nosniff")]  # fmt: skip
     await send({"type": f"{kind}.start", "status": 403, "headers": headers})
     await send({"type": f"{kind}.body", "body": body})
-
-
-def middleware() -> list[Middleware]:
-    """The page server's own middleware: the Host guard, with the settings' names."""
-    try:
-        allowed = frozenset(load_settings().sharing.allowed_hosts)
-    except ConfigError:
-        allowed = frozenset()
-    return [Middleware(HostGuard, allowed=allowed)]

@@ -5,7 +5,7 @@ click takes (the page's CSS: the words up to it underlined, the rest faded), and
 posts the row and the word's end to one hidden box (static/token_click.html, the
 mechanism the Alternatives dialog's tokens use: nothing reloads). W (`keys.WORD`, the
 ✂ Word button) takes the first row up to its first word. The part is taken as ➜ Take
-takes a row (`page.take.take`: after an edit in the same click too), as a "partial
+takes a row (`weave.desk.take.take`: after an edit in the same click too), as a "partial
 suggestion" with its ids where the cut falls on a token boundary (`weave.desk.partial`).
 
 The rest of the row stays offered: at the node the part made, drawn first above that
@@ -24,10 +24,10 @@ import streamlit as st
 from page.alternatives import TOKEN_CLICK
 from page.rows import Row, offer_row
 from page.state import tab
-from page.take import take
 from weave import keys
 from weave.desk import session
 from weave.desk.partial import Offered, beside, word_ends
+from weave.desk.take import take
 from weave.search.tree import Suggestion
 from weave.view import present
 

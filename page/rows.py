@@ -2,8 +2,8 @@
 figure (a share over its bar), its text (wrapping, never cut), ✏️ Edit, 📌 Keep and ➜ Take.
 ✏️ turns that row alone into a box in its place, Enter takes what it holds (a form: Enter
 submits, leaving the box does not). What a row's buttons do is the workspace's
-(`Workspace.keep`, and `page.take.take`); which rows to list and in what order is the
-caller's (`lloom.suggestions_ui`, `page.sampling.samples_ui`).
+(`Workspace.keep`, and `weave.desk.take.take`); which rows to list and in what order is the
+caller's (`page.suggestions.suggestions_ui`, `page.sampling.samples_ui`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from page.state import tab
-from page.take import take
 from weave import keys
 from weave.desk import session
 from weave.desk.spot import Piece
+from weave.desk.take import take
 from weave.view import present
 
 ACCEPT = "➜"  # the accept arrow: a glyph DejaVu has (no emoji font needed)
@@ -93,7 +93,7 @@ def row_keys(rank: int | None) -> tuple[str | None, str | None]:
 
 def accept_row(row: Row) -> None:
     """Without prefix space the box holds the whole text, its leading space included; after
-    an edit in the same click, `page.take` decides."""
+    an edit in the same click, `weave.desk.take` decides."""
     tab().editing_row = None
     take(row.ws, row.piece, row.shown(), prefix_space=row.prefix_space)
 

@@ -20,8 +20,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import backends
-import lloom
 from bench.page_probe import FULLY_IN_VIEW, LAST_LINE_IN_VIEW, STATUS
+from page.suggestions import LISTED
 from scripts.screenshot import (
     ACCEPT,
     STORY,
@@ -158,7 +158,7 @@ def test_five_suggestions_and_the_story_end_in_view_at_1280_by_800(laptop):
     assert accept_buttons(laptop).evaluate_all(FULLY_IN_VIEW) >= 5
     assert laptop.locator(STORY).evaluate(LAST_LINE_IN_VIEW)
     listed = accept_buttons(laptop, include_hidden=True).count()  # one each, none hidden
-    assert listed == min(shown_suggestions(laptop), lloom.LISTED)
+    assert listed == min(shown_suggestions(laptop), LISTED)
     more = laptop.get_by_role("button", name=re.compile(r"▾ \d+ more"))
     if listed < shown_suggestions(laptop):  # the rest one click away
         assert more.inner_text().startswith(f"▾ {shown_suggestions(laptop) - listed} more")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from huggingface_hub import constants
 
-from page.take import KEPT, NOT_TAKEN, take
 from tests.test_page import FIRST, app, rows, started, story, suggestions, workspace
 from weave.desk.session import Workspace
 from weave.desk.spot import Piece
+from weave.desk.take import KEPT, NOT_TAKEN, take
 from weave.loom.store import LoomStore
 from weave.view.present import md
 

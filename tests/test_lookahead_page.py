@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-import lloom
+from page.suggestions import MARKS_EVERY_S
 from scripts.screenshot import STORY, launch_browser, running_app, start_first_story, story_text
 from tests.background import ended
 from tests.test_page import accept, backend_error, offer, started, suggestions, workspace
@@ -93,7 +93,7 @@ def test_marks_appear_while_the_writer_types_and_the_typing_stays(small_search, 
         page.keyboard.type(typed[:8], delay=100)  # while look-ahead searches
         page.wait_for_function(MARKED, polling=500)
         page.keyboard.type(typed[8:], delay=100)  # while the marks are redrawn
-        page.wait_for_timeout(2 * lloom.MARKS_EVERY_S * 1000)  # a redraw or two more
+        page.wait_for_timeout(2 * MARKS_EVERY_S * 1000)  # a redraw or two more
         assert box.input_value() == before + typed
         assert page.evaluate(MARKED)
         browser.close()

@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest
 import backends
 import lloom
 from backends import BackendError
+from page.suggestions import LISTED
 from tests.fake_backend import StoryFake
 from tests.hostile_servers import hostile_server
 from tests.test_rows import assert_openings_first
@@ -1076,7 +1077,7 @@ def bars(at: AppTest) -> list[str]:
 def test_one_row_per_suggestion_editable_in_place(fake):
     at = started()
     ranked = offer(at).result.suggestions
-    listed = min(len(ranked), lloom.LISTED)
+    listed = min(len(ranked), LISTED)
     assert len(shaded(at)) == len(rows(at)) == len(bars(at)) == listed >= 5
     assert all("background-color" in row for row in shaded(at))  # shaded by probability
     assert not [box for box in at.text_input if box.key.startswith("sg_")]  # no second copy
@@ -1093,9 +1094,9 @@ def test_one_row_per_suggestion_editable_in_place(fake):
 def test_the_first_rows_are_listed_until_the_writer_asks_for_all(fake):
     at = started()
     ranked = offer(at).result.suggestions
-    assert len(ranked) > lloom.LISTED  # the fake offers more than a screen of them
-    assert len(rows(at)) == lloom.LISTED and not at.button(key="rows_more").disabled
-    assert at.button(key="rows_more").label == f"▾ {len(ranked) - lloom.LISTED} more"
+    assert len(ranked) > LISTED  # the fake offers more than a screen of them
+    assert len(rows(at)) == LISTED and not at.button(key="rows_more").disabled
+    assert at.button(key="rows_more").label == f"▾ {len(ranked) - LISTED} more"
     at.button(key="rows_more").click().run()
     assert len(rows(at)) == len(bars(at)) == len(ranked)  # every one, in rank order
     assert bars(at) == [present.share_html(s) for s in present.bar_shares(ranked, "words")]
@@ -1103,7 +1104,7 @@ def test_the_first_rows_are_listed_until_the_writer_asks_for_all(fake):
     assert workspace(at).loom.path()[2].text == ranked[-1].text
     assert len(rows(at)) == len(offer(at).result.suggestions)
     at.button(key="rows_fewer").click().run()
-    assert len(rows(at)) == min(len(offer(at).result.suggestions), lloom.LISTED)
+    assert len(rows(at)) == min(len(offer(at).result.suggestions), LISTED)
 
 
 def lookalike_table(context: tuple[str, ...]) -> dict[str, float]:
@@ -1130,7 +1131,7 @@ def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     at.radio(key="cfg_score").set_value(score).run()
     ranked = offer(at).result.suggestions
     shares = present.bar_shares(ranked, score)
-    assert bars(at) == [present.share_html(share) for share in shares][: lloom.LISTED]
+    assert bars(at) == [present.share_html(share) for share in shares][:LISTED]
     assert not {"0%", "0.0%"} & set(bars(at))  # every listed row's figure reads as something
     assert shares[0] == max(shares)  # the best row first, then each opening's best
     assert_openings_first(ranked)

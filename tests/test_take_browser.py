@@ -12,7 +12,6 @@ import shutil
 
 import pytest
 
-from page.take import NOT_TAKEN
 from scripts.screenshot import (
     ACCEPT,
     STORY,
@@ -23,6 +22,7 @@ from scripts.screenshot import (
     wait_for_suggestions,
     wait_idle,
 )
+from weave.desk.take import NOT_TAKEN
 from weave.loom.store import LoomStore
 
 pytest.importorskip("playwright.sync_api")

@@ -7,8 +7,8 @@ the rows from the first that begins a word (a window of tokens may begin inside 
 "ara had kept…"), or why there are none. `whole_words` reads each alternative that ends in
 a letter on to its word's end, the model's likeliest way (" sh" is " shrugged"), so that a
 writer picks words, not word-pieces. `branch_text` is the story a loom edit branches with
-when the writer picks one. The context comes from the tab's memo
-(`weave.desk.offers.Offers.alternatives`); this module keeps nothing.
+when the writer picks one, `story_before` the story up to its token. The context comes from
+the tab's memo (`weave.desk.offers.Offers.alternatives`); this module keeps nothing.
 """
 
 from __future__ import annotations
@@ -55,24 +55,31 @@ class Alternatives:
         return next((row for row in self.rows if row.position == position), self.rows[-1])
 
 
-def branch_text(
-    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Choice
-) -> str:
-    """The story up to the token `at`, then `choice` in its place: what a loom edit
-    branches with when the writer picks another token there.
+def story_before(text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives) -> str:
+    """The story up to the token `at`: where another token there would go (`branch_text`),
+    and what the bans read before it (`page.bans.banned_alternatives`).
 
     Args:
         text: the story's text.
         rows: `Backend.alternatives` for the story's ids, through its last token (their
             texts join to the story's end).
-        at: the row of the token replaced; choice: one of its alternatives.
+        at: the row of the token.
     Raises:
         ValueError: when the rows' texts are not the end of `text` (another story's).
     """
     tail = "".join(row.text for row in rows if row.position >= at.position)
     if not text.endswith(tail):
         raise ValueError("these alternatives belong to another text than the story's")
-    return text[: len(text) - len(tail)] + choice.text
+    return text[: len(text) - len(tail)]
+
+
+def branch_text(
+    text: str, rows: Sequence[TokenAlternatives], at: TokenAlternatives, choice: Choice
+) -> str:
+    """The story up to the token `at` (`story_before`), then `choice`, one of its
+    alternatives, in its place: what a loom edit branches with when the writer picks
+    another token there. Raises ValueError as `story_before` does."""
+    return story_before(text, rows, at) + choice.text
 
 
 def alternatives_at(

@@ -8,7 +8,9 @@ of the edited story's node. Otherwise nothing is taken and the page says so in o
 (`Workspace.notice`, until the next move). A click on a suggestion left from before
 another move (a second ➜ before the page redrew) keeps it as a branch where it was made,
 as `Workspace.accept` does, and says so: a suggestion is never kept silently in place of
-being taken. This module decides and calls the workspace; it draws nothing.
+being taken. This module decides and calls the workspace; it draws nothing: what it says
+is data (`NOT_TAKEN`, `KEPT`, left in `Workspace.notice`), which the page shows. The page's
+rows (`page.rows`, `page.part`) call `take`.
 """
 
 from __future__ import annotations
