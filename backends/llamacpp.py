@@ -49,20 +49,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 from backends import replies
 from backends.base import (
-    BackendError,
     Candidate,
     Continuation,
-    GreedyPathBackend,
     Positions,
     ThreadWanted,
     TokenAlternatives,
     Usage,
-    redacted,
     token_texts,
 )
+from backends.errors import BackendError
+from backends.greedy_path import GreedyPathBackend
 from backends.http import JsonClient, expect
 from backends.llamacpp_reading import read
 from backends.llamacpp_slots import SlotBook
+from weave.redaction import redacted
 
 log = logging.getLogger(__name__)
 

@@ -84,18 +84,13 @@ import threading
 from itertools import pairwise
 
 from backends import replies
-from backends.base import (
-    BackendError,
-    Candidate,
-    Continuation,
-    GreedyPathBackend,
-    Positions,
-    TokenAlternatives,
-    redacted,
-)
+from backends.base import Candidate, Continuation, Positions, TokenAlternatives
+from backends.errors import BackendError
+from backends.greedy_path import GreedyPathBackend
 from backends.http import JsonClient, expect
 from backends.vllm_chains import StreamedReply, count_usage, ordered_choices, token_id
 from backends.vllm_texts import MAX_VOCAB, TokenTexts, separator_token
+from weave.redaction import redacted
 
 log = logging.getLogger(__name__)
 

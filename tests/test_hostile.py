@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.replies import MAX_REPLY_BYTES

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from tests.http_stubs import serving
 from tests.servers import free_port

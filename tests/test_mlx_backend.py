@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from mlx_lm.models import activations
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.mlx import attention as attention_module
 from backends.mlx.backend import MLXBackend, give_memory_back
 from backends.mlx.cpu_routes import ROUTED

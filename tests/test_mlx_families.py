@@ -17,7 +17,8 @@ import pytest
 from mlx_lm import load
 from mlx_lm.utils import dequantize_model
 
-from backends.base import Backend, BackendError, Candidate
+from backends.base import Backend, Candidate
+from backends.errors import BackendError
 from backends.mlx.backend import MLXBackend
 from backends.mlx.tokens import token_pieces
 from tests.mlx_models import FAMILIES, VOCAB, build_model, tiny_model

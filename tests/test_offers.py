@@ -3,7 +3,7 @@ fake model (the search itself is test_search.py's; look-ahead's own rules test_l
 
 from __future__ import annotations
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from tests.background import ended
 from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace

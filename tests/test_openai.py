@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from backends import create_backend
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.openai import OpenAIBackend
 from backends.openai_replies import top_positions
 from tests.http_stubs import serving

@@ -14,7 +14,7 @@ from dataclasses import replace
 import mlx.core as mx
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend

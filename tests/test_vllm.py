@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.vllm import VLLMBackend
 from backends.vllm_texts import SEPARATOR, VOCAB_BLOCK
 from tests.http_stubs import serving

@@ -35,7 +35,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from backends.base import Backend, BackendError, Cancelled
+from backends.base import Backend, Cancelled
+from backends.errors import BackendError
 from weave.lru import LRU
 from weave.search.beams import Progress, SearchParams, SearchResult, expand
 from weave.search.rows import lone

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backends.base import Backend, BackendError, TokenAlternatives
+from backends.base import Backend, TokenAlternatives
+from backends.errors import BackendError
 from weave.desk.alternatives import Alternatives, Choice, alternatives_at, whole_words
 from weave.desk.lookahead import LookAhead, always
 from weave.desk.reading import Reading, ReadState

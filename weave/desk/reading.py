@@ -18,7 +18,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError, Cancelled
+from backends.base import Backend, Cancelled
+from backends.errors import BackendError
 from weave.search.beams import MOST_ASKED
 
 
