@@ -47,7 +47,8 @@ from weave.desk.partial import Offered
 from weave.desk.spot import Draw, Offer
 from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
-from weave.search.beams import SearchParams, SearchStats
+from weave.search.beams import SearchStats
+from weave.search.params import SearchParams
 from weave.search.tree import Suggestion
 from weave.view import present
 from weave.view.present import code, md

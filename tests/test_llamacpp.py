@@ -13,7 +13,8 @@ from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORIES = [
     "Once upon a time,",

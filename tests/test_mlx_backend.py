@@ -20,7 +20,8 @@ from backends.mlx.cpu_routes import ROUTED
 from backends.mlx.head import PLAIN_HEADS, last_logits
 from backends.mlx.swiglu import swiglu_in_place
 from tests.memory import STATUS, status_kib
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 TOLERANCE = 1e-3

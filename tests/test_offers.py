@@ -8,7 +8,7 @@ from tests.background import ended
 from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.view import present
 
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)

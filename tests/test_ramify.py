@@ -19,7 +19,8 @@ from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
 from tests.http_stubs import serving
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."

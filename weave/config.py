@@ -28,7 +28,7 @@ from weave.bounds import Bound, bound_of, bounded, check_bounds, problem, shown
 from weave.hosts import checked
 from weave.loom.store_sql import DATABASE_SCHEMES, is_database_url
 from weave.redaction import redacted
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
 from weave.story.bans import Bans, bans_from_config
 

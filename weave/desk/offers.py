@@ -28,8 +28,9 @@ from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
 from weave.loom.library import Library
 from weave.lru import LRU
-from weave.search.beams import ProgressCallback, SearchParams, SearchResult, expand
+from weave.search.beams import ProgressCallback, SearchResult, expand
 from weave.search.codec import search_from_dict, search_steering, search_to_dict, unshowable
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 from weave.search.rows import lone
 from weave.story.bans import Bans

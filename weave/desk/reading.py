@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from backends.base import Backend, Cancelled
 from backends.errors import BackendError
-from weave.search.beams import MOST_ASKED
+from weave.search.asking import MOST_ASKED
 
 
 @dataclass(frozen=True)
