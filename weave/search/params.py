@@ -4,8 +4,7 @@ splitting knobs (`RULE_KNOBS`), and what a story saves of them and reads back.
 The bounds are declared once, on the fields (`weave.bounds`): the page's sliders, the
 command line and config.toml all read them here. A story keeps the fields it changed
 (`SearchParams.to_saved`); reading them back (`SearchParams.from_saved`) takes what its
-fields take and refuses the rest by name, never clamping, so a story saved under another
-version loses nothing silently.
+fields take and names each value it refuses, never clamping one.
 
 Owns: the parameters and their saved form. Not: the search they steer
 (`weave.search.beams`), config.toml (`weave.config`).
