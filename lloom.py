@@ -41,7 +41,7 @@ from weave.config import ConfigError, Settings
 from weave.desk import session
 from weave.desk.spot import Draw, Offer
 from weave.loom.store import LoomStore, StoreError
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.view.present import code, md
 
 

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backends.base import Backend, BackendError, Candidate
+from backends.base import Backend, Candidate
+from backends.errors import BackendError
 
 if TYPE_CHECKING:  # weave.config imports the search, which imports backends.base
     from weave.config import Settings

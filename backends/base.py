@@ -2,7 +2,8 @@
 
 A backend turns token-id contexts into the model's most likely next tokens. It owns
 transport, caching and tokenization; it knows nothing about beams, cutoffs or pages
-(that is `weave.search.beams`). Errors leave a backend only as `BackendError`.
+(that is `weave.search.beams`). Errors leave a backend only as `BackendError`
+(`backends.errors`); the server backends' common base is `backends.greedy_path`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
-from weave.redaction import redacted
+from backends.errors import BackendError
 
 
 @dataclass(frozen=True)
@@ -48,23 +49,6 @@ class Continuation:
     token_ids: tuple[int, ...]
     text: str
     logprob: float
-
-
-class BackendError(RuntimeError):
-    """A backend could not answer: names the backend, where it looked, and what to check.
-
-    The message often quotes a server, which may echo a request's credentials: anything
-    that looks like one is redacted here, so no error shown or logged can carry a key.
-    It is one line: a server's text may hold many (an HTML page, an echoed request), and
-    every run of whitespace becomes one space (after redaction, whose patterns end at a
-    line's end).
-    """
-
-    def __init__(self, message: str, *, backend: str, url: str | None = None):
-        self.backend = backend
-        self.url = url
-        where = f" at {url}" if url else ""
-        super().__init__(" ".join(redacted(f"{backend}{where}: {message}").split()))
 
 
 class Cancelled(Exception):
@@ -188,16 +172,6 @@ class Chain(Protocol):
     def close(self) -> None:
         """No beam follows this path any more: the backend may stop making it."""
         ...
-
-
-class WholeChain(list[list[Candidate]]):
-    """A `Chain` read whole: its length is known at once, and closing it frees nothing."""
-
-    def known_length(self) -> int:
-        return len(self)
-
-    def close(self) -> None:
-        """Nothing to stop: the path was read whole."""
 
 
 class Backend(ABC):
@@ -411,35 +385,3 @@ def invalid_id(ids: Sequence[object], vocab_size: int | None) -> int | None:
         if type(token_id) is not int or not 0 <= token_id < top:
             return position
     return None
-
-
-class GreedyPathBackend(Backend):
-    """A server backend whose one request answers many contexts at once, each for a
-    number of positions along its greedy path; single steps are paths of length one."""
-
-    @abstractmethod
-    def _complete(
-        self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
-    ) -> list[Positions]:
-        """For each context, the top-k at each of `length` greedy positions (at least one),
-        or fewer where the path's text reached one of `stops`."""
-
-    def top_logprobs(self, contexts: list[list[int]], k: int) -> list[list[Candidate]]:
-        return [chain[0] for chain in self._complete(contexts, k, 1)]
-
-    def greedy_chains(self, contexts, k, lengths, *, stops=()):
-        """One request per distinct length (a search's depth asks one length for all)."""
-        chains: list = [None] * len(contexts)
-        for length in sorted(set(lengths)):
-            rows = [i for i, n in enumerate(lengths) if n == length]
-            answers = self._chains([contexts[i] for i in rows], k, length, stops)
-            for i, chain in zip(rows, answers, strict=True):
-                chains[i] = chain
-        return chains
-
-    def _chains(
-        self, contexts: list[list[int]], k: int, length: int, stops: tuple[str, ...] = ()
-    ) -> Sequence[Chain]:
-        """The chains of one request: `_complete`'s, read whole, unless a backend gives
-        chains whose positions arrive as the server makes them."""
-        return [WholeChain(chain) for chain in self._complete(contexts, k, length, stops)]

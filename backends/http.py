@@ -37,8 +37,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ProtocolError
 
 from backends import replies
-from backends.base import BackendError
 from backends.deadline import TooSlow, bounded, within
+from backends.errors import BackendError
 
 CHUNK = 1 << 16  # bytes a read asks for
 

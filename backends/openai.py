@@ -55,8 +55,11 @@ from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from backends import openai_replies as shapes
 from backends import replies
-from backends.base import Backend, BackendError, Candidate, Continuation, WholeChain, redacted
+from backends.base import Backend, Candidate, Continuation
 from backends.deadline import TooSlow, bounded, within
+from backends.errors import BackendError
+from backends.greedy_path import WholeChain
+from weave.redaction import redacted
 
 LEGACY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CHAT_MAX_LOGPROBS = 20

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from backends.base import BackendError
+from backends.errors import BackendError
 
 Error = Callable[[str], BackendError]
 

@@ -37,9 +37,9 @@ token for every running sequence. So:
 Token text: looked up from `/detokenize`, a vocabulary block at a time, ahead on a thread
 of its own (`backends.vllm_texts`).
 
-Control tokens: from `/tokenizer_info` when the server offers it
-(`--enable-tokenizer-info-endpoint`); always also every token the server stops on. A
-story's text never becomes one: `tokenize` cuts a control token's name apart.
+Control tokens: from `/tokenizer_info` when the server offers it (`backends.vllm_model`);
+always also every token the server stops on. A story's text never becomes one: `tokenize`
+cuts a control token's name apart.
 
 Usage: `forward_calls` counts every HTTP round trip (completions and text look-ups made
 on the searching thread); `prefill_tokens` are prompt tokens less those the server
@@ -57,23 +57,16 @@ A bias's ids (`top_logprobs_also`): after the top-k, one more request names them
 request; the field takes the place of the top-k, hence two requests). A server older
 than the field answers the sampled token only: that is learnt, and the search told.
 
-The vocabulary's size: vLLM names it nowhere but in refusing an id past it, so the
-backend asks once, at start, with a stop token past any vocabulary (`stop_token_ids`,
-checked before anything runs): the refusal says "Vocabulary size: N" (the model's, the
-width of its log-probs). A server that does not say so may name it in its tokenizer's
-`/tokenizer_info` (`vocab_size`); one that says neither is refused at start, naming what
-it was asked: its ids could not be checked (a 100-token server's ids 100 and 150 became
-suggestions with empty text).
-
 Replies are checked field by field where they are read (`backends.replies`): a token id
-must lie in the vocabulary (`id_bound`), a log-probability must be finite (-inf
-candidates are dropped), and a wrong shape is an error naming the server and the field.
+must lie in the vocabulary (`id_bound`, its size read at start by `backends.vllm_model`),
+a log-probability must be finite (-inf candidates are dropped), and a wrong shape is an
+error naming the server and the field.
 
-Owns: the backend, request shapes, the replies of the requests that are not chains
-(prompt log-probs, samples), control tokens, the logprobs limit. Not: the search,
-reading a reply's chains and its usage (`backends.vllm_chains`), token text
-(`backends.vllm_texts`), HTTP error wording and the reading of a stream
-(`backends.http`).
+Owns: the backend, request shapes, samples, control tokens met on the way, the logprobs
+limit. Not: the search, what the server says of its model at start
+(`backends.vllm_model`), reading a reply's chains and its usage (`backends.vllm_chains`),
+reading a prompt's and named ids' log-probs (`backends.vllm_replies`), token text
+(`backends.vllm_texts`), HTTP error wording and the reading of a stream (`backends.http`).
 """
 
 from __future__ import annotations
@@ -84,28 +77,21 @@ import threading
 from itertools import pairwise
 
 from backends import replies
-from backends.base import (
-    BackendError,
-    Candidate,
-    Continuation,
-    GreedyPathBackend,
-    Positions,
-    TokenAlternatives,
-    redacted,
-)
+from backends.base import Candidate, Continuation, Positions, TokenAlternatives
+from backends.errors import BackendError
+from backends.greedy_path import GreedyPathBackend
 from backends.http import JsonClient, expect
 from backends.vllm_chains import StreamedReply, count_usage, ordered_choices, token_id
+from backends.vllm_model import served_model, special_ids, tokenizer_info, vocabulary_size
+from backends.vllm_replies import named_logprobs, prompt_logprobs
 from backends.vllm_texts import MAX_VOCAB, TokenTexts, separator_token
+from weave.redaction import redacted
 
 log = logging.getLogger(__name__)
 
-PROMPT_KEY = re.compile(r"^(?:token_id:)?(\d+)$")  # prompt_logprobs keys: ids, maybe prefixed
 LIMIT = re.compile(r"max(?:imum)? allowed:? (\d+)")
-VOCABULARY = re.compile(r"[Vv]ocabulary size:? (\d{1,9})\b")
 NAMED = 128  # ids one request may name in `logprob_token_ids` (vLLM's MAX_LOGPROB_TOKEN_IDS)
 POOL = 32  # connections kept: each depth of a search may hold a stream open a while
-SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
-                "mask_token", "additional_special_tokens", "extra_special_tokens")  # fmt: skip
 
 
 class VLLMBackend(GreedyPathBackend):
@@ -116,9 +102,9 @@ class VLLMBackend(GreedyPathBackend):
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 60.0):
         super().__init__()
         self.client = JsonClient(url, backend=self.name, timeout=timeout, pool=POOL)
-        self._model, self._context_length = self._served_model(model)
-        info = self._tokenizer_info()
-        self.vocab_size = self._vocabulary(info)
+        self._model, self._context_length = served_model(self.client, model)
+        info = tokenizer_info(self.client)
+        self.vocab_size = vocabulary_size(self.client, self._model, info)
         self.max_logprobs: int | None = None  # the server's --max-logprobs, once learnt
         self.names_ids: bool | None = None  # whether it answers `logprob_token_ids`, once seen
         separator = separator_token(self.tokenize, self.detokenize, self.url)
@@ -197,13 +183,7 @@ class VLLMBackend(GreedyPathBackend):
         if reply is None:
             return self.alternatives(ids, k, start=start)
         self._count(reply)
-        choices = reply.get("choices") if isinstance(reply, dict) else None
-        expect(isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict),
-               self.client, "expected one choice")  # fmt: skip
-        positions = choices[0].get("prompt_logprobs")
-        expect(isinstance(positions, list) and len(positions) == len(ids), self.client,
-               "no prompt_logprobs for every prompt token")  # fmt: skip
-        scored = [self._prompt_position(positions[i], ids[i], k) for i in range(start, len(ids))]
+        scored = prompt_logprobs(reply, ids, start, k, self.client, self.id_bound)
         contexts = [list(ids[:i]) for i in range(start, len(ids))]
         # The story's own token is spelled with the top-k, after the same context.
         asked = [[[*top, Candidate(ids[i], "", own)]] for i, (top, own) in enumerate(scored, start)]
@@ -257,103 +237,11 @@ class VLLMBackend(GreedyPathBackend):
                 "return_tokens_as_token_ids": True}  # fmt: skip
         reply = self.client.post("/v1/completions", body)
         self._count(reply)
-        choices = reply.get("choices") if isinstance(reply, dict) else None
-        expect(isinstance(choices, list) and len(choices) == len(prompts), self.client,
-               f"expected {len(prompts)} choices")  # fmt: skip
-        out = []
-        for i, choice in enumerate(ordered_choices(choices, self.client)):
-            logprobs = choice.get("logprobs")
-            positions = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
-            expect(isinstance(positions, list) and len(positions) == 1, self.client,
-                   f"choices[{i}] without one top_logprobs entry")  # fmt: skip
-            entry = replies.of_type(positions[0], dict, self.client.error, "top_logprobs[0]")
-            weighed = {}
-            for key, value in entry.items():
-                logprob = replies.logprob(value, self.client.error, f"top_logprobs[{key!r}]")
-                if logprob is not None:
-                    weighed[token_id(key, self.client, self.id_bound)] = logprob
-            out.append(weighed)
+        out = named_logprobs(reply, len(prompts), self.client, self.id_bound)
         answered = any(set(named) & got.keys() for got in out)
         if self.names_ids is None:
             self.names_ids = answered
         return out
-
-    def _prompt_position(
-        self, entry: object, token_id: int, k: int
-    ) -> tuple[list[Candidate], float | None]:
-        """(top-k without text, log-prob of the prompt's own token) from one entry:
-        {id: {logprob, rank, decoded_token}}, the prompt's token among them. A -inf
-        log-prob leaves its token out of the top-k (the own token's is then unknown)."""
-        expect(isinstance(entry, dict) and entry, self.client, "an empty prompt_logprobs entry")
-        found: dict[int, float | None] = {}
-        for key, value in entry.items():
-            match = PROMPT_KEY.match(str(key))
-            expect(match is not None and isinstance(value, dict) and "logprob" in value,
-                   self.client,
-                   f"a prompt_logprobs entry {key!r} without an id and a log-prob")  # fmt: skip
-            what = f"prompt_logprobs[{key!r}]"
-            token = replies.token_id(int(match.group(1)), self.client.error, what, self.id_bound)
-            found[token] = replies.logprob(value["logprob"], self.client.error, f"{what}.logprob")
-        expect(token_id in found, self.client, "prompt_logprobs without the prompt's own token")
-        finite = [(i, lp) for i, lp in found.items() if lp is not None]
-        top = sorted(finite, key=lambda item: (-item[1], item[0]))[:k]
-        return [Candidate(i, "", lp) for i, lp in top], found[token_id]
-
-    # -- start-up --------------------------------------------------------------------
-    def _served_model(self, wanted: str | None) -> tuple[str, int | None]:
-        reply = self.client.get("/v1/models")
-        models = reply.get("data") if isinstance(reply, dict) else None
-        expect(isinstance(models, list) and models and all(isinstance(m, dict) for m in models),
-               self.client, "/v1/models lists no model")  # fmt: skip
-        for entry in models:
-            if wanted is None or entry.get("id") == wanted:
-                expect(isinstance(entry.get("id"), str), self.client, "a model without an id")
-                length = entry.get("max_model_len")
-                return entry["id"], replies.count(length, self.client.error,
-                                                  "/v1/models max_model_len",
-                                                  least=replies.MIN_CONTEXT)  # fmt: skip
-        served = ", ".join(str(m.get("id")) for m in models)
-        raise self.client.error(
-            f"model {wanted!r} is not served here (VLLM_MODEL); it serves {served}"
-        )
-
-    def _tokenizer_info(self) -> dict | None:
-        """The server's `/tokenizer_info` (an optional endpoint), or None without it."""
-        try:
-            info = self.client.get("/tokenizer_info")
-        except BackendError as e:
-            log.info("%s; control tokens are learnt when the server stops on them", e)
-            return None
-        return info if isinstance(info, dict) else None
-
-    def _vocabulary(self, info: dict | None) -> int:
-        """The model's vocabulary size: from the server's refusal of a stop token past any
-        vocabulary (vLLM's own words), else from `/tokenizer_info`'s `vocab_size`.
-
-        Raises:
-            BackendError: the server says neither: the ids it sends could not be checked.
-        """
-        body = {"model": self._model, "prompt": [0], "max_tokens": 1,
-                "stop_token_ids": [MAX_VOCAB]}  # fmt: skip
-        try:
-            self.client.post("/v1/completions", body)
-            why = "it took a stop token past any vocabulary"
-        except BackendError as e:
-            said = VOCABULARY.search(str(e))
-            if said is not None:
-                return replies.count(int(said.group(1)), self.client.error,
-                                     "the vocabulary size its refusal names",
-                                     optional=False, most=MAX_VOCAB)  # fmt: skip
-            said_instead = str(e).partition(": ")[2]  # less "vllm at URL"
-            why = f"asked with a stop token past any vocabulary, it answered: {said_instead}"
-        size = replies.count((info or {}).get("vocab_size"), self.client.error,
-                             "/tokenizer_info vocab_size", most=MAX_VOCAB)  # fmt: skip
-        if size is None:
-            raise self.client.error(
-                f"it does not say its vocabulary's size ({why}; /tokenizer_info names none), "
-                "so the token ids it sends cannot be checked"
-            )
-        return size
 
     def _learn_controls(self, ids: set[int]) -> None:
         """Control tokens met on the way: those the server stops on, or decodes to nothing.
@@ -486,25 +374,3 @@ class VLLMBackend(GreedyPathBackend):
         else:
             text = choice["text"]
         return Continuation(tuple(tokens[:kept]), text, float(sum(values[:kept])))
-
-
-def special_ids(info: dict) -> set[int]:
-    """Ids of the special tokens that `/tokenizer_info` names; its `added_tokens_decoder`
-    maps ids to their text (or to {content, special})."""
-    names = {name for key in SPECIAL_KEYS for name in _names(info.get(key))}
-    added = info.get("added_tokens_decoder")
-    out = set()
-    for key, entry in added.items() if isinstance(added, dict) else ():
-        flagged = isinstance(entry, dict) and entry.get("special") is True
-        if (flagged or set(_names(entry)) & names) and str(key).isdigit():
-            out.add(int(key))
-    return out
-
-
-def _names(value: object) -> list[str]:
-    """Token texts in a tokenizer-config value: a string, {content}, or lists/maps of them."""
-    if isinstance(value, dict):
-        return _names(value["content"]) if "content" in value else _names(list(value.values()))
-    if isinstance(value, list):
-        return [name for item in value for name in _names(item)]
-    return [value] if isinstance(value, str) and value else []

@@ -28,7 +28,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from backends.base import BackendError, BackendStats, Candidate, Positions
+from backends.base import BackendStats, Candidate, Positions
+from backends.errors import BackendError
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,8 @@ from bench.authors import (  # noqa: E402
 )  # fmt: skip
 from bench.panel import PASSAGES as PANEL  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.search.beams import SearchParams, expand, stop_cut  # noqa: E402
+from weave.search.beams import expand, stop_cut  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 from weave.search.ramify import MAX_SAMPLES, RamifyParams, ramify  # noqa: E402
 from weave.search.tree import without_prefix_space  # noqa: E402
 # isort: on

@@ -42,7 +42,8 @@ from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.story.bans import BanRule, Bans, Guard, slop_rules  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.story.phrases import REGEX_WINDOW, Phrase, PhraseSet  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 # isort: on
 
 OWN = (

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from backends import create_backend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search.healing import heal  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 # isort: on
 
 PANEL = [

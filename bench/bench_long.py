@@ -35,7 +35,8 @@ from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.story.model_context import fitted_context  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 from weave.story.steering import Steering  # noqa: E402
 
 

@@ -35,7 +35,8 @@ from backends.base import Backend  # noqa: E402
 from tests.background import ended  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.desk.lookahead import LookAhead  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 
 ROWS = 3
 HEAD_START_S = 0.3  # B asks this long after A's look-ahead began: mid-search

@@ -66,7 +66,8 @@ from backends.mlx.head import PLAIN_HEADS  # noqa: E402
 from bench.bench_mlx_models import models  # noqa: E402
 from tests.vllm_server import vllm_python  # noqa: E402
 from weave.config import load_settings  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 import mlx.core as mx  # noqa: E402
 from mlx.utils import tree_flatten  # noqa: E402
 # isort: on

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from backends.mlx.backend import MLXBackend
 from tests.mlx_models import QWEN25, VOCAB, build_model
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 # isort: off
 import mlx.core as mx  # noqa: E402

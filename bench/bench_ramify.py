@@ -25,7 +25,8 @@ LONG_STORY = Path(__file__).with_name("long_story.txt")
 from backends import create_backend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search.ramify import RamifyParams, ramify  # noqa: E402
-from weave.search.beams import SearchParams, expand  # noqa: E402
+from weave.search.beams import expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 # isort: on
 
 PARAMS = RamifyParams(n=4, temperature=1.0, min_p=0.1, max_tokens=24, seed=1)

@@ -35,7 +35,8 @@ from backends.mlx.backend import MLXBackend  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.story.context import Context  # noqa: E402
 from weave.story.model_context import fitted_context  # noqa: E402
-from weave.search.beams import SearchParams, SearchResult, expand  # noqa: E402
+from weave.search.beams import SearchResult, expand  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 from weave.story.steering import LoreEntry, Steering  # noqa: E402
 # isort: on
 

@@ -36,7 +36,8 @@ from backends.base import Backend  # noqa: E402
 from bench.panel import PASSAGES  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.search.ramify import MAX_SAMPLES, RamifyParams, ramify  # noqa: E402
-from weave.search.beams import SearchParams, expand, stop_cut  # noqa: E402
+from weave.search.beams import expand, stop_cut  # noqa: E402
+from weave.search.params import SearchParams  # noqa: E402
 from weave.search.worth import worth  # noqa: E402
 # isort: on
 

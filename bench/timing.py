@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 from backends.base import Backend
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 
 def median_search_seconds(

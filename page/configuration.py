@@ -21,7 +21,7 @@ from page.state import tab
 from weave.bounds import bound_of
 from weave.config import Settings
 from weave.desk import session
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 
 SCORES = bound_of(SearchParams, "score").options
 CONFIG_KEYS = {  # widget key -> SearchParams field

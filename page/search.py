@@ -21,7 +21,7 @@ from page.state import tab
 from weave.bounds import bound_of
 from weave.desk import session
 from weave.desk.spot import Offer
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.view import present
 from weave.view.present import md
 

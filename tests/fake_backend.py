@@ -13,7 +13,9 @@ import math
 import random
 from collections.abc import Callable
 
-from backends.base import Backend, BackendError, Candidate, Continuation, WholeChain
+from backends.base import Backend, Candidate, Continuation
+from backends.errors import BackendError
+from backends.greedy_path import WholeChain
 
 VOCAB = ["a", "b", "c", ".", ",", "ab", " ", "x", "<eos>", " the", "é"]
 EOS = VOCAB.index("<eos>")

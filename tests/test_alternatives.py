@@ -16,7 +16,8 @@ from backends.mlx.backend import MLXBackend
 from backends.vllm import VLLMBackend
 from tests.recording_proxy import recording
 from weave.desk.alternatives import Alternatives
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 DRAGON = "The dragon 🐉 circled the tower and"  # a character split over three tokens

@@ -13,7 +13,8 @@ from weave.config import ConfigError, load_settings, settings_from_table
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
 from weave.loom.store_errors import BadImport
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 from weave.story.bans import (
     MAX_RULES,

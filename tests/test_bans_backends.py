@@ -14,7 +14,8 @@ from collections import Counter
 import pytest
 
 from tests.servers import real_backend
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans, Guard
 
 pytestmark = pytest.mark.slow

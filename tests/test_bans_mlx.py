@@ -12,7 +12,8 @@ import math
 import pytest
 
 from tests.test_cli import weave
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans, Guard
 
 STORY = "The old dragon opened its eyes and"

@@ -11,7 +11,8 @@ import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.cli import to_text
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans, Guard
 from weave.story.bias import BiasState, TokenBias, reweighed, variants
 from weave.view.present import search_status

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from bench.panel import PASSAGES
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.rows import key, opening
 
 FIRST_ROWS = 10

@@ -21,7 +21,8 @@ from weave.bounds import bound_of
 from weave.cli import to_text
 from weave.config import load_settings
 from weave.loom.store import LoomStore
-from weave.search.beams import OVERRUN, SearchParams, expand
+from weave.search.beams import OVERRUN, expand
+from weave.search.params import SearchParams
 from weave.search.tree import Suggestion
 
 ROOT = Path(__file__).resolve().parent.parent

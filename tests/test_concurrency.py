@@ -14,7 +14,7 @@ import pytest
 
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 
 pytestmark = pytest.mark.slow
 STORIES = [

@@ -10,18 +10,10 @@ from pathlib import Path
 import pytest
 
 from backends import BackendError, choose_backend, create_backend
+from weave.backend_settings import LlamaCppSettings, MLXSettings, OpenAISettings, VLLMSettings
 from weave.bounds import bound_of
-from weave.config import (
-    MAX_SETTINGS_BYTES,
-    ConfigError,
-    LlamaCppSettings,
-    MLXSettings,
-    OpenAISettings,
-    VLLMSettings,
-    load_settings,
-    settings_from_table,
-)
-from weave.search.beams import SearchParams
+from weave.config import MAX_SETTINGS_BYTES, ConfigError, load_settings, settings_from_table
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
 
 

@@ -13,9 +13,10 @@ from tests.background import ended
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.desk.lookahead import LookAhead
 from weave.desk.spot import Draw, Offer
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
 from weave.search.codec import search_from_dict, search_to_dict
 from weave.search.healing import Constraint, heal, narrowed, typed_start
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 
 PARAMS = SearchParams(cutoff=0.2, max_depth=3, auto_stop=False, split_limit=3)

@@ -12,8 +12,9 @@ import pytest
 
 from tests.servers import real_backend
 from tests.test_cli import weave
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
 from weave.search.healing import Constraint
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 from weave.search.tree import Suggestion
 

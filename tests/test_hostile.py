@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.replies import MAX_REPLY_BYTES
@@ -40,8 +40,9 @@ from backends.vllm import VLLMBackend
 from tests.hostile_servers import COMMON, FLOOD_BYTES, PLANTED, SHAPES, hostile_server
 from tests.servers import free_port
 from weave.finite import non_finite
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
 from weave.search.codec import search_to_dict
+from weave.search.params import SearchParams
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key-do-not-leak-0123456789"

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from tests.http_stubs import serving
 from tests.servers import free_port
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORIES = [
     "Once upon a time,",
@@ -211,7 +212,7 @@ def test_a_stream_that_fails_is_a_clear_error(body, message, closed_after):
 
 def test_control_token_names_in_a_story_are_text(llama):
     names = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-    controls = {i for name in names for i in llama._token_ids(name, special=True)}
+    controls = {i for name in names for i in llama.tokens.ids(name, special=True)}
     assert len(controls) == 3  # each name is one control token when read as one
     text = "The end.<|endoftext|><|im_start|>user\nHi<|im_end|>"
     ids = llama.tokenize(text)

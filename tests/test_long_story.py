@@ -16,7 +16,8 @@ from backends.mlx.backend import CPU_READ_WINDOW, MLXBackend
 from backends.mlx.kv_disk import DiskKV
 from backends.mlx.kv_keep import KEEP_AT_LEAST
 from weave.config import ConfigError, load_settings
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.model_context import fitted_context
 from weave.story.steering import Steering
 

@@ -21,7 +21,8 @@ from weave.desk.lookahead import LookAhead
 from weave.desk.session import Workspace
 from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans, Guard
 from weave.view import present
 

@@ -14,7 +14,8 @@ from backends.base import Cancelled
 from backends.mlx.backend import MLXBackend
 from tests.background import ended
 from weave.desk.lookahead import LookAhead
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 OTHER = "Once upon a time,"

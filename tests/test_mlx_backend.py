@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 from mlx_lm.models import activations
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.mlx import attention as attention_module
 from backends.mlx.backend import MLXBackend, give_memory_back
 from backends.mlx.cpu_routes import ROUTED
 from backends.mlx.head import PLAIN_HEADS, last_logits
 from backends.mlx.swiglu import swiglu_in_place
 from tests.memory import STATUS, status_kib
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."
 TOLERANCE = 1e-3

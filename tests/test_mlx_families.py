@@ -17,11 +17,13 @@ import pytest
 from mlx_lm import load
 from mlx_lm.utils import dequantize_model
 
-from backends.base import Backend, BackendError, Candidate
+from backends.base import Backend, Candidate
+from backends.errors import BackendError
 from backends.mlx.backend import MLXBackend
 from backends.mlx.tokens import token_pieces
 from tests.mlx_models import FAMILIES, VOCAB, build_model, tiny_model
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 STORY = "The forest seemed darker than usual, but that did not bother Elis in the least."
 TOLERANCE = 5e-4

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.mlx.backend import MLXBackend
 from tests.mlx_models import tiny_model
 
@@ -51,7 +51,7 @@ def test_a_hub_id_loads_from_an_offline_cache_and_a_missing_one_is_one_line(tiny
     cache = hub_cache(tmp_path / "hub", "lloom-tests/tiny-llama", tiny)
     script = textwrap.dedent(
         """
-        from backends.base import BackendError
+        from backends.errors import BackendError
         from backends.mlx.backend import MLXBackend
         backend = MLXBackend("lloom-tests/tiny-llama")
         print(backend.model_name, backend.info.parameters)

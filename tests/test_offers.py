@@ -3,12 +3,12 @@ fake model (the search itself is test_search.py's; look-ahead's own rules test_l
 
 from __future__ import annotations
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from tests.background import ended
 from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.view import present
 
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)

@@ -13,13 +13,14 @@ from dataclasses import replace
 import pytest
 
 from backends import create_backend
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.openai import OpenAIBackend
 from backends.openai_replies import top_positions
 from tests.http_stubs import serving
 from tests.servers import free_port
 from weave.config import load_settings
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 SECRET = "sk-test-do-not-leak-0123456789abcdef"
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=8)

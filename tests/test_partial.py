@@ -15,7 +15,7 @@ from weave.desk.partial import Offered, beside, word_ends
 from weave.desk.session import Workspace
 from weave.desk.spot import Piece
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.tree import Suggestion
 
 STORY = "The fox crept to the well and looked down into the dark water."

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.desk.alternatives import branch_text
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.tree import Suggestion
 from weave.view.present import (
     Words,

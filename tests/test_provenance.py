@@ -15,7 +15,7 @@ from weave.desk.session import Workspace
 from weave.loom.provenance import UNKNOWN, Provenance
 from weave.loom.store import LoomStore
 from weave.loom.store_file import FILE_NAME, SCHEMA_VERSION
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
 from weave.view.loom_view import node_label, story_tree
 from weave.view.story_graph import StoryNode, render_story_tree

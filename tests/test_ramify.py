@@ -14,12 +14,13 @@ from dataclasses import replace
 import mlx.core as mx
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
 from tests.http_stubs import serving
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 
 STORY = "The forest seemed darker then usual, but that did not bother Elis in the least."

@@ -32,7 +32,8 @@ from tests.background import ended
 from tests.llama_server import llama_server
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 pytest.importorskip("playwright.sync_api")
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium here")

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.tree import TreeNode
 from weave.view.present import visible
 from weave.view.render import BEST_COLOR, Fit, chain, render_tree, wrapped_label

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from tests.fake_backend import VOCAB, FakeBackend
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.search.scores import beam_score, ends_clause, words
 
 

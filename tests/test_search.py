@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from tests.fake_backend import VOCAB, FakeBackend
 from tests.test_rows import assert_openings_first
-from weave.search.beams import OVERRUN, SearchParams, expand, stop_cut
+from weave.search.beams import OVERRUN, expand, stop_cut
+from weave.search.params import SearchParams
 from weave.search.rows import key
 from weave.search.tree import TreeNode, suggestions_from
 

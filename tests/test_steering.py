@@ -485,7 +485,8 @@ def test_the_stable_prefix_and_control_token_names_on_the_real_tokenizer(mlx_bac
 
 
 def test_accepting_under_memory_lore_and_a_note_costs_no_prefill_on_mlx(fresh_mlx_backend):
-    from weave.search.beams import SearchParams, expand
+    from weave.search.beams import expand
+    from weave.search.params import SearchParams
 
     backend = fresh_mlx_backend
     real = dict(tokenize=backend.tokenize, detokenize=backend.detokenize)

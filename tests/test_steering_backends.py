@@ -20,7 +20,8 @@ from backends.llamacpp import LlamaCppBackend
 from backends.openai import OpenAIBackend
 from backends.vllm import VLLMBackend
 from tests.recording_proxy import recording
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 from weave.story.context import Context
 from weave.story.model_context import fitted_context, sent_ids
 from weave.story.steering import LoreEntry, Steering

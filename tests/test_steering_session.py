@@ -7,8 +7,8 @@ from __future__ import annotations
 from weave.desk.alternatives import branch_text
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
 from weave.search.codec import search_steering
+from weave.search.params import SearchParams
 from weave.story.steering import LoreEntry, Steering
 
 STORY = "The night was cold.\nThe fox crept to the well.\nThere,"

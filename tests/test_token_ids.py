@@ -25,7 +25,7 @@ from tests.hostile_servers import hostile_server
 from tests.test_hostile import backend_for
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
 
 ROOT = Path(__file__).resolve().parent.parent

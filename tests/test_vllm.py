@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendError
+from backends.errors import BackendError
 from backends.vllm import VLLMBackend
 from backends.vllm_texts import SEPARATOR, VOCAB_BLOCK
 from tests.http_stubs import serving
 from tests.recording_proxy import recording
 from tests.servers import free_port
 from tests.vllm_server import computed_tokens_once_settled
-from weave.search.beams import SearchParams, expand
+from weave.search.beams import expand
+from weave.search.params import SearchParams
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "smollm2-next-token-reference.json"
 LONG_STORY = Path(__file__).resolve().parent.parent / "bench" / "long_story.txt"

@@ -10,7 +10,7 @@ import pytest
 
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.worth import MAX_SAMPLES, Worth, expected_cover, worth
 
 

@@ -25,8 +25,9 @@ from weave.config import ConfigError, load_settings
 from weave.loom import cli as loom_cli
 from weave.loom.formats import without_surrogates
 from weave.loom.store import StoreError
-from weave.search.beams import SearchParams, SearchResult, expand
+from weave.search.beams import SearchResult, expand
 from weave.search.codec import search_to_dict
+from weave.search.params import SearchParams
 from weave.story import bans_cli, steering_cli
 from weave.story.bans import Guard
 from weave.story.model_context import fitted_context, sent_ids

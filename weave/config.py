@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from weave.bounds import Bound, bound_of, bounded, check_bounds, one_of, problem, shown
+from weave.backend_settings import LlamaCppSettings, MLXSettings, OpenAISettings, VLLMSettings
+from weave.bounds import Bound, bound_of, bounded, check_bounds, problem, shown
 from weave.hosts import checked
 from weave.loom.store_sql import DATABASE_SCHEMES, is_database_url
 from weave.redaction import redacted
-from weave.search.beams import SearchParams
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
 from weave.story.bans import Bans, bans_from_config
 
@@ -35,57 +36,10 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 BACKEND_NAMES = ("auto", "mlx", "llamacpp", "vllm", "openai")
 MAX_SETTINGS_BYTES = 1 << 20  # a settings file is a few KiB; a device never ends
 MAX_KEY_PARTS = 32  # tomllib's cost grows with the square of a dotted key's parts
-TIMEOUT_S = (0.1, 3600.0)  # a whole request's deadline: past an hour is a mistake (or 1e10)
 
 
 class ConfigError(ValueError):
     """config.toml or an environment variable holds something we cannot use."""
-
-
-@dataclass(frozen=True)
-class MLXSettings:
-    model: str = ""
-    cache_dir: str = "~/.cache/lloom"
-    kv_cache_mb: int = bounded(1024, 0, 1 << 18, "MiB")  # 256 GiB at most
-    prefill_chunk: int = bounded(512, 1, 1 << 16, "tokens")
-    batch_window_ms: float = bounded(20.0, 0.0, 200.0, "ms")  # a writer waits this per depth
-    dequantize_mb: int = bounded(4096, 0, 1 << 20, "MiB")  # float32 made from quantized, on CPU
-    # unset: backends.mlx.backend.CPU_READ_WINDOW on a CPU, the whole window on a GPU; 0: the whole
-    read_window: int | None = bounded(None, 0, 1 << 20, "tokens")
-    kv_disk_mb: int = bounded(2048, 0, 1 << 20, "MiB")  # long stories' KV kept; 0: none
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
-
-@dataclass(frozen=True)
-class LlamaCppSettings:
-    url: str = ""
-    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
-
-@dataclass(frozen=True)
-class VLLMSettings:
-    url: str = ""
-    model: str = ""
-    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
-
-@dataclass(frozen=True)
-class OpenAISettings:
-    model: str = "gpt-4o-mini"
-    base_url: str = ""
-    endpoint: str = one_of("auto", "auto", "chat", "completions")
-    timeout: float = bounded(60.0, *TIMEOUT_S, "s")
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
 
 # Look-ahead's rows per backend when [lookahead] rows is not set (see README, "Look-ahead").

@@ -2,7 +2,7 @@
 
 A server's or a database's error may quote what it was sent (a request's headers, a URL
 with its password); every message that may carry one is shown only through here: the
-backends' errors (`backends.base.BackendError`) and the story store's (a PostgreSQL URL's
+backends' errors (`backends.errors.BackendError`) and the story store's (a PostgreSQL URL's
 password, `weave.loom.store_pg`). Pure text work: it imports nothing of LLooM.
 """
 

@@ -17,7 +17,8 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import KVCache
 
-from backends.base import BackendError, Candidate, TokenAlternatives, Usage, token_texts
+from backends.base import Candidate, TokenAlternatives, Usage, token_texts
+from backends.errors import BackendError
 from backends.mlx.kv_tree import FragmentTree
 from backends.mlx.numpy_views import writable
 from backends.mlx.ranking import ranked

@@ -36,14 +36,8 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from backends.base import (
-    Backend,
-    BackendError,
-    Cancelled,
-    Candidate,
-    Continuation,
-    TokenAlternatives,
-)
+from backends.base import Backend, Cancelled, Candidate, Continuation, TokenAlternatives
+from backends.errors import BackendError
 from backends.mlx.alternatives import token_alternatives
 from backends.mlx.attention import install
 from backends.mlx.batching import Batcher, Forward, usage_of

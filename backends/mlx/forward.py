@@ -29,7 +29,8 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import BatchKVCache
 
-from backends.base import BackendError, Candidate
+from backends.base import Candidate
+from backends.errors import BackendError
 from backends.mlx.attention import RowsCache, SharedPrefix
 from backends.mlx.batching import Forward
 from backends.mlx.head import last_logits

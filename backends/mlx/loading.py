@@ -24,7 +24,7 @@ from mlx_lm.models.cache import KVCache
 from mlx_lm.utils import DEFAULT_ALLOW_PATTERNS, load
 
 from backends import replies
-from backends.base import BackendError
+from backends.errors import BackendError
 
 # mlx-lm's model modules whose forwards the backend runs exactly (its batched caches,
 # attention and head); mlx-lm maps more model types onto these (mistral -> llama).

@@ -19,7 +19,8 @@ from contextlib import contextmanager
 
 import mlx.core as mx
 
-from backends.base import BackendError, ThreadWanted
+from backends.base import ThreadWanted
+from backends.errors import BackendError
 
 
 def _stopped() -> BackendError:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError, TokenAlternatives
+from backends.base import Backend, TokenAlternatives
+from backends.errors import BackendError
 from weave.story.context import Context
 from weave.story.model_context import story_alternatives
 

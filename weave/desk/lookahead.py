@@ -35,9 +35,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from backends.base import Backend, BackendError, Cancelled
+from backends.base import Backend, Cancelled
+from backends.errors import BackendError
 from weave.lru import LRU
-from weave.search.beams import Progress, SearchParams, SearchResult, expand
+from weave.search.beams import Progress, SearchResult, expand
+from weave.search.params import SearchParams
 from weave.search.rows import lone
 from weave.search.tree import Suggestion
 from weave.story.bans import Bans, Guard

@@ -18,8 +18,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError, Cancelled
-from weave.search.beams import MOST_ASKED
+from backends.base import Backend, Cancelled
+from backends.errors import BackendError
+from weave.search.asking import MOST_ASKED
 
 
 @dataclass(frozen=True)

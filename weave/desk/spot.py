@@ -15,7 +15,8 @@ from typing import Any
 from weave.desk.reading import ReadState
 from weave.loom.loom import Loom
 from weave.loom.provenance import Provenance, probability
-from weave.search.beams import SearchParams, SearchResult, SearchStats
+from weave.search.beams import SearchResult, SearchStats
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
 from weave.story.bans import Bans, Guard

@@ -14,7 +14,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 
 from weave.finite import non_finite
-from weave.search.beams import SearchParams, SearchResult, SearchStats
+from weave.search.beams import SearchResult, SearchStats
+from weave.search.params import SearchParams
 from weave.search.tree import Suggestion, TreeNode
 from weave.search.worth import worth
 from weave.story.steering import Steering

@@ -25,7 +25,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from backends.base import Backend, BackendError, Candidate, Continuation
+from backends.base import Backend, Candidate, Continuation
+from backends.errors import BackendError
 from weave.bounds import bounded, check_bounds
 from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
 from weave.search.healing import Healing, heal, narrowed

@@ -10,7 +10,8 @@ nothing of searches or pages.
 
 from __future__ import annotations
 
-from backends.base import Backend, BackendError
+from backends.base import Backend
+from backends.errors import BackendError
 from weave.loom.loom import Loom, Node
 from weave.lru import LRU
 

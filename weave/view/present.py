@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.base import TokenAlternatives
-from weave.search.beams import Progress, SearchParams, SearchResult, SearchStats
+from weave.search.beams import Progress, SearchResult, SearchStats
+from weave.search.params import SearchParams
 from weave.search.ramify import RamifyResult
 from weave.search.tree import Score, Suggestion, without_prefix_space
 from weave.search.worth import worth
