@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("page", "weave", "backends", "bench", "scripts")
 
-# `weave.x.y` (or `backends.`, `page.`) not inside a longer word, path or name (`~/.weave.x`, `lloom.weave`).
+# `weave.x.y` (`backends.`, `page.` too) not inside a longer word, path or name
+# (`~/.weave.x`, `lloom.weave`).
 DOTTED = re.compile(r"(?<![\w./-])(?:weave|backends|page)(?:\.[A-Za-z_]\w*)+")
 
 
