@@ -43,9 +43,9 @@ from weave import access, keys
 from weave.bounds import bound_of
 from weave.config import ConfigError, Settings, load_settings
 from weave.desk import session
+from weave.desk.library import open_store
 from weave.desk.partial import Offered
 from weave.desk.spot import Draw, Offer
-from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
 from weave.search.tree import Suggestion
