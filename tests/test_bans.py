@@ -16,17 +16,8 @@ from weave.loom.store import LoomStore
 from weave.loom.store_errors import BadImport
 from weave.search.beams import SearchParams, expand
 from weave.search.ramify import RamifyParams, ramify
-from weave.story.bans import (
-    MAX_RULES,
-    BanRule,
-    Bans,
-    Guard,
-    banned_among,
-    bans_in,
-    parse_list,
-    slop_rules,
-    with_bans,
-)
+from weave.story.bans import MAX_RULES, BanRule, Bans, bans_in, parse_list, slop_rules, with_bans
+from weave.story.guard import Guard, banned_among
 
 STORY_TEXT = "x"
 STORY = [VOCAB.index("x")]

@@ -15,7 +15,8 @@ import pytest
 
 from tests.servers import real_backend
 from weave.search.beams import SearchParams, expand
-from weave.story.bans import BanRule, Bans, Guard
+from weave.story.bans import BanRule, Bans
+from weave.story.guard import Guard
 
 pytestmark = pytest.mark.slow
 

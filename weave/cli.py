@@ -28,7 +28,7 @@ from weave.loom.store import StoreError
 from weave.search.beams import SearchParams, SearchResult, expand
 from weave.search.codec import search_to_dict
 from weave.story import bans_cli, steering_cli
-from weave.story.bans import Guard
+from weave.story.guard import Guard
 from weave.story.model_context import fitted_context, sent_ids
 from weave.view.present import bar_caption, bar_shares, share_text, worth_text
 

@@ -18,7 +18,8 @@ from weave.loom.provenance import Provenance, probability
 from weave.search.beams import SearchParams, SearchResult, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
-from weave.story.bans import Bans, Guard
+from weave.story.bans import Bans
+from weave.story.guard import Guard
 from weave.story.steering import Steering
 from weave.view.present import accepted_text
 

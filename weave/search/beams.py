@@ -61,8 +61,8 @@ from weave.bounds import bound_of, bounded, check_bounds, one_of, problem, shown
 from weave.search.healing import Constraint, Healing, heal, narrowed
 from weave.search.rows import distinct_rows
 from weave.search.tree import Score, Suggestion, TreeNode, suggestions_from
-from weave.story.bans import Guard, GuardState, Pruned
 from weave.story.bias import BiasState, TokenBias, reweighed, spelled
+from weave.story.guard import Guard, GuardState, Pruned
 
 STOP_CHARS = ".,"
 OVERRUN = 4  # tokens a beam may take past max_depth to reach its first word or a whole character
