@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 # isort: off
 from backends.embedded import ensure_embedded_model  # noqa: E402
 from backends.mlx.backend import MLXBackend  # noqa: E402
-from weave.story.bans import BanRule, Bans, Guard, slop_rules  # noqa: E402
+from weave.story.bans import BanRule, Bans, slop_rules  # noqa: E402
+from weave.story.guard import Guard  # noqa: E402
 from weave.config import load_settings  # noqa: E402
 from weave.story.phrases import REGEX_WINDOW, Phrase, PhraseSet  # noqa: E402
 from weave.search.beams import expand  # noqa: E402

@@ -3,7 +3,7 @@
 The tree is the shape socketteer/loom saves (nested `children`, `meta` with a source and
 a time, UI state on every node, chapters beside the root), its texts ~400 characters of
 bench/long_story.txt (the 4 spaces a level socketteer indents with are much of the size).
-Each run imports it into a fresh store (`LoomStore.import_loom`: parse, detect, build,
+Each run imports it into a fresh store (`weave.interop.files.import_file`: parse, detect, build,
 check, store); then the same story from LLooM's own export and from
 its Open Loom v2 export, the three taking turns. Printed: the medians of REPEATS runs, and
 each format's time beside LLooM's own (the target: the socketteer import in at most 2 s).
@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from weave.interop.files import export_json, export_openloom, import_file  # noqa: E402
 from weave.loom.store import LoomStore  # noqa: E402
 
 NODES, DEPTH, TEXT_CHARS, REPEATS = 760, 21, 400, 5
@@ -58,7 +59,7 @@ def socketteer_loom(seed: int = 0) -> dict:
 def timed(data: bytes, folder: Path) -> tuple[float, str, LoomStore]:
     store = LoomStore(folder)
     start = time.perf_counter()
-    story_id, _ = store.import_loom(data)
+    story_id, _ = import_file(store, data)
     return time.perf_counter() - start, story_id, store
 
 
@@ -69,8 +70,8 @@ def main() -> None:
         _, story_id, store = timed(data, Path(tmp) / "first")
         loom = store.load(story_id)
         depth = max(len(loom.path(n)) - 1 for n in loom.nodes)  # the empty root above n0
-        files = {"socketteer": data, "LLooM": store.export_json(story_id).encode(),
-                 "Open Loom v2": store.export_openloom(story_id).encode()}  # fmt: skip
+        files = {"socketteer": data, "LLooM": export_json(store, story_id).encode(),
+                 "Open Loom v2": export_openloom(store, story_id).encode()}  # fmt: skip
         print(f"socketteer loom: {len(data) / 1e6:.2f} MB, {len(loom.nodes) - 1} nodes, "
               f"{depth} deep; LLooM {len(files['LLooM']) / 1e6:.2f} MB, "
               f"Open Loom {len(files['Open Loom v2']) / 1e6:.2f} MB")  # fmt: skip

@@ -15,7 +15,8 @@ import streamlit as st
 from backends.base import TokenAlternatives
 from weave.desk.alternatives import story_before
 from weave.desk.session import Workspace
-from weave.story.bans import MAX_REPEAT_WORDS, BanRule, Bans, banned_among, parse_list, slop_rules
+from weave.story.bans import MAX_REPEAT_WORDS, BanRule, Bans, parse_list, slop_rules
+from weave.story.guard import banned_among
 from weave.view.present import md, shorten
 
 SHOWN_PRUNED = 8  # pruned branches listed under the panel

@@ -5,6 +5,7 @@ JSON and Open Loom v2, this node's search tree and graph)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import streamlit as st
 
@@ -45,7 +46,12 @@ def import_file(ws: session.Workspace, key: str) -> None:
     upload = st.session_state.get(key)
     if upload is None:
         return
-    problem = ws.import_file(upload.getvalue())
+    story_id, said = ws.library.import_file(upload.getvalue())
+    problem = said if story_id is None else None  # said: what is wrong, or what to say
+    if story_id is not None and not ws.open(story_id, notice=said):  # this story's moves
+        problem = (f"the file was imported as “{ws.library.title(story_id)}”, but this "
+                   "story stays open until its changes are saved; open it from the library "
+                   "then")  # fmt: skip
     tab().import_error = problem
     if problem is None:
         tab().imports += 1  # a fresh uploader
@@ -60,8 +66,10 @@ def downloads_ui(ws: session.Workspace, offer: Offer | None) -> None:
     download(one, "Story .txt", text, "story.txt", "text/plain")
     download(two, "Story .md", lambda: f"# {title}\n\n{text}\n", "story.md", "text/markdown")
     if not ws.pending:  # the export is the store's: it holds what is saved
-        download(one, "Loom .json", ws.export, "lloom-loom.json", "application/json")
-        download(two, "Open Loom v2", ws.export_openloom, "story.openloom",
+        loom = partial(ws.library.export, ws.story_id)
+        download(one, "Loom .json", loom, "lloom-loom.json", "application/json")
+        download(two, "Open Loom v2", partial(ws.library.export_openloom, ws.story_id),
+                 "story.openloom",
                  openloom.MEDIA_TYPE)  # fmt: skip
     if offer is None:
         return

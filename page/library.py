@@ -1,7 +1,7 @@
 """The writer's stories on the page: on the start page, starting one (a starting story or
 the writer's own) and the library of saved ones to reopen, delete (recoverable), restore
 or purge, each deletion and purge confirmed first; in the sidebar, the open story's title
-and bookmarks. Widgets only: the stories are `weave.loom.library.Library`'s, a tab's
+and bookmarks. Widgets only: the stories are `weave.desk.library.Library`'s, a tab's
 moves `weave.desk.session.Workspace`'s."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import backends
 from backends.shared import SharedBackend
 from page.hosts import HostGuard
 from weave.config import ConfigError, Settings, load_settings
-from weave.loom.library import open_store
+from weave.desk.library import open_store
 from weave.loom.store import LoomStore
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it

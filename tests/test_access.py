@@ -13,6 +13,7 @@ import pytest
 
 from tests.older_stores import as_schema
 from weave.access import NO_EMAIL, NO_SUBJECT, Login, decide, is_loopback, login_from, writer_for
+from weave.interop.files import export_json, import_file
 from weave.loom.loom import Loom
 from weave.loom.store import LOCAL_WRITER, InvalidInput, LoomStore, StoryNotFound
 from weave.loom.store_sql import SCHEMA_VERSION, is_database_url
@@ -113,7 +114,7 @@ def test_each_writer_lists_opens_and_changes_only_their_own_stories(stories_at):
     assert [s.id for s in bob.stories()] == [theirs]
     assert [s.id for s in store.stories()] == [local]
     for action in (
-        lambda: bob.load(mine), lambda: bob.info(mine), lambda: bob.export_json(mine),
+        lambda: bob.load(mine), lambda: bob.info(mine), lambda: export_json(bob, mine),
         lambda: bob.settings(mine), lambda: bob.suggestions(mine, "x"),
         lambda: bob.rename(mine, "mine now"), lambda: bob.delete(mine),
         lambda: bob.save_settings(mine, {"cutoff": 0.5}),
@@ -130,7 +131,7 @@ def test_an_import_is_the_importers_and_a_story_can_be_given_to_a_login(stories_
     store = LoomStore(stories_at)
     draft, _ = store.create("A draft before login.")
     bob = store.as_writer(BOB)
-    copy = bob.import_json(store.export_json(draft))
+    copy = import_file(bob, export_json(store, draft))[0]
     assert [s.id for s in bob.stories()] == [copy] and [s.id for s in store.stories()] == [draft]
     store.give(draft, ALICE)
     assert store.stories() == [] and [s.id for s in store.as_writer(ALICE).stories()] == [draft]

@@ -11,22 +11,14 @@ from backends.base import Candidate
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.config import ConfigError, load_settings, settings_from_table
 from weave.desk.session import Workspace
+from weave.interop.files import import_file
 from weave.loom.store import LoomStore
 from weave.loom.store_errors import BadImport
 from weave.search.beams import expand
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
-from weave.story.bans import (
-    MAX_RULES,
-    BanRule,
-    Bans,
-    Guard,
-    banned_among,
-    bans_in,
-    parse_list,
-    slop_rules,
-    with_bans,
-)
+from weave.story.bans import MAX_RULES, BanRule, Bans, bans_in, parse_list, slop_rules, with_bans
+from weave.story.guard import Guard, banned_among
 
 STORY_TEXT = "x"
 STORY = [VOCAB.index("x")]
@@ -208,16 +200,16 @@ def test_a_storys_bans_are_saved_exported_imported_and_guard_its_searches(tmp_pa
     ws.set_bans(bans)
     again = Workspace(LoomStore(tmp_path, busy_ms=50))
     assert again.open(ws.story_id) and again.bans == bans and again.spot.bans == bans
-    copy = again.store.import_json(ws.export())
+    copy = import_file(again.store, ws.library.export(ws.story_id))[0]
     assert again.open(copy) and again.bans == bans
     guard = again.spot.guard()
     assert guard is not None and guard.step(guard.root(), b" The sea").pruned_by == "sea"
     ws.set_bans(Bans())
     assert again.open(ws.story_id) and again.bans == Bans() and again.spot.guard() is None
-    bad = json.loads(ws.export())
+    bad = json.loads(ws.library.export(ws.story_id))
     bad["settings"] = {"bans": {"rules": [{"text": "(x", "regex": True}]}}
     with pytest.raises(BadImport, match=r"rules\[0\] \('\(x'\) is not a valid regular"):
-        again.store.import_json(json.dumps(bad))
+        import_file(again.store, json.dumps(bad))
 
 
 def test_config_tomls_default_list_goes_beside_the_storys_own():

@@ -16,7 +16,8 @@ import pytest
 from tests.servers import real_backend
 from weave.search.beams import expand
 from weave.search.params import SearchParams
-from weave.story.bans import BanRule, Bans, Guard
+from weave.story.bans import BanRule, Bans
+from weave.story.guard import Guard
 
 pytestmark = pytest.mark.slow
 

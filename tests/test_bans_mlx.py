@@ -14,7 +14,8 @@ import pytest
 from tests.test_cli import weave
 from weave.search.beams import expand
 from weave.search.params import SearchParams
-from weave.story.bans import BanRule, Bans, Guard
+from weave.story.bans import BanRule, Bans
+from weave.story.guard import Guard
 
 STORY = "The old dragon opened its eyes and"
 

@@ -13,8 +13,9 @@ from tests.fake_backend import VOCAB, FakeBackend
 from weave.cli import to_text
 from weave.search.beams import expand
 from weave.search.params import SearchParams
-from weave.story.bans import BanRule, Bans, Guard
+from weave.story.bans import BanRule, Bans
 from weave.story.bias import BiasState, TokenBias, reweighed, variants
+from weave.story.guard import Guard
 from weave.view.present import search_status
 
 # A toy vocabulary, which splits these words as SmolLM2 does (but " pineapple", one token

@@ -32,7 +32,8 @@ def test_an_import_says_once_what_it_did(fake):
     assert [t.value for t in at.toast] == [error]  # where the writer is looking, too
     at.button(key="start").click().run()  # the next story: the message has gone
     assert not [e for e in at.error if "cannot be imported" in e.value] and not at.toast
-    exported = at.session_state["page"].ws.export()
+    ws = at.session_state["page"].ws
+    exported = ws.library.export(ws.story_id)
     [uploader] = [u for u in at.file_uploader if u.key.startswith("import_")]
     uploader.set_value(("story.json", exported.encode(), "application/json")).run()
     assert not at.exception

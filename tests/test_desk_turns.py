@@ -49,7 +49,8 @@ def test_an_edit_typed_in_one_story_never_lands_in_the_story_an_import_opens(fak
     is a branch of the story it was typed in, and the title that story's."""
     at = started()
     typed_in = workspace(at).story_id
-    exported = workspace(at).export()
+    ws = workspace(at)
+    exported = ws.library.export(ws.story_id)
     at.text_area(key="story_text").set_value(TYPED)
     at.text_input(key=f"title_{typed_in}").set_value("The tide")
     [uploader] = [u for u in at.file_uploader if u.key.startswith("import_")]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from weave.interop.files import export_openloom, import_file
 from weave.interop.foreign import IMPORTED_KEY, node_notes
 from weave.loom.loom import Loom
 from weave.loom.store import BadImport, LoomStore
@@ -26,7 +27,7 @@ def imported(tmp_path, doc, **how) -> tuple[Loom, LoomStore, str, str]:
     """Import `doc` into a fresh store: (its loom, the store, its id, the message)."""
     store = LoomStore(tmp_path)
     data = doc if isinstance(doc, str | bytes) else json.dumps(doc)
-    story_id, read = store.import_loom(data, **how)
+    story_id, read = import_file(store, data, **how)
     return store.load(story_id), store, story_id, read.message()
 
 
@@ -298,7 +299,7 @@ def test_a_crafted_bad_file_is_one_line_naming_the_problem(tmp_path, data, messa
     store = LoomStore(tmp_path)
     text = data if isinstance(data, str) else json.dumps(data)
     with pytest.raises(BadImport) as raised:
-        store.import_json(text, "crafted.json")
+        import_file(store, text, "crafted.json")
     assert str(raised.value).startswith("crafted.json cannot be imported: ")
     assert message in str(raised.value) and "\n" not in str(raised.value)
     assert store.stories() == []
@@ -355,7 +356,7 @@ def test_an_open_loom_file_from_elsewhere_keeps_its_unknown_extensions_through_l
     assert "1 more tree(s)" in said and "images or audio in 1 node(s)" in said
     made = loom.node("b").provenance
     assert (made.backend, made.model, made.latency_ms) == ("openrouter", "claude", 1830.0)
-    again = json.loads(store.export_openloom(story_id))
+    again = json.loads(export_openloom(store, story_id))
     for key in ("agents", "extensions"):
         assert again[key] == ELSEWHERE[key]
     assert again["trees"][1] == ELSEWHERE["trees"][1]
@@ -378,7 +379,7 @@ def test_an_open_loom_export_is_valid_against_the_spec_shape(tmp_path):
     sid, _ = store.create("Once", token_ids=(7,), model="m")
     store.update(sid, lambda lm: lm.accept(" upon", token_ids=(8,), model="m", score=-0.5))
     store.update(sid, lambda lm: lm.bookmark(lm.cursor))
-    doc = json.loads(store.export_openloom(sid))
+    doc = json.loads(export_openloom(store, sid))
     assert (doc["format"], doc["version"], doc["generator"]["name"]) == (
         "open-loom",
         "2.0",
@@ -399,7 +400,7 @@ def test_an_open_loom_export_is_valid_against_the_spec_shape(tmp_path):
         assert node["extensions"]["lloom"]["kind"] in ("typed", "accepted")
     marked = [n for n in tree["nodes"].values() if n["meta"]["bookmarked"]]
     assert [m["content"][0]["text"] for m in marked] == [" upon"]
-    assert store.load(store.import_json(json.dumps(doc))) == store.load(sid)
+    assert store.load(import_file(store, json.dumps(doc))[0]) == store.load(sid)
 
 
 # -- bounds: memory, time, keys, numbers --------------------------------------------------
@@ -438,7 +439,7 @@ def test_a_key_twice_in_one_object_is_refused_by_name_in_every_format(tmp_path, 
     store = LoomStore(tmp_path)
     data = twice(json.loads(json.dumps(doc)), path, key)
     with pytest.raises(BadImport) as raised:
-        store.import_json(data, "merged.json")
+        import_file(store, data, "merged.json")
     assert str(raised.value) == (
         f"merged.json cannot be imported: it holds the key {key!r} twice in one object"
     )
@@ -451,7 +452,7 @@ def test_a_uint64_seed_is_kept_and_written_back(tmp_path):
     loom, store, story_id, said = imported(tmp_path, doc)
     kept = store.settings(story_id)[IMPORTED_KEY]["nodes"]["b"]["generation"]
     assert kept["seed"] == 12345678901234567890
-    out = json.loads(store.export_openloom(story_id))
+    out = json.loads(export_openloom(store, story_id))
     assert out["trees"][0]["nodes"]["b"]["generation"]["seed"] == 12345678901234567890
 
 
@@ -466,6 +467,7 @@ def test_json_inside_a_mikupad_string_is_bounded_like_the_file(tmp_path):
 
 CHILD_IMPORT = """
 import json, resource, sys, tempfile, time
+from weave.interop.files import import_file
 from weave.loom.store import BadImport, LoomStore
 shape, n, k, room = sys.argv[1], *(int(a) for a in sys.argv[2:5])
 nodes, length = {}, 0
@@ -490,7 +492,7 @@ started = time.perf_counter()
 with tempfile.TemporaryDirectory() as folder:
     store = LoomStore(folder)
     try:
-        story_id, _ = store.import_loom(data, "big.json")
+        story_id, _ = import_file(store, data, "big.json")
         said = len(store.load(story_id).text())
     except BadImport as e:
         said = str(e)
@@ -536,7 +538,7 @@ def test_an_open_loom_v2_round_trip_keeps_what_the_spec_defines_exactly(tmp_path
     nodes["b"]["author"] |= {"name": "Claude", "modelId": "anthropic/claude-sonnet-4.5"}
     nodes["b"]["createdAt"] = "2026-07-01T12:30:05.5Z"  # another precision
     _, store, story_id, _ = imported(tmp_path, rich)
-    out = json.loads(store.export_openloom(story_id))
+    out = json.loads(export_openloom(store, story_id))
     assert out["version"] == "2.1"
     again = out["trees"][0]
     for key in ("id", "title", "createdAt", "updatedAt", "rootNodeIds", "currentNodeId"):

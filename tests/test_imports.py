@@ -45,3 +45,18 @@ def test_the_engine_the_page_and_the_remote_backends_load_no_openblas_and_no_mlx
 def test_the_mlx_package_loads_openblas_before_mlx():
     expected = "openblas" if openblas.preload().startswith("OpenBLAS preloaded") else "-"
     assert loaded_after("import backends.mlx.backend") == [expected, "mlx"]
+
+
+def test_the_store_loads_no_file_format_and_no_bans():
+    """The store is the bottom: importing it loads none of `weave.interop`'s readers and
+    nothing of `weave.story` (the bans compiler, the steering) or above."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, weave.loom.store; print(*sorted(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    loaded = {m for m in done.stdout.split() if m.startswith("weave.")}
+    assert "weave.loom.store" in loaded
+    above = ("weave.interop", "weave.story", "weave.search", "weave.view", "weave.desk")
+    assert [m for m in loaded if m.startswith(above)] == []
+    assert not {"re2", "psycopg"} & set(done.stdout.split())

@@ -23,7 +23,8 @@ from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import expand
 from weave.search.params import SearchParams
-from weave.story.bans import BanRule, Bans, Guard
+from weave.story.bans import BanRule, Bans
+from weave.story.guard import Guard
 from weave.view import present
 
 STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)

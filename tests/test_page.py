@@ -771,7 +771,8 @@ def test_a_loom_exported_and_imported_is_the_same_tree(fake):
     at.button(key="bookmark").click().run()
     at.slider(key="cfg_max_suggestions").set_value(7).run()
     assert "Loom .json" in {b.label for b in at.get("download_button")}
-    exported = workspace(at).export()
+    ws = workspace(at)
+    exported = ws.library.export(ws.story_id)
     fresh = app()
     fresh.file_uploader[0].set_value(("s.json", exported.encode(), "application/json")).run()
     assert not fresh.exception
@@ -998,7 +999,8 @@ def test_a_stored_search_holding_nan_is_ignored_with_a_message(fake, data_dir):
 
 def test_an_imported_search_holding_nan_is_ignored_with_a_message(fake):
     at = started()
-    exported = json.loads(workspace(at).export())
+    ws = workspace(at)
+    exported = json.loads(ws.library.export(ws.story_id))
     [search] = exported["suggestions"].values()
     search["tree"]["children"][0]["logprob"] = math.inf
     exported["settings"]["cutoff"] = math.nan  # not JSON: the story's own defaults instead

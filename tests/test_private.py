@@ -28,6 +28,7 @@ import pytest
 from scripts.screenshot import streamlit_app, wait_idle
 from tests.older_stores import as_schema
 from tests.servers import free_port
+from weave.interop.files import export_json
 from weave.loom.store import LoomStore
 from weave.loom.store_sql import is_database_url
 
@@ -253,7 +254,7 @@ def test_writers_in_a_group_see_import_and_download_only_their_own_stories(
         assert f"No story {alice_id} of yours here" in text and "garden" not in text
 
         # Bob's import is Bob's
-        exported = local.export_json(local.create("A tale Bob brings along.")[0])
+        exported = export_json(local, local.create("A tale Bob brings along.")[0])
         bob.goto(url)
         settled(bob)
         bob.get_by_test_id("stExpandSidebarButton").click()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from weave.desk.session import READ_ONLY, Workspace
+from weave.interop.files import export_json
 from weave.loom.loom import Loom
 from weave.loom.provenance import Provenance
 from weave.loom.store import LoomStore
@@ -130,7 +131,7 @@ def test_nothing_of_a_story_not_shared_is_reachable(group):
     assert ben.find("third stone") == [] and ana.find("third stone")[0].story_id == private
     assert [f.story_id for f in ben.find("lighthouse")] == [sid]  # what was shared is found
     for action in (
-        lambda: ben.load(private), lambda: ben.info(private), lambda: ben.export_json(private),
+        lambda: ben.load(private), lambda: ben.info(private), lambda: export_json(ben, private),
         lambda: ben.settings(private), lambda: ben.suggestions(private, "x"),
         lambda: ben.watch(private), lambda: ben.update(private, typed(" Ben's.")),
         lambda: ben.save_suggestions(private, "x", {}), lambda: ben.unshare(private, BEN),

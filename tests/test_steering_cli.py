@@ -13,6 +13,7 @@ from backends.llamacpp import LlamaCppBackend
 from tests.recording_proxy import recording
 from tests.test_cli import loom, one_error_line, weave
 from tests.test_steering_backends import prompts
+from weave.interop.files import export_json
 from weave.loom.store import LoomStore
 from weave.story.model_context import fitted_context
 from weave.story.steering import LoreEntry, Steering, steering_in, with_steering
@@ -101,7 +102,7 @@ def test_an_import_with_unreadable_steering_is_one_error_naming_the_field(tmp_pa
     store = LoomStore(tmp_path)
     sid, _ = store.create(STORY)
     store.save_settings(sid, with_steering({}, STEERING))
-    doc = json.loads(store.export_json(sid))
+    doc = json.loads(export_json(store, sid))
     doc["settings"]["steering"]["lore"][0]["keys"] = "Mira"
     file = tmp_path / "bad.json"
     file.write_text(json.dumps(doc))
@@ -116,4 +117,4 @@ def test_export_without_steering_writes_none(tmp_path: Path):
     store = LoomStore(tmp_path)
     sid, _ = store.create(STORY)
     store.save_settings(sid, with_steering({"cutoff": 0.1}, Steering()))
-    assert "steering" not in json.loads(store.export_json(sid))["settings"]
+    assert "steering" not in json.loads(export_json(store, sid))["settings"]

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests.raw_sql import another_program, refused
 from tests.test_loom import MOVES, apply
+from weave.interop.files import export_json, import_file
 from weave.loom.loom import Loom, NoSuchNode
 from weave.loom.store import LoomStore
 from weave.loom.store_errors import (
@@ -98,7 +100,7 @@ def test_any_moves_saved_one_by_one_load_back_as_the_same_loom(stories_at, moves
     for move in moves:
         loom = store.update(sid, lambda lm, move=move: apply(lm, move))
     assert store.load(sid) == loom
-    assert store.load(store.import_json(store.export_json(sid))) == loom
+    assert store.load(import_file(store, export_json(store, sid))[0]) == loom
 
 
 def test_a_move_that_removes_or_changes_a_node_is_refused_and_nothing_is_written(stories_at):
@@ -249,7 +251,7 @@ def test_hostile_text_comes_back_exactly_and_survives_export(stories_at, text):
     sid, _ = store.create(text)
     loom = store.update(sid, lambda lm: lm.accept(text))
     assert store.load(sid).text() == text + text
-    copy = store.import_json(store.export_json(sid))
+    copy = import_file(store, export_json(store, sid))[0]
     assert store.load(copy).text() == text + text and store.load(copy).nodes == loom.nodes
 
 
@@ -485,11 +487,11 @@ def test_export_then_import_gives_the_same_loom(stories_at):
     store.rename(sid, "Title")
     store.save_settings(sid, {"cutoff": 0.1})
     store.save_suggestions(sid, loom.cursor, {"suggestions": []})
-    exported = json.loads(store.export_json(sid))
+    exported = json.loads(export_json(store, sid))
     assert exported["format"] == "lloom-loom" and exported["version"] == 1
-    copy = store.import_json(store.export_json(sid))
+    copy = import_file(store, export_json(store, sid))[0]
     assert copy != sid and store.load(copy) == loom
-    again = json.loads(store.export_json(copy))
+    again = json.loads(export_json(store, copy))
     assert {k: v for k, v in again.items() if k not in ("id", "updated")} == {
         k: v for k, v in exported.items() if k not in ("id", "updated")
     }
@@ -508,7 +510,7 @@ def test_export_then_import_gives_the_same_loom(stories_at):
 def test_a_file_that_cannot_be_imported_says_why(stories_at, data, message):
     store = LoomStore(stories_at)
     with pytest.raises(BadImport, match=message):
-        store.import_json(data)
+        import_file(store, data)
     assert store.stories() == []
 
 
@@ -527,10 +529,10 @@ def test_a_file_that_cannot_be_imported_says_why(stories_at, data, message):
 def test_an_export_that_was_tampered_with_is_refused(stories_at, spoil, message):
     store = LoomStore(stories_at)
     sid, _ = store.create("Once")
-    doc = json.loads(store.export_json(sid))
+    doc = json.loads(export_json(store, sid))
     spoil(doc)
     with pytest.raises(BadImport, match=message):
-        store.import_json(json.dumps(doc))
+        import_file(store, json.dumps(doc))
     assert len(store.stories()) == 1
 
 
@@ -539,24 +541,24 @@ def test_numbers_json_cannot_hold_never_reach_the_store_or_an_export(stories_at)
     sid, loom = store.create("Once")
     loom = store.update(sid, lambda lm: lm.accept(" upon"))
     store.save_suggestions(sid, loom.cursor, {"suggestions": [{"logprob": -1.0}]})
-    text = store.export_json(sid).replace('"logprob": -1.0', '"logprob": NaN')
+    text = export_json(store, sid).replace('"logprob": -1.0', '"logprob": NaN')
     doc = json.loads(text)  # as a hand-edited file (Python reads NaN)
     doc["settings"] = {"cutoff": float("inf")}
     doc["suggestions"][loom.node().parent] = {"suggestions": [{"logprob": -3.0}]}
-    copy = store.import_json(json.dumps(doc))  # the search holding NaN is left out
+    copy = import_file(store, json.dumps(doc))[0]  # the search holding NaN is left out
     assert store.load(copy).text() == "Once upon"
     assert store.suggestions(copy, loom.cursor) is None and store.settings(copy) == {}
     assert store.suggestions(copy, loom.node().parent) == {"suggestions": [{"logprob": -3.0}]}
     doc["nodes"][-1]["score"] = float("inf")
     with pytest.raises(BadImport, match="has a score that is not a number within"):
-        store.import_json(json.dumps(doc))
+        import_file(store, json.dumps(doc))
     with another_program(stories_at) as run:  # as the loom saved it before it checked
         run("UPDATE suggestions SET data = ? WHERE story_id = ?",
             '{"suggestions": [{"logprob": NaN}]}', sid)  # fmt: skip
         run("INSERT INTO nodes (story_id, id, seq, parent, kind, score, created, text) "
             "SELECT ?, 'inf', MAX(seq) + 1, ?, 'accepted', ?, 0, ' x' FROM nodes "
             "WHERE story_id = ?", sid, loom.cursor, float("inf"), sid)  # fmt: skip
-    exported = json.loads(store.export_json(sid), parse_constant=pytest.fail)  # NaN: fails
+    exported = json.loads(export_json(store, sid), parse_constant=pytest.fail)  # NaN: fails
     assert exported["suggestions"] == {} and exported["nodes"][-1]["score"] is None
 
 
@@ -586,7 +588,7 @@ def test_a_parent_cycle_written_into_the_file_is_one_error_naming_the_story_and_
         run("DROP TRIGGER nodes_stay" + (" ON nodes" if is_database_url(stories_at) else ""))
         run("UPDATE nodes SET parent = ? WHERE id = ?", second, first)
     message = f"story {sid} cannot be read: node {first!r} comes before its parent {second!r}"
-    for read in (store.load, store.export_json):
+    for read in (store.load, partial(export_json, store)):
         with pytest.raises(DamagedStory, match=message):
             read(sid)
     one_error(loom_cli(stories_at, "show", sid), f"story {sid}", first)
@@ -598,7 +600,7 @@ def _document(tmp_path: Path) -> dict:
     store = LoomStore(tmp_path / "source")
     sid, _ = store.create("Once", token_ids=(7,), model="m")
     store.update(sid, lambda lm: lm.accept(" upon", token_ids=(8,), model="m", score=-0.5))
-    return json.loads(store.export_json(sid))
+    return json.loads(export_json(store, sid))
 
 
 def _nested(depth: int) -> list:
@@ -616,9 +618,9 @@ def test_an_import_nested_deep_is_one_error_naming_the_file(tmp_path):
     for place in ("settings", "suggestions"):
         spoilt = {**doc, place: {doc["cursor"]: _nested(700)}}
         with pytest.raises(BadImport, match="the file cannot be imported: it is nested deeper"):
-            store.import_json(json.dumps(spoilt))
+            import_file(store, json.dumps(spoilt))
     doc["settings"] = {"deep": _nested(40)}  # a deep but sane value still imports
-    assert store.settings(store.import_json(json.dumps(doc))) == doc["settings"]
+    assert store.settings(import_file(store, json.dumps(doc))[0]) == doc["settings"]
     assert len(store.stories()) == 1
 
 
@@ -641,7 +643,7 @@ def test_numbers_out_of_range_in_an_import_are_refused(stories_at, tmp_path, spo
     doc = _document(tmp_path)
     spoil(doc)
     with pytest.raises(BadImport, match=message):
-        LoomStore(stories_at).import_json(json.dumps(doc))
+        import_file(LoomStore(stories_at), json.dumps(doc))
     assert LoomStore(stories_at).stories() == []
 
 
@@ -654,7 +656,7 @@ def test_an_import_out_of_range_on_the_command_line_is_one_error_and_ids_a_model
     bad.write_text(json.dumps(doc))
     one_error(loom_cli(tmp_path, "import", str(bad)), str(bad), "does not fit 64 bits")
     doc["nodes"][-1].update(score=-1, token_ids=[1_000_000])  # no vocabulary check here:
-    sid = LoomStore(tmp_path).import_json(json.dumps(doc))  # the session makes that one
+    sid = import_file(LoomStore(tmp_path), json.dumps(doc))[0]  # the session makes that one
     assert LoomStore(tmp_path).load(sid).node().token_ids == (1_000_000,)
 
 
@@ -664,7 +666,7 @@ def test_loom_show_of_a_long_chain_grows_with_its_nodes_not_their_depth(tmp_path
     chain = [{**first, "id": f"c{i}", "parent": f"c{i - 1}" if i else root["id"], "text": " w"}
              for i in range(n)]  # fmt: skip
     doc.update(nodes=[root, *chain], cursor=f"c{n - 1}", checkouts={}, suggestions={})
-    sid = LoomStore(tmp_path).import_json(json.dumps(doc))
+    sid = import_file(LoomStore(tmp_path), json.dumps(doc))[0]
     shown = loom_cli(tmp_path, "show", sid)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -704,4 +706,4 @@ def test_rows_another_program_wrote_read_back_with_the_story_whole(tmp_path):
     assert json.loads(shown.stdout)["title"] == "Tale"
     exported = loom_cli(tmp_path, "export", sid)
     assert exported.returncode == 0, exported.stderr
-    assert store.load(store.import_json(exported.stdout)).text() == "Once \ufffd a time"
+    assert store.load(import_file(store, exported.stdout)[0]).text() == "Once \ufffd a time"

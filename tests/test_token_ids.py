@@ -24,6 +24,7 @@ from tests.hostile_servers import VOCAB_SIZE as HOSTILE_VOCAB
 from tests.hostile_servers import hostile_server
 from tests.test_hostile import backend_for
 from weave.desk.session import Workspace
+from weave.interop.files import import_file
 from weave.loom.store import LoomStore
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams
@@ -89,7 +90,7 @@ def oov_loom(ids: list, *, model: str = MODEL) -> dict:
 @pytest.mark.parametrize("bad", [1_000_000, 49_152, 2**31 - 1])  # larger: refused at import
 def test_a_story_holding_ids_outside_the_vocabulary_opens_and_searches(tmp_path, mlx_backend, bad):
     store = LoomStore(tmp_path)
-    story_id = store.import_json(json.dumps(oov_loom([bad, 5])))
+    story_id = import_file(store, json.dumps(oov_loom([bad, 5])))[0]
     ws = Workspace(store)
     assert ws.open(story_id, "b") and ws.text == "Once upon a time, there was"
     ids = ws.offers.contexts.ids.path_ids(mlx_backend, ws.loom, "b")
@@ -105,7 +106,7 @@ def test_valid_stored_ids_are_still_used_as_searched(tmp_path, mlx_backend):
     tokenizing the text would give others."""
     store = LoomStore(tmp_path)
     beam = mlx_backend.tokenize(" the") + mlx_backend.tokenize("re")  # not how " there" reads
-    story_id = store.import_json(json.dumps(oov_loom(beam)))
+    story_id = import_file(store, json.dumps(oov_loom(beam)))[0]
     ws = Workspace(store)
     assert ws.open(story_id, "b")
     assert ws.offers.contexts.ids.path_ids(mlx_backend, ws.loom, "b")[-len(beam) :] == tuple(beam)
@@ -224,7 +225,7 @@ def test_openai_ids_name_the_same_bytes_in_every_instance_and_no_others(tmp_path
             store = LoomStore(tmp_path)
             loom = oov_loom(first.tokenize(" once more"), model="hostile")
             ws = Workspace(store)
-            assert ws.open(store.import_json(json.dumps(loom)), "b")
+            assert ws.open(import_file(store, json.dumps(loom))[0], "b")
             fresh = backend_for("openai", url)
             with pytest.raises(BackendError, match="not one of the token texts met here"):
                 fresh.detokenize(loom["nodes"][-1]["token_ids"])

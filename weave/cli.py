@@ -2,7 +2,7 @@
 
 `expand` reads a story, runs one expansion on the configured backend and prints the ranked
 suggestions (or, with --json, the search as one strict JSON object, `weave.search.codec`);
-`loom` lists, shows, exports and imports saved stories (`weave.loom.cli`). Errors, a
+`loom` lists, shows, exports and imports saved stories (`weave.loom_cli`). Errors, a
 mistyped command line's included, become one line on stderr and exit status 2; an option
 is known by its whole name only (no abbreviations), and the help states each option's
 default and bounds. A reader that stops early (`| head`) ends the output quietly, exit
@@ -20,16 +20,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends import BackendError, create_backend
+from weave import loom_cli
 from weave.bounds import bound_of, problem
 from weave.config import ConfigError, load_settings
-from weave.loom import cli as loom_cli
 from weave.loom.formats import without_surrogates
 from weave.loom.store import StoreError
 from weave.search.beams import SearchResult, expand
 from weave.search.codec import search_to_dict
 from weave.search.params import SearchParams
 from weave.story import bans_cli, steering_cli
-from weave.story.bans import Guard
+from weave.story.guard import Guard
 from weave.story.model_context import fitted_context, sent_ids
 from weave.view.present import bar_caption, bar_shares, share_text, worth_text
 

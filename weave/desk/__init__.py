@@ -2,5 +2,6 @@
 
 `session.Workspace` is a tab's cursor over the loom and its moves; `offers.Offers` runs
 and keeps a node's searches, draws and alternatives; `lookahead` makes the searches a
-writer is likely to ask for next while they read.
+writer is likely to ask for next while they read; `library.Library` is a tab's view of the
+stories, importing and exporting them.
 """

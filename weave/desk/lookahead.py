@@ -42,7 +42,8 @@ from weave.search.beams import Progress, SearchResult, expand
 from weave.search.params import SearchParams
 from weave.search.rows import lone
 from weave.search.tree import Suggestion
-from weave.story.bans import Bans, Guard
+from weave.story.bans import Bans
+from weave.story.guard import Guard
 
 KEPT = 32  # finished searches kept per tab (a few nodes' worth of rows)
 LONE_FOLLOWS = 3  # lone suggestions followed after a planned search (the page takes more)

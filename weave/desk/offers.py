@@ -23,10 +23,10 @@ from collections.abc import Callable
 from backends.base import Backend, TokenAlternatives
 from backends.errors import BackendError
 from weave.desk.alternatives import Alternatives, Choice, alternatives_at, whole_words
+from weave.desk.library import Library
 from weave.desk.lookahead import LookAhead, always
 from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
-from weave.loom.library import Library
 from weave.lru import LRU
 from weave.search.beams import ProgressCallback, SearchResult, expand
 from weave.search.codec import search_from_dict, search_steering, search_to_dict, unshowable

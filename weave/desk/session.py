@@ -16,7 +16,8 @@ would add a node is refused here, saying why.
 Streamlit may start a tab's next script run while the last one is still inside a slow
 save, so the moves and the reads that replace the loom hold the tab's lock: one run's
 move waits for the other's save, and the pending moves are saved once each, in order.
-What a node offers is `weave.desk.offers`'; the list of stories is `weave.loom.library`'s.
+What a node offers is `weave.desk.offers`'; the list of stories, and
+importing and exporting them, `weave.desk.library`'s.
 """
 
 from __future__ import annotations
@@ -26,17 +27,16 @@ from dataclasses import dataclass, replace
 from functools import partial, wraps
 from threading import RLock
 
+from weave.desk.library import Library
 from weave.desk.lookahead import LookAhead
 from weave.desk.offers import Offers
 from weave.desk.reading import Reading
 from weave.desk.spot import Piece, Spot
 from weave.interop.foreign import kept_aside
 from weave.loom.formats import without_surrogates
-from weave.loom.library import Library
 from weave.loom.loom import Loom, NoSuchNode, new_id
 from weave.loom.provenance import Provenance, taken
 from weave.loom.store import LoomStore, StoreError, StoryNotFound
-from weave.search.codec import unshowable_import
 from weave.story.bans import Bans, bans_in, with_bans
 from weave.story.steering import Steering, steering_in, with_steering
 
@@ -177,8 +177,9 @@ class Workspace:
         return True
 
     @one_run_at_a_time
-    def open(self, story_id: str, node_id: str | None = None) -> bool:
-        """Reopen a story at `node_id` (else where it was left); False where it is not here."""
+    def open(self, story_id: str, node_id: str | None = None, *, notice: str | None = None) -> bool:
+        """Reopen a story at `node_id` (else where it was left); False where it is not here.
+        `notice`: what to say once it is open (an import's, `Library.import_file`)."""
         if not self._may_leave():
             return False
         try:
@@ -196,6 +197,7 @@ class Workspace:
         settings = self.library.save(lambda: self.store.settings(story_id), reading=True)
         self._take_settings(settings or {})
         self.lone = self.lone.held()  # reopening changes nothing by itself
+        self.notice = notice or self.notice
         return True
 
     @one_run_at_a_time
@@ -391,28 +393,6 @@ class Workspace:
         title = self.library.rename(story_id, title)
         if story_id == self.story_id:
             self.title = title
-
-    def import_file(self, data: bytes | str) -> str | None:
-        """Open a loom file (LLooM's or another tool's) as a new story: None when it worked
-        (`notice` then says another tool's format and what was kept aside), else what is
-        wrong (or that it was imported but cannot be opened yet)."""
-        story_id, said = self.library.import_json(data)
-        if story_id is None:
-            return said
-        if not self.open(story_id):  # this story's moves are not saved: it stays open
-            return (f"the file was imported as “{self.library.title(story_id)}”, but this "
-                    "story stays open until its changes are saved; open it from the library "
-                    "then")  # fmt: skip
-        self.notice = said or unshowable_import(data)  # said: another tool's file
-        return None
-
-    def export(self) -> str:
-        """The whole story, every branch, as the loom JSON (`import_file` reads it back)."""
-        return self.store.export_json(self.story_id)
-
-    def export_openloom(self) -> str:
-        """The whole story as Open Loom v2 (`import_file` reads it back)."""
-        return self.store.export_openloom(self.story_id)
 
     def remember_settings(self, settings: dict) -> None:
         """Save the story's search settings when they changed (its steering stays)."""

@@ -19,7 +19,8 @@ from weave.search.beams import SearchResult, SearchStats
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
-from weave.story.bans import Bans, Guard
+from weave.story.bans import Bans
+from weave.story.guard import Guard
 from weave.story.steering import Steering
 from weave.view.present import accepted_text
 

@@ -4,5 +4,6 @@
 (`openloom` for Open Loom v2, read and written; `openloom_v1`, `socketteer`, `loomsidian`,
 `exoloom`, `miniloom`, `basemode`, `mikupad` read only) turns its file into a
 `foreign.ForeignTree`, and `foreign.build` makes that a LLooM story, keeping what LLooM
-cannot show. Pure: no files, no SQLite (`weave.loom.store` stores what these read).
+cannot show. These are pure; `files` takes a file into the store (`weave.loom.store`
+inserts what they read, checked) and writes a stored story out.
 """

@@ -16,8 +16,10 @@ story grows, cheaply enough for a page to ask twice a second. The errors are
 `weave.loom.store_errors`', the SQL's one connection interface `weave.loom.store_sql`'s,
 SQLite's file `weave.loom.store_file`'s and PostgreSQL's server `weave.loom.store_pg`'s, the
 rows and the owner filter `weave.loom.store_rows`', the logins `weave.loom.store_writers`',
-the JSON `weave.loom.formats`' and `weave.interop`' (other loom tools' files, Open Loom v2);
-none imports the page, the session layer or the backends.
+a saved story's JSON `weave.loom.formats`'. A file is read, checked and written by
+`weave.interop.files`, which the store only hands whole stories (`insert`, `saved`): the
+store imports nothing of `weave.interop`, `weave.story` or above, nor the page or the
+backends.
 """
 
 from __future__ import annotations
@@ -29,13 +31,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from weave.interop import openloom
-from weave.interop.detect import read_loom_file
-from weave.interop.foreign import Imported
 from weave.loom import store_rows as rows
 from weave.loom import store_writers as writers
 from weave.loom.find import MAX_FOUND, Found, find
-from weave.loom.formats import SavedStory, loom_document
+from weave.loom.formats import SavedStory
 from weave.loom.loom import Loom, new_id
 from weave.loom.store_errors import (
     BadImport,
@@ -48,8 +47,6 @@ from weave.loom.store_errors import (
 from weave.loom.store_file import FILE_NAME, StoreFile
 from weave.loom.store_rows import Share, StoryInfo
 from weave.loom.store_sql import LOCAL_WRITER, Database, is_database_url
-from weave.story.bans import bans_in
-from weave.story.steering import steering_in
 
 __all__ = [
     "LOCAL_WRITER",
@@ -111,7 +108,7 @@ class LoomStore:
         """A new story holding `text` (`node`: token_ids, model...); its id and its loom."""
         loom = Loom.new(rows.checked(text), kind=kind, **node)
         title = title if title and title.strip() else None  # None: its first words
-        return self._insert(SavedStory(loom, title, time.time())), loom
+        return self.insert(SavedStory(loom, title, time.time())), loom
 
     def stories(self, *, deleted: bool = False) -> list[StoryInfo]:
         """The stories (or the deleted ones), last updated first."""
@@ -274,45 +271,16 @@ class LoomStore:
                 db.execute("INSERT INTO suggestions (story_id, node, data) VALUES (?, ?, ?)",
                            (*key, value))  # fmt: skip
 
-    # -- export and import --------------------------------------------------------------
-    def export_json(self, story_id: str) -> str:
-        """The whole story as "lloom-loom" JSON; `import_json` of it gives it back."""
+    # -- whole stories: what an import inserts, what an export writes ------------------
+    def saved(self, story_id: str) -> SavedStory:
+        """The whole story as an export holds it: its loom, title, settings and searches
+        (`weave.interop.files` writes it in a file's format)."""
         with self._db.read() as db:
-            return loom_document(story_id, rows.read_story(db, story_id))
+            return rows.read_story(db, story_id)
 
-    def export_openloom(self, story_id: str) -> str:
-        """The whole story as Open Loom v2 JSON; `import_json` of it gives it back."""
-        with self._db.read() as db:
-            return openloom.document(story_id, rows.read_story(db, story_id))
-
-    def import_json(self, data: str | bytes, name: str = "the file") -> str:
-        """A new story from a loom file (LLooM's, or another tool's: `weave.interop`); its id."""
-        return self.import_loom(data, name)[0]
-
-    def import_loom(
-        self, data: str | bytes, name: str = "the file", *, format: str | None = None
-    ) -> tuple[str, Imported]:
-        """A new story from a loom file in `format` (None: detected): its id, and what was
-        read (the format found, what was kept aside).
-
-        Raises `BadImport` naming the file (`name`) and what is wrong with it, or that
-        reading it needs more memory than the process may have (a file within `MAX_BYTES`
-        takes some ten times its size while it is read).
-        """
-        try:
-            try:
-                imported = read_loom_file(data, format)
-                steering_in(imported.story.settings)  # memory, note, lorebook: names the field
-                bans_in(imported.story.settings)  # likewise for the bans
-            except ValueError as e:
-                raise BadImport(f"{name} cannot be imported: {e}") from e
-            return self._insert(imported.story), imported
-        except MemoryError:
-            size = f"{len(data) / (1 << 20):,.0f} MiB"
-            raise BadImport(f"{name} cannot be imported: reading it ({size}) needs more memory "
-                            "than this process may have") from None  # fmt: skip
-
-    def _insert(self, story: SavedStory) -> str:
+    def insert(self, story: SavedStory) -> str:
+        """Keep `story` (a file's, read and checked by `weave.interop.files`) as a new story
+        of this writer's; its id."""
         story_id = new_id()
         with self._db.write() as db:
             rows.insert_story(db, story_id, story)

@@ -79,7 +79,7 @@ class SharedAddress(InvalidInput):
 
 
 class BadImport(StoreError, ValueError):
-    """The data given to `import_json` is not a file LLooM can read."""
+    """The data given to `weave.interop.files.import_file` is not a file LLooM can read."""
 
 
 def not_ours(path: Path) -> NotLoomDatabase:

@@ -4,13 +4,12 @@ for a group whose page runs as several processes; SQLite's is `weave.loom.store_
 
 The tables are SQLite's, in a schema of their own (`lloom`, so the database may hold
 others'), with PostgreSQL's types: a writer's text (a node's, a title) is kept as UTF-8
-bytes (`bytea`), which hold any character, NUL too. `lloom.meta` says the schema is
-LLooM's and its version; opening creates it in an empty database under an advisory lock
-(several processes may start at once), refuses a `lloom` schema LLooM did not make or a
-newer version, and would migrate an older one step by step (`MIGRATIONS`: none yet, the
-first PostgreSQL schema is 7). Each transaction names its writer (SQL's `writer()` reads
-it) and how long it waits for a lock; a write holds the story's row (`FOR UPDATE`), so
-writers of one story take turns and writers of different stories do not wait.
+bytes (`bytea`), which hold any character, NUL too (`weave.loom.store_pg_schema`, which
+creates, checks and migrates them). `lloom.meta` says the schema is LLooM's and its
+version; opening checks it under an advisory lock (several processes may start at once).
+Each transaction names its writer (SQL's `writer()` reads it) and how long it waits for a
+lock; a write holds the story's row (`FOR UPDATE`), so writers of one story take turns and
+writers of different stories do not wait.
 
 A process holds one connection pool per database (psycopg_pool, `_Server`), shared by
 every `StoreServer` of that URL (a writer's view is the same pool), closed by
@@ -42,105 +41,23 @@ from weave.loom.store_errors import (
     DatabaseUnavailable,
     InvalidInput,
     LoginRefused,
-    NewerDatabase,
-    NotLoomDatabase,
     StorageFailed,
     StorageUnwritable,
     StoreError,
 )
-from weave.loom.store_sql import LOCAL_WRITER, PLACE_OF_OWNER, SCHEMA_VERSION, Db, Rows
+from weave.loom.store_pg_schema import OPENING_LOCK, SCHEMA, checked_schema
+from weave.loom.store_sql import LOCAL_WRITER, Db, Rows
 from weave.redaction import redacted
 
-SCHEMA = "lloom"  # the PostgreSQL schema LLooM's tables live in
 CHANNEL = "lloom"  # what `Db.grew` notifies and `Listener` listens to
 POOL_SIZE = 8  # connections a process may hold to one database at most
 CONNECT_S = 5.0  # how long a new connection may take
 LISTEN_WAIT_S = 0.5  # how long the listener waits for notifications before looking up
-OPENING_LOCK = 0x4C6F6F6D  # "Loom": the advisory lock the processes opening one database take
 # What libpq says, with no SQLSTATE, when a connection is refused at the login, or names a
 # database the server lacks.
 REFUSED = re.compile(r"authentication failed|no pg_hba\.conf entry|role \".*\" does not exist|"
                      r"no password supplied", re.IGNORECASE)  # fmt: skip
 NO_DATABASE = re.compile(r"database \".*\" does not exist", re.IGNORECASE)
-
-TABLES = (
-    f"""CREATE TABLE stories (
-        id TEXT PRIMARY KEY,
-        title BYTEA,               -- UTF-8; NULL: the first words of its first node
-        created DOUBLE PRECISION NOT NULL,
-        updated DOUBLE PRECISION NOT NULL,
-        deleted DOUBLE PRECISION,  -- when it was deleted; NULL while it is not
-        settings TEXT,             -- JSON object
-        root TEXT NOT NULL,
-        cursor TEXT NOT NULL,      -- the owner's
-        owner TEXT NOT NULL DEFAULT '{LOCAL_WRITER}'
-    )""",
-    """CREATE TABLE nodes (
-        story_id TEXT NOT NULL REFERENCES stories(id),
-        id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        parent TEXT,
-        kind TEXT NOT NULL CHECK (kind IN ('typed', 'edited', 'accepted', 'sampled')),
-        token_ids TEXT,
-        model TEXT,
-        params TEXT,
-        score DOUBLE PRECISION,
-        created DOUBLE PRECISION NOT NULL,
-        text BYTEA NOT NULL,       -- UTF-8
-        provenance TEXT,
-        PRIMARY KEY (story_id, id),
-        UNIQUE (story_id, seq),
-        FOREIGN KEY (story_id, parent) REFERENCES nodes(story_id, id)
-    )""",
-    f"""CREATE TABLE checkouts (
-        story_id TEXT NOT NULL, writer TEXT NOT NULL DEFAULT '{PLACE_OF_OWNER}',
-        parent TEXT NOT NULL, child TEXT NOT NULL,
-        PRIMARY KEY (story_id, writer, parent),
-        FOREIGN KEY (story_id, child) REFERENCES nodes(story_id, id)
-    )""",
-    f"""CREATE TABLE bookmarks (
-        story_id TEXT NOT NULL, writer TEXT NOT NULL DEFAULT '{PLACE_OF_OWNER}',
-        node TEXT NOT NULL,
-        PRIMARY KEY (story_id, writer, node),
-        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
-    )""",
-    """CREATE TABLE shares (
-        story_id TEXT NOT NULL REFERENCES stories(id),
-        writer TEXT NOT NULL,
-        may_write BOOLEAN NOT NULL,
-        cursor TEXT,
-        PRIMARY KEY (story_id, writer)
-    )""",
-    """CREATE TABLE suggestions (
-        story_id TEXT NOT NULL, node TEXT NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (story_id, node),
-        FOREIGN KEY (story_id, node) REFERENCES nodes(story_id, id)
-    )""",
-    """CREATE TABLE writers (
-        writer TEXT PRIMARY KEY,
-        email TEXT NOT NULL,
-        seen DOUBLE PRECISION NOT NULL
-    )""",
-    """CREATE FUNCTION writer() RETURNS TEXT LANGUAGE sql STABLE
-        AS $$ SELECT current_setting('lloom.writer') $$""",
-    """CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql
-        AS $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$""",
-    """CREATE FUNCTION nodes_go_with_purge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-        IF (SELECT deleted FROM stories WHERE id = OLD.story_id) IS NULL THEN
-            RAISE EXCEPTION 'only a deleted story can be purged';
-        END IF;
-        RETURN OLD;
-    END $$""",
-    """CREATE TRIGGER nodes_stay BEFORE UPDATE ON nodes
-        FOR EACH ROW EXECUTE FUNCTION refuse('nodes are never changed')""",
-    """CREATE TRIGGER nodes_go_with_purge BEFORE DELETE ON nodes
-        FOR EACH ROW EXECUTE FUNCTION nodes_go_with_purge()""",
-    """CREATE TRIGGER stories_go_with_purge BEFORE DELETE ON stories
-        FOR EACH ROW WHEN (OLD.deleted IS NULL)
-        EXECUTE FUNCTION refuse('only a deleted story can be purged')""",
-)
-MIGRATIONS: dict[int, tuple[str, ...]] = {}  # schema N -> the statements that make it N + 1
 
 
 @lru_cache(maxsize=256)
@@ -394,44 +311,9 @@ class StoreServer:
         _configure(connection)
         connection.execute("BEGIN")
         connection.execute(f"SELECT pg_advisory_xact_lock({OPENING_LOCK})")
-        self._checked_schema(connection)
+        checked_schema(connection, self.where)
         connection.execute("UPDATE meta SET version = version")  # may it write?
         connection.execute("COMMIT")
-
-    def _checked_schema(self, connection: psycopg.Connection) -> None:
-        found = connection.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s) AS schema, "
-            "to_regclass(%s) IS NOT NULL AS meta", (SCHEMA, f"{SCHEMA}.meta"),
-        ).fetchone()  # fmt: skip
-        if not found["schema"]:
-            connection.execute(f"CREATE SCHEMA {SCHEMA}")
-            connection.execute("CREATE TABLE meta (application TEXT NOT NULL, version INTEGER)")
-            connection.execute("INSERT INTO meta VALUES ('LLooM', %s)", (SCHEMA_VERSION,))
-            for statement in TABLES:
-                connection.execute(statement)
-            return
-        meta = found["meta"] and connection.execute("SELECT * FROM meta").fetchone()
-        if not meta or meta["application"] != "LLooM":
-            raise NotLoomDatabase(
-                f"the database at {self.where} has a schema {SCHEMA!r} that LLooM did not make; "
-                "it was left untouched; name another database (or drop that schema)"
-            )
-        version = meta["version"]
-        if version > SCHEMA_VERSION:
-            raise NewerDatabase(
-                f"the database at {self.where} was written by a newer LLooM (schema {version}, "
-                f"this one reads {SCHEMA_VERSION}); it was left untouched; upgrade LLooM"
-            )
-        while version in MIGRATIONS:
-            for statement in MIGRATIONS[version]:
-                connection.execute(statement)
-            version += 1
-        if version != SCHEMA_VERSION:
-            raise NotLoomDatabase(
-                f"the database at {self.where} has schema {version}, from a development build "
-                "of LLooM that no release read; it was left untouched"
-            )
-        connection.execute("UPDATE meta SET version = %s", (SCHEMA_VERSION,))
 
 
 def from_postgres(e: Exception, where: str, busy_ms: int, secrets: tuple[str, ...]) -> StoreError:

@@ -26,8 +26,8 @@ from backends.base import Backend, Candidate, Chain
 from weave.search.healing import Constraint, narrowed
 from weave.search.params import MAX_CANDIDATES, STOP_CHARS, SearchParams
 from weave.search.tree import TreeNode
-from weave.story.bans import GuardState
 from weave.story.bias import BiasState, TokenBias, reweighed
+from weave.story.guard import GuardState
 
 GUARD_SPARE = 3  # candidates asked beyond the rule's under a guard, to fill pruned room
 SPECIAL_SPARE = 2  # the most candidates asked beyond the rule's for control tokens skipped

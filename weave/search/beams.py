@@ -65,8 +65,8 @@ from weave.search.healing import Constraint, Healing, heal
 from weave.search.params import STOP_CHARS, SearchParams
 from weave.search.rows import distinct_rows
 from weave.search.tree import Suggestion, TreeNode, suggestions_from
-from weave.story.bans import Guard, Pruned
 from weave.story.bias import BiasState, TokenBias, spelled
+from weave.story.guard import Guard, Pruned
 
 OVERRUN = 4  # tokens a beam may take past max_depth to reach its first word or a whole character
 

@@ -30,7 +30,7 @@ from backends.errors import BackendError
 from weave.bounds import bounded, check_bounds
 from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
 from weave.search.healing import Healing, heal, narrowed
-from weave.story.bans import Guard, Pruned
+from weave.story.guard import Guard, Pruned
 
 MAX_SAMPLES = 16
 MAX_SAMPLE_TOKENS = 256

@@ -28,8 +28,9 @@ The command line is the machine's local writer (`LOCAL_WRITER`): it sees the sto
 without a login. The store is the configured one (`[data] url` or `folder`; `LLOOM_DATABASE_URL`
 and `LLOOM_DATA_DIR` override them).
 This module owns these subcommands' arguments and output; the stories are
-`weave.loom.store`'s, and
-`weave.cli` turns errors into one line on stderr.
+`weave.loom.store`'s, the files `weave.interop.files`', and `weave.cli` turns errors into
+one line on stderr. It sits beside `weave.cli`, above the packages: it reads the settings
+(`weave.config`), the logins (`weave.access`) and the files of `weave.interop`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 from weave.access import Login, writer_for
 from weave.config import load_settings
 from weave.interop.detect import CHOICES
+from weave.interop.files import export_json, export_openloom, import_file
 from weave.loom.find import MAX_FOUND
 from weave.loom.formats import MAX_BYTES
 from weave.loom.loom import Loom
@@ -120,12 +122,12 @@ def run(args: argparse.Namespace) -> str:
         return "\n".join(f"{f.story_id} {f.node_id}  {f.title}: {f.snippet!r}" for f in found)
     if args.loom_command == "export":
         if args.format == "openloom":
-            return store.export_openloom(args.story_id)
-        return store.export_json(args.story_id)
+            return export_openloom(store, args.story_id)
+        return export_json(store, args.story_id)
     if args.loom_command == "give":
         return _give(store, args)
-    story_id, imported = store.import_loom(_read_export(args.file), str(args.file),
-                                           format=args.format)  # fmt: skip
+    story_id, imported = import_file(store, _read_export(args.file), str(args.file),
+                                     format=args.format)  # fmt: skip
     print(imported.message(), file=sys.stderr)  # stdout holds the id alone, for scripts
     return story_id
 

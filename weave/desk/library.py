@@ -1,9 +1,10 @@
 """A tab's view of the story store: the stories it lists, renames, deletes, restores,
-purges and imports, and what failed last.
+purges, imports and exports, and what failed last.
 
 Every store action a tab runs goes through `Library.save`, so that a failure (a locked
 or full disk, a damaged entry) is kept in `save_error` for the page to show, never
-raised. The moves within a story are `weave.desk.session`'s; the rows are `weave.loom.store`'s.
+raised. The moves within a story are `weave.desk.session`'s; the rows are `weave.loom.store`'s;
+a file read or written `weave.interop.files`'.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from weave.interop.files import export_json, export_openloom, import_file
 from weave.loom.formats import without_surrogates
 from weave.loom.store import LoomStore, StoreError, StoryInfo
 from weave.loom.store_sql import is_database_url
+from weave.search.codec import unshowable_import
 
 
 def open_store(where: str | os.PathLike[str]) -> tuple[LoomStore, str | None]:
@@ -80,15 +83,25 @@ class Library:
         """Remove a deleted story for good."""
         self.save(lambda: self.store.purge(story_id))
 
-    def import_json(self, data: bytes | str) -> tuple[str | None, str | None]:
+    def import_file(self, data: bytes | str) -> tuple[str | None, str | None]:
         """Store a loom file (LLooM's, or another loom tool's: `weave.interop`) as a new
-        story: (its id, for another tool's file the format found and what was kept aside),
-        or (None, what is wrong with the file or the store)."""
+        story: (its id, what to say once it is open: another tool's format and what was
+        kept aside, or the file's suggestions left out), or (None, what is wrong with the
+        file or the store)."""
         try:
-            story_id, imported = self.store.import_loom(data)
-            return story_id, None if imported.format == "LLooM" else imported.message()
+            story_id, imported = import_file(self.store, data)
         except ValueError as e:  # the file's fault (InvalidInput is also a StoreError)
             return None, str(e)
         except StoreError as e:
             self.failed(e, reading=False)
             return None, str(e)
+        said = None if imported.format == "LLooM" else imported.message()
+        return story_id, said or unshowable_import(data)
+
+    def export(self, story_id: str) -> str:
+        """The whole story, every branch, as the loom JSON (`import_file` reads it back)."""
+        return export_json(self.store, story_id)
+
+    def export_openloom(self, story_id: str) -> str:
+        """The whole story as Open Loom v2 (`import_file` reads it back)."""
+        return export_openloom(self.store, story_id)
