@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.desk.alternatives import branch_text
+from weave.desk.spot import accepted_text
 from weave.search.beams import SearchParams, expand
 from weave.search.tree import Suggestion
 from weave.view.present import (
     Words,
-    accepted_text,
     alternative_label,
     auto_accept_message,
     bar_caption,

@@ -3,7 +3,8 @@
 A `Spot` is a node of a story (with the loom and the story's steering); an `Offer` is a
 search's suggestions for one node and a `Draw` a ramification's samples, each shown at
 that node and nowhere else; a `Piece` is one continuation to take (a suggestion or a
-sample) with what made it; a `Shown` is what `Offers.show` answers the page for a node.
+sample) with what made it, and `accepted_text` the rule of what taking it adds; a `Shown`
+is what `Offers.show` answers the page for a node.
 Values only: `weave.desk.offers` makes and keeps them, `weave.desk.session` takes them.
 """
 
@@ -20,7 +21,6 @@ from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
 from weave.story.bans import Bans, Guard
 from weave.story.steering import Steering
-from weave.view.present import accepted_text
 
 SOURCES = ("searched", "ahead", "kept", "same", "earlier", "reading", "none")  # a `Shown`'s sources
 
@@ -42,6 +42,17 @@ class Piece:
     def text_as(self, shown: str | None, prefix_space: bool) -> str:
         """The text taken when the box showed `shown` (None: unchanged)."""
         return accepted_text(self.text, shown, prefix_space=prefix_space)
+
+
+def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
+    """The accept rule: what is appended when a suggestion of `text`, shown (and maybe
+    edited) as `shown`, is accepted (None: unchanged). The leading space a row leaves
+    off (`weave.view.present.shown_text`) comes back when `text` had one and "prefix
+    space" is on."""
+    if shown is None:
+        return text
+    space = " " if prefix_space and text.startswith(" ") else ""
+    return space + shown
 
 
 def _tag(node_id: str, params, stats: SearchStats) -> str:

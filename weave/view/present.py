@@ -68,18 +68,9 @@ def visible(text: str) -> str:
 
 
 def shown_text(text: str, *, prefix_space: bool) -> str:
-    """A suggestion's text as a row shows it: without the prefix space when it is on."""
+    """A suggestion's text as a row shows it: without the prefix space when it is on
+    (accepting it puts the space back: `weave.desk.spot.accepted_text`)."""
     return without_prefix_space(text) if prefix_space else text
-
-
-def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
-    """What is appended when a suggestion of `text`, shown (and maybe edited) as `shown`,
-    is accepted (None: unchanged): the leading space taken off for display comes back
-    when `text` had one and "prefix space" is on."""
-    if shown is None:
-        return text
-    space = " " if prefix_space and text.startswith(" ") else ""
-    return space + shown
 
 
 def editable_text(text: str) -> str:
