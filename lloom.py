@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import backends
 from backends import Backend, BackendError, Choice, choose_backend
-from backends.base import Cancelled
+from backends.base import Cancelled, always
 from backends.shared import SharedBackend
 from page import alternatives, bans, files, graphs, group, hosts, library, part, sampling, steering
 from page.alternatives import ALTERNATIVE_TOKENS, ALTERNATIVES_K, open_alternatives
@@ -154,8 +154,7 @@ def main() -> None:
             library.start_ui(settings, ws)
             library.library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
-    reading = ws.offers.reading.running()  # the story's own reading comes first
-    if offer is not None and backend is not None and not ws.offers.error and not reading:
+    if offer is not None and backend is not None and not ws.offers.error:
         look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
 
 
@@ -609,9 +608,8 @@ def reading_ui(ws: session.Workspace) -> None:
     """How far a long story has been read (`weave.desk.reading`), redrawn by itself: a
     fragment, so the writer goes on editing and moving meanwhile. Once it is read (or
     has failed, or stopped) the whole page runs again, and searches or says why."""
-    reading = ws.offers.reading
-    state = reading.state()
-    if not reading.running() or state is None:
+    state = ws.offers.reading_state()
+    if state is None:
         st.rerun(scope="app")
     st.caption(f"⏳ {present.reading_status(state.read, state.total)}")
 
@@ -622,7 +620,7 @@ def session_alive():
     (`Backend.cancellable`), and look-ahead stops, leaving the model to the other writers."""
     ctx = get_script_run_ctx()
     if ctx is None or not Runtime.exists():
-        return lambda: True
+        return always
     runtime, session_id = Runtime.instance(), ctx.session_id
     return lambda: runtime.is_active_session(session_id)
 
@@ -654,11 +652,12 @@ def lone_ui(ws: session.Workspace) -> None:
 def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
     """While the writer reads these suggestions, search from the top ones as if each were
     accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
-    a failed search: the suggestions shown are then an earlier one's."""
+    a failed search: the suggestions shown are then an earlier one's; nor while the story is
+    read (`Offers.look_ahead` refuses: its own search comes first)."""
     rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
-                         after=LOOKAHEAD_AFTER_S)  # fmt: skip
-    if rows:
+    looking = ws.offers.look_ahead(backend, ws.spot, offer, rows=rows, alive=session_alive(),
+                                   after=LOOKAHEAD_AFTER_S)  # fmt: skip
+    if looking and rows:
         ahead_marks_ui(ws, backend, offer)
 
 

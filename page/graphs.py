@@ -46,7 +46,7 @@ def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
         if search_tab.open:
             if offer is not None:
                 graph_ui(ws, offer)
-            elif ws.offers.reading.running():
+            elif ws.offers.reading_state() is not None:
                 st.caption("The story is being read: its search comes next.")
             else:
                 st.caption("No search at this node yet.")

@@ -15,6 +15,7 @@ from dataclasses import replace
 import streamlit as st
 
 from backends import Backend, BackendError
+from page.state import tab
 from weave.desk.session import Workspace
 from weave.story.lorebook import parse_lorebook
 from weave.story.steering import (
@@ -32,7 +33,7 @@ from weave.view.present import md
 
 def steering_ui(ws: Workspace) -> None:
     """Memory, note and lorebook, saved with the story as they change."""
-    if st.session_state.get("st_seen") != ws.steering:  # another tab's, or another story's
+    if tab().steering.seen != ws.steering:  # another tab's, or another story's
         _bump(ws)
     steering, rev = ws.steering, _rev(ws)
     memory = st.text_area(
@@ -96,7 +97,7 @@ def _import_ui(ws: Workspace, rev: str) -> None:
     key = f"st_import_{rev}"
     st.file_uploader("Import a lorebook (SillyTavern world info, .json)", type=["json"],
                      key=key, on_change=_import, args=(ws, key))  # fmt: skip
-    problem = st.session_state.get("st_import_error")
+    problem = tab().steering.import_error
     if problem:
         st.error(f"**That lorebook cannot be imported.** {md(problem)}", icon="📖")
 
@@ -109,9 +110,9 @@ def _import(ws: Workspace, key: str) -> None:
         entries = parse_lorebook(upload.getvalue())
         steering = replace(ws.steering, lore=(*ws.steering.lore, *entries))
     except ValueError as e:
-        st.session_state.st_import_error = f"{upload.name}: {e}"
+        tab().steering.import_error = f"{upload.name}: {e}"
         return
-    st.session_state.st_import_error = None
+    tab().steering.import_error = None
     _save(ws, steering)
     _bump(ws)
 
@@ -125,7 +126,7 @@ def _delete(ws: Workspace, i: int) -> None:
 def _save(ws: Workspace, steering: Steering) -> None:
     if steering != ws.steering:
         ws.set_steering(steering)
-    st.session_state.st_seen = ws.steering  # this tab's widgets hold it
+    tab().steering.seen = ws.steering  # this tab's widgets hold it
 
 
 def _keys(text: str) -> tuple[str, ...]:
@@ -147,11 +148,11 @@ def _rev(ws: Workspace) -> str:
     """A name for this story's steering widgets, new after an entry is added, deleted or
     imported (entries' widgets are named by place), and when the steering changed
     elsewhere (another tab, another story), so that they show it instead of their own."""
-    return f"{ws.story_id}_{st.session_state.get('st_rev', 0)}"
+    return f"{ws.story_id}_{tab().steering.rev}"
 
 
 def _bump(ws: Workspace) -> None:
-    st.session_state.st_rev = st.session_state.get("st_rev", 0) + 1
+    tab().steering.rev += 1
 
 
 def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:
