@@ -49,6 +49,7 @@ from weave.loom.library import open_store
 from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
 from weave.search.tree import Suggestion
+from weave.story.bans import Bans
 from weave.view import present
 from weave.view.present import code, md
 
@@ -137,7 +138,7 @@ def main() -> None:
     settings = settings_or_stop()
     verdict = writer_or_stop(settings)  # before any story or the model
     store, problem = store_or_stop()
-    ws = workspace(store.as_writer(verdict.writer), verdict.login)
+    ws = workspace(store.as_writer(verdict.writer), verdict.login, settings.bans)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
     open_from_url(ws)
@@ -171,7 +172,6 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
             steering.steering_ui(ws)  # before the search: it searches under them
-        ws.default_bans = settings.bans  # config.toml's [bans], beside the story's own
         with ban.popover("🚫 Bans & bias", width="stretch"):
             bans.bans_ui(ws)  # likewise
     with left:
@@ -268,9 +268,10 @@ def login_configured() -> bool:
     return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
-def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
+def workspace(store: LoomStore, login: access.Login | None, bans: Bans) -> session.Workspace:
     """This browser session's workspace, made once (anew when another writer logs in, who
-    first takes over the stories kept for their address: `LoomStore.sign_in`)."""
+    first takes over the stories kept for their address: `LoomStore.sign_in`), `bans`
+    (config.toml's [bans]) guarding each story beside its own."""
     if "page" not in st.session_state or tab().ws.store.writer != store.writer:
         if login is not None:
             try:
@@ -278,7 +279,7 @@ def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace
             except StoreError as e:
                 st.error(f"**The stories kept for {md(login.email)} are not yours yet**: "
                          f"{md(str(e))}. They will be at your next visit.", icon="💾")  # fmt: skip
-        st.session_state.page = PageState(session.Workspace(store))
+        st.session_state.page = PageState(session.Workspace(store, default_bans=bans))
     return tab().ws
 
 
@@ -414,7 +415,8 @@ def config_ui(
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
     params = replace(defaults, **values)
     chosen = params.to_saved(defaults)
-    ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
+    record = {**chosen, "prefix_space": prefix_space, "shading": shading}
+    ws.set_settings(replace(ws.settings, record=record))
     return params, prefix_space, shading
 
 
@@ -422,13 +424,14 @@ def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) ->
     """A reopened story's saved settings set the widgets, `defaults` the others; a saved
     one its widget cannot take is named in the story's notice, and the default is used
     (`SearchParams.from_saved`)."""
-    saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
+    record = ws.settings.record
+    saved = {field: record[field] for field in CONFIG_KEYS.values() if field in record}
     values, refused = SearchParams.from_saved(saved, defaults)
     st.session_state.update({key: values.get(f, getattr(defaults, f))
                              for key, f in CONFIG_KEYS.items()})  # fmt: skip
     for key, field in DISPLAY_KEYS.items():
-        if isinstance(ws.settings.get(field), bool):
-            st.session_state[key] = ws.settings[field]
+        if isinstance(record.get(field), bool):
+            st.session_state[key] = record[field]
     if refused:
         unusable = (f"This story's saved {', '.join(refused)} cannot be used (see the bounds "
                     "in Configuration): the defaults are used instead.")  # fmt: skip
@@ -542,7 +545,7 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
 def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
     """The story box's edit, in the story and at the node the box was drawn for: another
     widget's callback in the same run (an import) may have opened another story first."""
-    ws.edit_typed(story_id, node_id, st.session_state.story_text)
+    ws.edit(st.session_state.story_text, typed_in=story_id, at=node_id)
 
 
 # -- searching ------------------------------------------------------------------------------

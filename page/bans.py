@@ -4,11 +4,13 @@ which of the model's alternatives at a story token the bans would prune (marked 
 
 Phrases typed here are whole words with case ignored (a list imported or kept with other
 options keeps them while its lines are not edited). Every change is saved with the story
-at once (`Workspace.set_bans`); a bad entry is one line naming it, and the saved bans
+at once (`Workspace.set_settings`); a bad entry is one line naming it, and the saved bans
 stay. Widgets only: the rules are `weave.story.bans`'.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
@@ -24,9 +26,9 @@ SHOWN_PRUNED = 8  # pruned branches listed under the panel
 def bans_ui(ws: Workspace) -> None:
     """The story's bans, saved as they change; below, what the last search here pruned."""
     panel = tab().bans
-    if panel.seen != ws.bans:  # another tab's, or another story's
+    if panel.seen != ws.settings.bans:  # another tab's, or another story's
         panel.rev += 1
-    bans, rev = ws.bans, f"{ws.story_id}_{panel.rev}"
+    bans, rev = ws.settings.bans, f"{ws.story_id}_{panel.rev}"
     banned = st.text_area(
         "Banned phrases (one a line)", _lines(r for r in bans.rules if r.banned and not r.regex),
         key=f"bans_phrases_{rev}", help="A suggestion that would complete one is pruned at "
@@ -105,7 +107,8 @@ def _import(ws: Workspace, key: str) -> None:
         return
     try:
         rules = parse_list(upload.getvalue())
-        bans = Bans((*ws.bans.rules, *rules), ws.bans.no_repeat_words, ws.bans.slop)
+        saved = ws.settings.bans
+        bans = Bans((*saved.rules, *rules), saved.no_repeat_words, saved.slop)
     except ValueError as e:
         tab().bans.import_error = f"{upload.name}: {str(e).removeprefix('bans: ')}"
         return
@@ -115,9 +118,9 @@ def _import(ws: Workspace, key: str) -> None:
 
 
 def _save(ws: Workspace, bans: Bans) -> None:
-    if bans != ws.bans:
-        ws.set_bans(bans)
-    tab().bans.seen = ws.bans  # this tab's widgets hold it
+    if bans != ws.settings.bans:
+        ws.set_settings(replace(ws.settings, bans=bans))
+    tab().bans.seen = ws.settings.bans  # this tab's widgets hold it
 
 
 def banned_alternatives(ws: Workspace, rows: list[TokenAlternatives], at: int) -> dict[int, str]:

@@ -457,7 +457,7 @@ def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search
     bans = Bans((BanRule("the"),))
     backend, ws = FakeBackend(seed=5), Workspace(LoomStore(tmp_path))
     assert ws.start("a b")
-    ws.set_bans(bans)
+    ws.set_settings(replace(ws.settings, bans=bans))
     shown = ws.offers.suggest(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
     ended(ws.ahead, timeout=30)
@@ -482,5 +482,6 @@ def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search
 
     assert banned_in(searched(FakeBackend(seed=5), ids)) > 0  # without the bans: "the" is there
     assert banned_in(offer.result) == 0 and offer.result.pruned
-    ws.set_bans(Bans())  # under other bans (none), look-ahead's search is not that one
+    # under other bans (none), look-ahead's search is not that one
+    ws.set_settings(replace(ws.settings, bans=Bans()))
     assert not ws.offers.ahead.ready(backend.model_name, ids, PARAMS)

@@ -29,6 +29,7 @@ from tests.hostile_servers import hostile_server
 from tests.test_rows import assert_openings_first
 from tests.test_token_ids import oov_loom
 from weave.desk import session
+from weave.desk.lone import AUTO_ACCEPTS
 from weave.desk.spot import Offer, Piece
 from weave.loom.store import LoomStore
 from weave.view import present
@@ -300,11 +301,11 @@ def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, m
     at = started()
     assert not at.exception
     path = workspace(at).loom.path()
-    assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * session.AUTO_ACCEPTS
-    assert story(at) == FIRST + "a" * 12 * session.AUTO_ACCEPTS
+    assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * AUTO_ACCEPTS
+    assert story(at) == FIRST + "a" * 12 * AUTO_ACCEPTS
     assert len(suggestions(at)) == 1  # then the writer decides
     said = " ".join(i.value for i in at.info)
-    assert f"Accepted {session.AUTO_ACCEPTS} lone suggestions" in said and "“aaaa" in said
+    assert f"Accepted {AUTO_ACCEPTS} lone suggestions" in said and "“aaaa" in said
     at.button(key="undo").click().run()  # one step takes the whole chain back
     assert story(at) == FIRST and workspace(at).cursor == path[1].id
     assert not at.info  # the message went with them, and undo stays undone:
@@ -1055,7 +1056,7 @@ def test_a_story_continued_with_another_model_takes_its_section_but_the_writers_
     at = started()
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.05)  # [search]'s
     at.slider(key="cfg_max_depth").set_value(7).run()  # the writer's own
-    assert "cutoff" not in workspace(at).settings  # the model's default: not the writer's
+    assert "cutoff" not in workspace(at).settings.record  # the model's default: not the writer's
     backend.name_now = "SmolLM2-135M-Instruct"  # [models."SmolLM2-135M-Instruct"] cutoff 0.1
     at.run()
     assert not at.exception

@@ -10,12 +10,14 @@ Values only: `weave.desk.offers` makes and keeps them, `weave.desk.session` take
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from weave.desk.reading import ReadState
+from weave.loom.formats import without_surrogates
 from weave.loom.loom import Loom
-from weave.loom.provenance import Provenance, probability
+from weave.loom.provenance import Provenance, probability, taken
 from weave.search.beams import SearchParams, SearchResult, SearchStats
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
@@ -42,6 +44,20 @@ class Piece:
     def text_as(self, shown: str | None, prefix_space: bool) -> str:
         """The text taken when the box showed `shown` (None: unchanged)."""
         return accepted_text(self.text, shown, prefix_space=prefix_space)
+
+    def grower(
+        self, shown: str | None, prefix_space: bool, made: str, stored: Callable[[str], str]
+    ) -> Callable[[Loom, str], Loom]:
+        """How to grow this piece, as the box showed it (`shown`), as node `made` at its
+        node (the stored node `stored` says it stands for): a move given the loom and how
+        ("accept" or "keep"). Its ids go with it only where its text is unchanged."""
+        text = self.text_as(None if shown is None else without_surrogates(shown), prefix_space)
+        exact, changed = text == self.text and self.exact, text != self.text
+        node = {"id": made, "kind": self.kind, "params": self.params, "score": self.score}
+        node |= {"token_ids": self.token_ids, "model": self.model} if exact else {}
+        return lambda loom, how: getattr(loom.at(stored(self.node_id)), how)(
+            text, **node, provenance=taken(self.provenance, how, changed=changed)
+        )
 
 
 def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
