@@ -4,7 +4,7 @@
 (`page.hosts`) refuses a request naming a foreign Host first. The page lays out widgets
 and calls the engine: the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`),
 and each browser tab is a cursor over it (`weave.desk.session.Workspace`); the search is
-`weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
+`weave.search.beams.expand`; what the page says is `weave.view`'s (`messages`, `present`),
 its keys are `weave.keys`'; a node's suggestions come through one door, `Offers.show`,
 whose answer the page draws. The story page is a desk: the story (its end in view), the
 moves and the suggestions on the left, the tools (sampling: `page.sampling`; the
@@ -50,7 +50,7 @@ from weave.loom.store import LoomStore, StoreError
 from weave.search.beams import SearchParams, SearchStats
 from weave.search.tree import Suggestion
 from weave.story.bans import Bans
-from weave.view import present
+from weave.view import messages, present
 from weave.view.present import code, md
 
 if TYPE_CHECKING:  # the catalog imports mlx: only the MLX backend's page loads it
@@ -559,8 +559,8 @@ def search_ui(
     reading = st.empty()  # drawn first thing, it replaces the last run's reading line at once
 
     def searching():
-        line.caption(f"⏳ {present.first_status(ws.text)}")
-        return lambda p: line.caption(f"⏳ {present.live_status(p)}")
+        line.caption(f"⏳ {messages.first_status(ws.text)}")
+        return lambda p: line.caption(f"⏳ {messages.live_status(p)}")
 
     alive = session_alive()
     try:
@@ -573,11 +573,11 @@ def search_ui(
             reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
-    status = present.shown_status(shown.offer and shown.offer.result, shown.source,
+    status = messages.shown_status(shown.offer and shown.offer.result, shown.source,
                                   failed=shown.error is not None)  # fmt: skip
     if status:
         result = shown.offer.result if shown.offer is not None else None
-        line.caption(status, help=present.search_figures(result) if result else None)
+        line.caption(status, help=messages.search_figures(result) if result else None)
     if shown.source == "same":
         again_ui(params)
     return shown.offer
@@ -590,7 +590,7 @@ def again_ui(params: SearchParams) -> None:
     wider = max(low, round(params.cutoff / 2, 2))
     wider = wider if wider < params.cutoff else None
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
+        st.caption(f"💡 {md(messages.again_hint(params.cutoff, wider))}")
         st.button("🎲 Sample", key="again_sample", on_click=sample_next)
         if wider is not None:
             st.button(f"Cutoff {wider:g}", key="again_wider", on_click=set_cutoff,
@@ -614,7 +614,7 @@ def reading_ui(ws: session.Workspace) -> None:
     state = ws.offers.reading_state()
     if state is None:
         st.rerun(scope="app")
-    st.caption(f"⏳ {present.reading_status(state.read, state.total)}")
+    st.caption(f"⏳ {messages.reading_status(state.read, state.total)}")
 
 
 def session_alive():
@@ -646,7 +646,7 @@ def error_ui(ws: session.Workspace) -> None:
 def lone_ui(ws: session.Workspace) -> None:
     """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
     chain = ws.lone_chain()
-    message = present.auto_accept_message(chain.texts) if chain else None
+    message = messages.auto_accept_message(chain.texts) if chain else None
     if message:
         st.info(f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} "
                 "back.", icon="🤖")  # fmt: skip
@@ -691,7 +691,7 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
     if not suggestions and rest is None:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
-    hint = present.few_suggestions_hint(len(suggestions), offer.params)
+    hint = messages.few_suggestions_hint(len(suggestions), offer.params)
     if hint:
         st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
@@ -707,7 +707,7 @@ def suggestions_ui(ws: session.Workspace, offer: Offer, prefix_space: bool,
     with st.container(horizontal=True, vertical_alignment="center"):
         part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
         more_rows_ui(len(suggestions))
-        bars = present.bar_caption(offer.params.score, ahead=ahead)
+        bars = messages.bar_caption(offer.params.score, ahead=ahead)
         st.caption(f"{bars} A click on a word takes its row up to there, ✏️ edits one in "
                    f"its row (Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes "
                    "it.")  # fmt: skip
@@ -841,7 +841,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice)
 def stats_ui(title: str, s: SearchStats) -> None:
     """The cost of the search (or the sampling) whose results this node shows."""
     st.subheader(title)
-    note = present.cache_note(s)
+    note = messages.cache_note(s)
     if note:
         st.caption(md(note))
     st.markdown(

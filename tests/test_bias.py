@@ -14,7 +14,7 @@ from weave.cli import to_text
 from weave.search.beams import SearchParams, expand
 from weave.story.bans import BanRule, Bans, Guard
 from weave.story.bias import BiasState, TokenBias, reweighed, variants
-from weave.view.present import search_status
+from weave.view.messages import search_status
 
 # A toy vocabulary, which splits these words as SmolLM2 does (but " pineapple", one token
 # there): "Pineapple" is "P", "ine", "apple".

@@ -23,7 +23,7 @@ from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import SearchParams, expand
 from weave.story.bans import BanRule, Bans, Guard
-from weave.view import present
+from weave.view import messages
 
 STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
@@ -421,7 +421,7 @@ def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
     offer = ws.offers.suggest(backend, ws.spot, PARAMS)
     assert len(backend.calls) == calls  # nothing asked of the model
     assert ws.offers.from_ahead(offer)
-    assert "from look-ahead" in present.search_status(offer.result, ahead=True)
+    assert "from look-ahead" in messages.search_status(offer.result, ahead=True)
     ids = ws.offers.contexts.ids.path_ids(backend, ws.spot.loom, ws.cursor)
     assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
 

@@ -32,7 +32,7 @@ from weave.desk import session
 from weave.desk.lone import AUTO_ACCEPTS
 from weave.desk.spot import Offer, Piece
 from weave.loom.store import LoomStore
-from weave.view import present
+from weave.view import messages, present
 from weave.view.loom_view import go_to_labels
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
@@ -200,7 +200,7 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
             "Tree .json", "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
-    assert status_line(at).endswith(present.worth_words(offer(at).result.suggestions))
+    assert status_line(at).endswith(messages.worth_words(offer(at).result.suggestions))
     assert "<svg" in story_tree(at)  # drawn when its tab is shown
     assert branch(at) == "branch 1 of 1"
     assert at.button(key="undo").disabled is False  # back to the empty start
@@ -923,9 +923,9 @@ def test_the_status_tells_how_far_a_long_story_has_been_read():
     from weave.search.beams import Progress
 
     reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
-    assert present.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
+    assert messages.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
     weaving = Progress(2, 1, 3, 40, 3.5, " the king")
-    assert present.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
+    assert messages.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
 
 
 ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
@@ -1135,7 +1135,7 @@ def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     assert not {"0%", "0.0%"} & set(bars(at))  # every listed row's figure reads as something
     assert shares[0] == max(shares)  # the best row first, then each opening's best
     assert_openings_first(ranked)
-    assert any(present.bar_caption(score) in c.value for c in at.caption)
+    assert any(messages.bar_caption(score) in c.value for c in at.caption)
 
 
 def test_few_suggestions_bring_the_hint_with_the_numbers(fake):
