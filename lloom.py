@@ -5,7 +5,7 @@
 This file lays the page out; its parts are the modules of page/, which call the engine:
 the story is a loom (`weave.loom.loom`, kept by `weave.loom.store`), and each browser tab
 is a cursor over it (`weave.desk.session.Workspace`); the search is
-`weave.search.beams.expand`; what the page says about suggestions is `weave.view.present`'s,
+`weave.search.beams.expand`; what the page says is `weave.view`'s (`messages`, `present`),
 its keys are `weave.keys`'; a node's suggestions come through one door, `Offers.show`,
 whose answer the page draws. The story page is a desk: the story (its end in view), the
 moves, the status line (`page.search`) and the suggestions (`page.suggestions`) on the
@@ -42,6 +42,7 @@ from weave.desk import session
 from weave.desk.spot import Draw, Offer
 from weave.loom.store import LoomStore, StoreError
 from weave.search.params import SearchParams
+from weave.story.bans import Bans
 from weave.view.present import code, md
 
 
@@ -53,7 +54,7 @@ def main() -> None:
     settings = settings_or_stop()
     verdict = writer_or_stop(settings)  # before any story or the model
     store, problem = store_or_stop()
-    ws = workspace(store.as_writer(verdict.writer), verdict.login)
+    ws = workspace(store.as_writer(verdict.writer), verdict.login, settings.bans)
     ws.offers.hold_look_ahead(LOOKAHEAD_AFTER_S)  # the CPU is the page's while it draws
     backend = backend_or_none()
     open_from_url(ws)
@@ -70,8 +71,7 @@ def main() -> None:
             library.start_ui(settings, ws)
             library.library_ui(ws)
     sidebar_ui(settings, ws, backend, offer)  # last: it shows the search this run made
-    reading = ws.offers.reading.running()  # the story's own reading comes first
-    if offer is not None and backend is not None and not ws.offers.error and not reading:
+    if offer is not None and backend is not None and not ws.offers.error:
         look_ahead(settings, ws, backend, offer)  # the page is drawn: search on while they read
 
 
@@ -88,7 +88,6 @@ def story_page(settings: Settings, ws: session.Workspace, backend: Backend | Non
         steer, ban, seen = st.columns(3)
         with steer.popover("📝 Memory & notes", width="stretch"):
             steering.steering_ui(ws)  # before the search: it searches under them
-        ws.default_bans = settings.bans  # config.toml's [bans], beside the story's own
         with ban.popover("🚫 Bans & bias", width="stretch"):
             bans.bans_ui(ws)  # likewise
     with left:
@@ -192,9 +191,10 @@ def writer_or_stop(settings: Settings) -> access.Access:
     return verdict
 
 
-def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace:
+def workspace(store: LoomStore, login: access.Login | None, bans: Bans) -> session.Workspace:
     """This browser session's workspace, made once (anew when another writer logs in, who
-    first takes over the stories kept for their address: `LoomStore.sign_in`)."""
+    first takes over the stories kept for their address: `LoomStore.sign_in`), `bans`
+    (config.toml's [bans]) guarding each story beside its own."""
     if "page" not in st.session_state or tab().ws.store.writer != store.writer:
         if login is not None:
             try:
@@ -205,7 +205,7 @@ def workspace(store: LoomStore, login: access.Login | None) -> session.Workspace
                     f"{md(str(e))}. They will be at your next visit.",
                     icon="💾",
                 )
-        st.session_state.page = PageState(session.Workspace(store))
+        st.session_state.page = PageState(session.Workspace(store, default_bans=bans))
     return tab().ws
 
 
@@ -403,7 +403,7 @@ def moves_ui(settings: Settings, ws: session.Workspace, backend: Backend | None)
 def apply_edit(ws: session.Workspace, story_id: str, node_id: str) -> None:
     """The story box's edit, in the story and at the node the box was drawn for: another
     widget's callback in the same run (an import) may have opened another story first."""
-    ws.edit_typed(story_id, node_id, st.session_state.story_text)
+    ws.edit(st.session_state.story_text, typed_in=story_id, at=node_id)
 
 
 if __name__ == "__main__":

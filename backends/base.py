@@ -68,7 +68,7 @@ class ThreadWanted:
     @property
     def wanted(self) -> Callable[[], bool]:
         """This thread's check (always True outside a `cancellable` block)."""
-        return getattr(self._local, "wanted", None) or _always
+        return getattr(self._local, "wanted", None) or always
 
     @contextmanager
     def cancellable(self, wanted: Callable[[], bool]) -> Iterator[None]:
@@ -80,7 +80,8 @@ class ThreadWanted:
             self._local.wanted = previous
 
 
-def _always() -> bool:
+def always() -> bool:
+    """Wanted always: the check outside a `cancellable` block, and of work no tab waits on."""
     return True
 
 

@@ -4,15 +4,18 @@ which of the model's alternatives at a story token the bans would prune (marked 
 
 Phrases typed here are whole words with case ignored (a list imported or kept with other
 options keeps them while its lines are not edited). Every change is saved with the story
-at once (`Workspace.set_bans`); a bad entry is one line naming it, and the saved bans
+at once (`Workspace.set_settings`); a bad entry is one line naming it, and the saved bans
 stay. Widgets only: the rules are `weave.story.bans`'.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from backends.base import TokenAlternatives
+from page.state import tab
 from weave.desk.alternatives import story_before
 from weave.desk.session import Workspace
 from weave.story.bans import MAX_REPEAT_WORDS, BanRule, Bans, parse_list, slop_rules
@@ -24,9 +27,10 @@ SHOWN_PRUNED = 8  # pruned branches listed under the panel
 
 def bans_ui(ws: Workspace) -> None:
     """The story's bans, saved as they change; below, what the last search here pruned."""
-    if st.session_state.get("bans_seen") != ws.bans:  # another tab's, or another story's
-        st.session_state.bans_rev = st.session_state.get("bans_rev", 0) + 1
-    bans, rev = ws.bans, f"{ws.story_id}_{st.session_state.get('bans_rev', 0)}"
+    panel = tab().bans
+    if panel.seen != ws.settings.bans:  # another tab's, or another story's
+        panel.rev += 1
+    bans, rev = ws.settings.bans, f"{ws.story_id}_{panel.rev}"
     banned = st.text_area(
         "Banned phrases (one a line)", _lines(r for r in bans.rules if r.banned and not r.regex),
         key=f"bans_phrases_{rev}", help="A suggestion that would complete one is pruned at "
@@ -58,8 +62,8 @@ def bans_ui(ws: Workspace) -> None:
     st.file_uploader("Import a list (one phrase a line, or JSON [phrase, weight] pairs)",
                      type=["txt", "json"], key=f"bans_import_{rev}", on_change=_import,
                      args=(ws, f"bans_import_{rev}"))  # fmt: skip
-    if st.session_state.get("bans_import_error"):
-        st.error(f"**That list cannot be imported.** {md(st.session_state.bans_import_error)}")
+    if panel.import_error:
+        st.error(f"**That list cannot be imported.** {md(panel.import_error)}")
     _pruned_ui(ws)
 
 
@@ -105,19 +109,20 @@ def _import(ws: Workspace, key: str) -> None:
         return
     try:
         rules = parse_list(upload.getvalue())
-        bans = Bans((*ws.bans.rules, *rules), ws.bans.no_repeat_words, ws.bans.slop)
+        saved = ws.settings.bans
+        bans = Bans((*saved.rules, *rules), saved.no_repeat_words, saved.slop)
     except ValueError as e:
-        st.session_state.bans_import_error = f"{upload.name}: {str(e).removeprefix('bans: ')}"
+        tab().bans.import_error = f"{upload.name}: {str(e).removeprefix('bans: ')}"
         return
-    st.session_state.bans_import_error = None
+    tab().bans.import_error = None
     _save(ws, bans)
-    st.session_state.bans_rev = st.session_state.get("bans_rev", 0) + 1
+    tab().bans.rev += 1
 
 
 def _save(ws: Workspace, bans: Bans) -> None:
-    if bans != ws.bans:
-        ws.set_bans(bans)
-    st.session_state.bans_seen = ws.bans  # this tab's widgets hold it
+    if bans != ws.settings.bans:
+        ws.set_settings(replace(ws.settings, bans=bans))
+    tab().bans.seen = ws.settings.bans  # this tab's widgets hold it
 
 
 def banned_alternatives(ws: Workspace, rows: list[TokenAlternatives], at: int) -> dict[int, str]:
@@ -131,8 +136,7 @@ def banned_alternatives(ws: Workspace, rows: list[TokenAlternatives], at: int) -
 
 
 def _pruned_ui(ws: Workspace) -> None:
-    latest = ws.offers.latest(ws.cursor)
-    pruned = latest.result.pruned if latest is not None else ()
+    pruned = ws.offers.pruned(ws.cursor)
     if not pruned:
         return
     st.caption(f"🚫 The last search here pruned {len(pruned)} branch"

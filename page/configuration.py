@@ -75,7 +75,8 @@ def config_ui(
     values = {field: st.session_state[key] for key, field in CONFIG_KEYS.items()}
     params = replace(defaults, **values)
     chosen = params.to_saved(defaults)
-    ws.remember_settings({**chosen, "prefix_space": prefix_space, "shading": shading})
+    record = {**chosen, "prefix_space": prefix_space, "shading": shading}
+    ws.set_settings(replace(ws.settings, record=record))
     return params, prefix_space, shading
 
 
@@ -83,14 +84,15 @@ def load_settings_into_widgets(ws: session.Workspace, defaults: SearchParams) ->
     """A reopened story's saved settings set the widgets, `defaults` the others; a saved
     one its widget cannot take is named in the story's notice, and the default is used
     (`SearchParams.from_saved`)."""
-    saved = {field: ws.settings[field] for field in CONFIG_KEYS.values() if field in ws.settings}
+    record = ws.settings.record
+    saved = {field: record[field] for field in CONFIG_KEYS.values() if field in record}
     values, refused = SearchParams.from_saved(saved, defaults)
     st.session_state.update(
         {key: values.get(f, getattr(defaults, f)) for key, f in CONFIG_KEYS.items()}
     )
     for key, field in DISPLAY_KEYS.items():
-        if isinstance(ws.settings.get(field), bool):
-            st.session_state[key] = ws.settings[field]
+        if isinstance(record.get(field), bool):
+            st.session_state[key] = record[field]
     if refused:
         unusable = (
             f"This story's saved {', '.join(refused)} cannot be used (see the bounds "

@@ -46,7 +46,7 @@ def graphs_ui(ws: session.Workspace, offer: Offer | None) -> None:
         if search_tab.open:
             if offer is not None:
                 graph_ui(ws, offer)
-            elif ws.offers.reading.running():
+            elif ws.offers.reading_state() is not None:
                 st.caption("The story is being read: its search comes next.")
             else:
                 st.caption("No search at this node yet.")
@@ -61,7 +61,7 @@ def loom_ui(ws: session.Workspace) -> None:
     session (static/tree_click.html posts it to a hidden box: no reload, the tab stays)."""
     loom = ws.loom
     show_graph(story_source(ws.story_id, len(loom.nodes), loom.cursor, frozenset(loom.bookmarks),
-                            loom, node_notes(ws.settings)))  # fmt: skip
+                            loom, node_notes(ws.settings.record)))  # fmt: skip
     st.text_input("Story tree node", key=TREE_PICK, on_change=pick_tree_node, args=(ws,),
                   label_visibility="collapsed")  # fmt: skip
     st.html(TREE_CLICK.read_text(), unsafe_allow_javascript=True)

@@ -17,7 +17,7 @@ from weave.config import Settings
 from weave.desk import session
 from weave.desk.spot import Draw
 from weave.search.ramify import RamifyParams
-from weave.view import present
+from weave.view import messages, present
 
 SAMPLE_SLIDERS = {  # widget key -> RamifyParams field, label, step, help; bounds: the field's
     "smp_n": ("n", "Samples", 1, "Continuations to draw"),
@@ -43,12 +43,12 @@ def sample_params(settings: Settings) -> RamifyParams:
 
 def sample(ws: session.Workspace, backend: Backend, params: RamifyParams) -> None:
     with st.status("Sampling…", expanded=False) as status:
-        report = lambda p: status.update(label=present.live_status(p))  # noqa: E731
+        report = lambda p: status.update(label=messages.live_status(p))  # noqa: E731
         draw = ws.offers.sample(backend, ws.spot, params, progress=report)
         if draw is None:
             status.update(label="No samples: see below", state="error")
         else:
-            status.update(label=present.draw_status(draw.result, asked=params.n),
+            status.update(label=messages.draw_status(draw.result, asked=params.n),
                           state="complete")  # fmt: skip
 
 
@@ -56,7 +56,7 @@ def samples_ui(ws: session.Workspace, draw: Draw, prefix_space: bool) -> None:
     """The samples drawn here, likeliest first: each its share of the samples' probability
     over a bar as long as its part of the best one's (its log-probability a hover away),
     its text, ✏️, 📌 and ➜."""
-    st.markdown(f"**🎲 Samples** · {present.draw_status(draw.result, asked=draw.params.n)}")
+    st.markdown(f"**🎲 Samples** · {messages.draw_status(draw.result, asked=draw.params.n)}")
     space = "p" if prefix_space else "n"
     samples = draw.result.samples
     shares = present.sample_shares([sample.logprob for sample in samples])

@@ -16,13 +16,13 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from backends import Backend
-from backends.base import Cancelled
+from backends.base import Cancelled, always
 from page.state import tab
 from weave.bounds import bound_of
 from weave.desk import session
 from weave.desk.spot import Offer
 from weave.search.params import SearchParams
-from weave.view import present
+from weave.view import messages
 from weave.view.present import md
 
 READING_EVERY_S = 0.5  # how often a long story's reading redraws its progress
@@ -38,8 +38,8 @@ def search_ui(
     reading = st.empty()  # drawn first thing, it replaces the last run's reading line at once
 
     def searching():
-        line.caption(f"⏳ {present.first_status(ws.text)}")
-        return lambda p: line.caption(f"⏳ {present.live_status(p)}")
+        line.caption(f"⏳ {messages.first_status(ws.text)}")
+        return lambda p: line.caption(f"⏳ {messages.live_status(p)}")
 
     alive = session_alive()
     try:
@@ -52,12 +52,12 @@ def search_ui(
             reading_ui(ws)
     if shown.lone is not None and ws.take_lone(shown.lone, prefix_space=prefix_space):
         st.rerun()
-    status = present.shown_status(
+    status = messages.shown_status(
         shown.offer and shown.offer.result, shown.source, failed=shown.error is not None
     )
     if status:
         result = shown.offer.result if shown.offer is not None else None
-        line.caption(status, help=present.search_figures(result) if result else None)
+        line.caption(status, help=messages.search_figures(result) if result else None)
     if shown.source == "same":
         again_ui(params)
     return shown.offer
@@ -70,7 +70,7 @@ def again_ui(params: SearchParams) -> None:
     wider = max(low, round(params.cutoff / 2, 2))
     wider = wider if wider < params.cutoff else None
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.caption(f"💡 {md(present.again_hint(params.cutoff, wider))}")
+        st.caption(f"💡 {md(messages.again_hint(params.cutoff, wider))}")
         st.button("🎲 Sample", key="again_sample", on_click=sample_next)
         if wider is not None:
             st.button(
@@ -95,11 +95,10 @@ def reading_ui(ws: session.Workspace) -> None:
     """How far a long story has been read (`weave.desk.reading`), redrawn by itself: a
     fragment, so the writer goes on editing and moving meanwhile. Once it is read (or
     has failed, or stopped) the whole page runs again, and searches or says why."""
-    reading = ws.offers.reading
-    state = reading.state()
-    if not reading.running() or state is None:
+    state = ws.offers.reading_state()
+    if state is None:
         st.rerun(scope="app")
-    st.caption(f"⏳ {present.reading_status(state.read, state.total)}")
+    st.caption(f"⏳ {messages.reading_status(state.read, state.total)}")
 
 
 def session_alive():
@@ -108,6 +107,6 @@ def session_alive():
     (`Backend.cancellable`), and look-ahead stops, leaving the model to the other writers."""
     ctx = get_script_run_ctx()
     if ctx is None or not Runtime.exists():
-        return lambda: True
+        return always
     runtime, session_id = Runtime.instance(), ctx.session_id
     return lambda: runtime.is_active_session(session_id)

@@ -20,7 +20,7 @@ from weave.config import Settings
 from weave.desk import session
 from weave.desk.spot import Offer
 from weave.search.beams import SearchStats
-from weave.view import present
+from weave.view import messages
 from weave.view.present import code, md
 
 
@@ -138,7 +138,7 @@ def backend_info_ui(settings: Settings, backend: Backend | None, choice: Choice)
 def stats_ui(title: str, s: SearchStats) -> None:
     """The cost of the search (or the sampling) whose results this node shows."""
     st.subheader(title)
-    note = present.cache_note(s)
+    note = messages.cache_note(s)
     if note:
         st.caption(md(note))
     st.markdown(

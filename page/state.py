@@ -18,6 +18,18 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class Panel:
+    """What a panel of the story's saved values (its bans, its steering) keeps besides
+    its widgets' values."""
+
+    seen: object = None  # the value this tab's widgets hold; another (another tab's, or
+    # another story's) names the widgets anew (`rev`), so that they show it
+    rev: int = 0  # the widgets' generation: new after the value changed elsewhere, or an
+    # import, an added or a deleted entry changed it under them
+    import_error: str | None = None  # why the last file could not be imported
+
+
+@dataclass
 class PageState:
     """What the page keeps for one browser session besides its widgets' values."""
 
@@ -45,6 +57,8 @@ class PageState:
     editing_row: str | None = None  # the offered row shown as a box (`page.rows`)
     rest: Offered | None = None  # the rest of the row last taken in part (`page.part`)
     live: Live | None = None  # a shared story's growth, as this tab knows it (`page.group`)
+    bans: Panel = field(default_factory=Panel)  # the bans panel's (`page.bans`)
+    steering: Panel = field(default_factory=Panel)  # the steering panel's
 
 
 def tab() -> PageState:

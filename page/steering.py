@@ -2,7 +2,7 @@
 
 `steering_ui` edits the story's memory, author's note and depth, and its lorebook (add,
 edit, switch off, delete, import a SillyTavern world-info file); every change is saved
-with the story at once (`Workspace.set_steering`). `context_ui` shows the context the
+with the story at once (`Workspace.set_settings`). `context_ui` shows the context the
 search at this node uses: its text with each part marked, its tokens against the
 model's window, how much of the story's start was left out, and the entries that fired.
 Widgets only: the values are `weave.story.steering`'s, the context `Offers.context`'s.
@@ -15,6 +15,7 @@ from dataclasses import replace
 import streamlit as st
 
 from backends import Backend, BackendError
+from page.state import tab
 from weave.desk.session import Workspace
 from weave.story.lorebook import parse_lorebook
 from weave.story.steering import (
@@ -32,9 +33,9 @@ from weave.view.present import md
 
 def steering_ui(ws: Workspace) -> None:
     """Memory, note and lorebook, saved with the story as they change."""
-    if st.session_state.get("st_seen") != ws.steering:  # another tab's, or another story's
+    if tab().steering.seen != ws.settings.steering:  # another tab's, or another story's
         _bump(ws)
-    steering, rev = ws.steering, _rev(ws)
+    steering, rev = ws.settings.steering, _rev(ws)
     memory = st.text_area(
         "Memory", steering.memory, max_chars=MAX_MEMORY_CHARS, key=f"st_memory_{rev}",
         help="Always at the top of what the model reads: who the heroine is, the setting, "
@@ -86,7 +87,7 @@ def _add_ui(ws: Workspace, rev: str) -> None:
             if problem:
                 st.error(f"**Not added.** {problem}", icon="📖")
                 return
-            steering = ws.steering
+            steering = ws.settings.steering
             _save(ws, replace(steering, lore=(*steering.lore, LoreEntry(_keys(keys), text))))
             _bump(ws)
             st.rerun()
@@ -96,7 +97,7 @@ def _import_ui(ws: Workspace, rev: str) -> None:
     key = f"st_import_{rev}"
     st.file_uploader("Import a lorebook (SillyTavern world info, .json)", type=["json"],
                      key=key, on_change=_import, args=(ws, key))  # fmt: skip
-    problem = st.session_state.get("st_import_error")
+    problem = tab().steering.import_error
     if problem:
         st.error(f"**That lorebook cannot be imported.** {md(problem)}", icon="📖")
 
@@ -107,25 +108,25 @@ def _import(ws: Workspace, key: str) -> None:
         return
     try:
         entries = parse_lorebook(upload.getvalue())
-        steering = replace(ws.steering, lore=(*ws.steering.lore, *entries))
+        steering = replace(ws.settings.steering, lore=(*ws.settings.steering.lore, *entries))
     except ValueError as e:
-        st.session_state.st_import_error = f"{upload.name}: {e}"
+        tab().steering.import_error = f"{upload.name}: {e}"
         return
-    st.session_state.st_import_error = None
+    tab().steering.import_error = None
     _save(ws, steering)
     _bump(ws)
 
 
 def _delete(ws: Workspace, i: int) -> None:
-    lore = ws.steering.lore
-    _save(ws, replace(ws.steering, lore=lore[:i] + lore[i + 1 :]))
+    lore = ws.settings.steering.lore
+    _save(ws, replace(ws.settings.steering, lore=lore[:i] + lore[i + 1 :]))
     _bump(ws)
 
 
 def _save(ws: Workspace, steering: Steering) -> None:
-    if steering != ws.steering:
-        ws.set_steering(steering)
-    st.session_state.st_seen = ws.steering  # this tab's widgets hold it
+    if steering != ws.settings.steering:
+        ws.set_settings(replace(ws.settings, steering=steering))
+    tab().steering.seen = ws.settings.steering  # this tab's widgets hold it
 
 
 def _keys(text: str) -> tuple[str, ...]:
@@ -147,11 +148,11 @@ def _rev(ws: Workspace) -> str:
     """A name for this story's steering widgets, new after an entry is added, deleted or
     imported (entries' widgets are named by place), and when the steering changed
     elsewhere (another tab, another story), so that they show it instead of their own."""
-    return f"{ws.story_id}_{st.session_state.get('st_rev', 0)}"
+    return f"{ws.story_id}_{tab().steering.rev}"
 
 
 def _bump(ws: Workspace) -> None:
-    st.session_state.st_rev = st.session_state.get("st_rev", 0) + 1
+    tab().steering.rev += 1
 
 
 def context_ui(ws: Workspace, backend: Backend | None, room: int) -> None:

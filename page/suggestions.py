@@ -20,7 +20,7 @@ from weave.desk import session
 from weave.desk.partial import Offered
 from weave.desk.spot import Offer
 from weave.search.tree import Suggestion
-from weave.view import present
+from weave.view import messages, present
 from weave.view.present import md
 
 # Look-ahead begins no forward until this long after a script run begins, and after the one
@@ -35,7 +35,7 @@ LISTED = 10  # suggestions listed until the writer asks for all: each row costs 
 def lone_ui(ws: session.Workspace) -> None:
     """Say which lone suggestions were accepted by themselves (one undo takes them back)."""
     chain = ws.lone_chain()
-    message = present.auto_accept_message(chain.texts) if chain else None
+    message = messages.auto_accept_message(chain.texts) if chain else None
     if message:
         st.info(
             f"{md(message)} *↩ Undo* takes {'it' if len(chain.texts) == 1 else 'them all'} back.",
@@ -46,12 +46,13 @@ def lone_ui(ws: session.Workspace) -> None:
 def look_ahead(settings: Settings, ws: session.Workspace, backend: Backend, offer: Offer) -> None:
     """While the writer reads these suggestions, search from the top ones as if each were
     accepted (`weave.desk.lookahead`, on a thread of its own: this returns at once). Not after
-    a failed search: the suggestions shown are then an earlier one's."""
+    a failed search: the suggestions shown are then an earlier one's; nor while the story is
+    read (`Offers.look_ahead` refuses: its own search comes first)."""
     rows = settings.lookahead_rows(backend.name)
-    ws.offers.look_ahead(
+    looking = ws.offers.look_ahead(
         backend, ws.spot, offer, rows=rows, alive=session_alive(), after=LOOKAHEAD_AFTER_S
     )
-    if rows:
+    if looking and rows:
         ahead_marks_ui(ws, backend, offer)
 
 
@@ -83,7 +84,7 @@ def suggestions_ui(
     if not suggestions and rest is None:
         st.info("No suggestions: the model ended the story here. Edit it, or lower the cutoff.")
         return
-    hint = present.few_suggestions_hint(len(suggestions), offer.params)
+    hint = messages.few_suggestions_hint(len(suggestions), offer.params)
     if hint:
         st.caption(f"💡 {md(hint)}")
     shares = present.bar_shares(suggestions, offer.params.score)
@@ -99,7 +100,7 @@ def suggestions_ui(
     with st.container(horizontal=True, vertical_alignment="center"):
         part.word_ui(ws, next(iter(takeable.values()), None), prefix_space)
         more_rows_ui(len(suggestions))
-        bars = present.bar_caption(offer.params.score, ahead=ahead)
+        bars = messages.bar_caption(offer.params.score, ahead=ahead)
         st.caption(
             f"{bars} A click on a word takes its row up to there, ✏️ edits one in its row "
             f"(Enter takes it), 📌 keeps one as a branch, {ACCEPT} takes it."

@@ -132,3 +132,9 @@ def test_no_two_parts_import_each_other_even_through_others():
 
     cycles = sorted(name for name in graph if name in reach(name))
     assert cycles == [], f"in a cycle: {cycles}"
+
+
+def test_the_desk_takes_no_rule_from_the_view():
+    """The desk's rules (what an accept adds among them) are its own: the view shows the
+    desk's values, never the other way round."""
+    assert "view" not in import_graph()["desk"]

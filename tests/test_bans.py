@@ -4,6 +4,7 @@ list's forms and its hostile entries; the shipped slop list (bias: tests/test_bi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -197,15 +198,15 @@ def test_a_storys_bans_are_saved_exported_imported_and_guard_its_searches(tmp_pa
     ws = Workspace(LoomStore(tmp_path, busy_ms=50))
     assert ws.start("The old man sat by the sea.")
     bans = Bans((BanRule("sea"), BanRule("old", weight=1.0)), no_repeat_words=3)
-    ws.set_bans(bans)
+    ws.set_settings(replace(ws.settings, bans=bans))
     again = Workspace(LoomStore(tmp_path, busy_ms=50))
-    assert again.open(ws.story_id) and again.bans == bans and again.spot.bans == bans
+    assert again.open(ws.story_id) and again.settings.bans == bans and again.spot.bans == bans
     copy = import_file(again.store, ws.library.export(ws.story_id))[0]
-    assert again.open(copy) and again.bans == bans
+    assert again.open(copy) and again.settings.bans == bans
     guard = again.spot.guard()
     assert guard is not None and guard.step(guard.root(), b" The sea").pruned_by == "sea"
-    ws.set_bans(Bans())
-    assert again.open(ws.story_id) and again.bans == Bans() and again.spot.guard() is None
+    ws.set_settings(replace(ws.settings, bans=Bans()))
+    assert again.open(ws.story_id) and again.settings.bans == Bans() and again.spot.guard() is None
     bad = json.loads(ws.library.export(ws.story_id))
     bad["settings"] = {"bans": {"rules": [{"text": "(x", "regex": True}]}}
     with pytest.raises(BadImport, match=r"rules\[0\] \('\(x'\) is not a valid regular"):

@@ -16,7 +16,7 @@ from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans
 from weave.story.bias import BiasState, TokenBias, reweighed, variants
 from weave.story.guard import Guard
-from weave.view.present import search_status
+from weave.view.messages import search_status
 
 # A toy vocabulary, which splits these words as SmolLM2 does (but " pineapple", one token
 # there): "Pineapple" is "P", "ine", "apple".

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -249,7 +250,7 @@ def test_a_draw_says_how_many_of_the_samples_asked_the_bans_cut(spaced):
     """Item 9: 8 samples asked, some cut by a ban: the list says "of 8" and why, never a
     bare smaller count."""
     at = started()
-    workspace(at).set_bans(Bans((BanRule("the"),)))
+    (ws := workspace(at)).set_settings(replace(ws.settings, bans=Bans((BanRule("the"),))))
     at.slider(key="smp_n").set_value(8).run()
     at.button(key="sample").click().run()
     assert not at.exception

@@ -25,7 +25,7 @@ from weave.search.beams import expand
 from weave.search.params import SearchParams
 from weave.story.bans import BanRule, Bans
 from weave.story.guard import Guard
-from weave.view import present
+from weave.view import messages
 
 STORY = [6, 0, 6, 1, 4]  # " a b,": an end no healing gives back (see test_healing.py)
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
@@ -423,7 +423,7 @@ def test_accepting_a_suggestion_looked_ahead_shows_its_search_at_once(tmp_path):
     offer = ws.offers.suggest(backend, ws.spot, PARAMS)
     assert len(backend.calls) == calls  # nothing asked of the model
     assert ws.offers.from_ahead(offer)
-    assert "from look-ahead" in present.search_status(offer.result, ahead=True)
+    assert "from look-ahead" in messages.search_status(offer.result, ahead=True)
     ids = ws.offers.contexts.ids.path_ids(backend, ws.spot.loom, ws.cursor)
     assert same_search(offer.result, searched(FakeBackend(seed=5), ids))
 
@@ -459,7 +459,7 @@ def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search
     bans = Bans((BanRule("the"),))
     backend, ws = FakeBackend(seed=5), Workspace(LoomStore(tmp_path))
     assert ws.start("a b")
-    ws.set_bans(bans)
+    ws.set_settings(replace(ws.settings, bans=bans))
     shown = ws.offers.suggest(backend, ws.spot, PARAMS)
     ws.offers.look_ahead(backend, ws.spot, shown, rows=2)
     ended(ws.ahead, timeout=30)
@@ -484,5 +484,6 @@ def test_under_bans_look_ahead_searches_with_them_and_accepting_shows_its_search
 
     assert banned_in(searched(FakeBackend(seed=5), ids)) > 0  # without the bans: "the" is there
     assert banned_in(offer.result) == 0 and offer.result.pruned
-    ws.set_bans(Bans())  # under other bans (none), look-ahead's search is not that one
+    # under other bans (none), look-ahead's search is not that one
+    ws.set_settings(replace(ws.settings, bans=Bans()))
     assert not ws.offers.ahead.ready(backend.model_name, ids, PARAMS)

@@ -9,7 +9,7 @@ from tests.fake_backend import FakeBackend
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
 from weave.search.params import SearchParams
-from weave.view import present
+from weave.view import messages
 
 PARAMS = SearchParams(cutoff=0.1, max_depth=6, max_suggestions=12)
 
@@ -37,7 +37,7 @@ def test_a_node_is_searched_once_then_its_kept_suggestions_are_shown(tmp_path):
     again = ws.offers.show(backend, ws.spot, PARAMS, searching=searching)
     assert again.source == "kept" and again.offer == first.offer
     assert len(backend.calls) == calls and reports == []  # nothing asked, no live line
-    status = present.shown_status(again.offer.result, again.source, failed=False)
+    status = messages.shown_status(again.offer.result, again.source, failed=False)
     assert status.startswith("✔️ 12 suggestions kept from an earlier search here (")
 
 
@@ -49,12 +49,12 @@ def test_a_failed_search_shows_the_earlier_suggestions_and_is_not_repeated_until
     failed = ws.offers.show(down, ws.spot, other)
     assert failed.source == "earlier" and failed.offer == before.offer
     assert "connection refused" in failed.error
-    assert present.shown_status(failed.offer.result, failed.source, failed=True) == (
+    assert messages.shown_status(failed.offer.result, failed.source, failed=True) == (
         "⚠️ No suggestions: see below"
     )
     quiet = ws.offers.show(down, ws.spot, other)  # the page reruns: no new search
     assert (quiet.source, quiet.error, quiet.offer) == ("earlier", None, before.offer)
-    assert present.shown_status(quiet.offer.result, quiet.source, failed=False) is None
+    assert messages.shown_status(quiet.offer.result, quiet.source, failed=False) is None
     ws.retry()
     assert ws.offers.show(FakeBackend(seed=5), ws.spot, other).source == "searched"
 
@@ -122,7 +122,9 @@ def test_a_search_look_ahead_made_is_shown_as_its_own_without_a_live_line(tmp_pa
     assert after.source == "ahead" and after.offer.node_id == ws.cursor
     assert len(backend.calls) == calls and reports == []
     assert ws.offers.show(backend, ws.spot, PARAMS).source == "ahead"  # kept: still its own
-    assert "from look-ahead" in present.shown_status(after.offer.result, after.source, failed=False)
+    assert "from look-ahead" in messages.shown_status(
+        after.offer.result, after.source, failed=False
+    )
 
 
 class FailingReads(FakeBackend):

@@ -30,9 +30,10 @@ from tests.hostile_servers import hostile_server
 from tests.test_rows import assert_openings_first
 from tests.test_token_ids import oov_loom
 from weave.desk import session
+from weave.desk.lone import AUTO_ACCEPTS
 from weave.desk.spot import Offer, Piece
 from weave.loom.store import LoomStore
-from weave.view import present
+from weave.view import messages, present
 from weave.view.loom_view import go_to_labels
 
 PAGE = str(Path(__file__).resolve().parent.parent / "lloom.py")
@@ -200,7 +201,7 @@ def test_start_shows_story_suggestions_graphs_and_stats(fake):
             "Tree .json", "Graph .svg"} <= labels  # fmt: skip
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "forward calls" in sidebar and "fake-model" in sidebar
-    assert status_line(at).endswith(present.worth_words(offer(at).result.suggestions))
+    assert status_line(at).endswith(messages.worth_words(offer(at).result.suggestions))
     assert "<svg" in story_tree(at)  # drawn when its tab is shown
     assert branch(at) == "branch 1 of 1"
     assert at.button(key="undo").disabled is False  # back to the empty start
@@ -301,11 +302,11 @@ def test_a_lone_suggestion_is_accepted_by_itself_a_few_times_at_most(data_dir, m
     at = started()
     assert not at.exception
     path = workspace(at).loom.path()
-    assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * session.AUTO_ACCEPTS
-    assert story(at) == FIRST + "a" * 12 * session.AUTO_ACCEPTS
+    assert [n.kind for n in path[1:]] == ["typed"] + ["accepted"] * AUTO_ACCEPTS
+    assert story(at) == FIRST + "a" * 12 * AUTO_ACCEPTS
     assert len(suggestions(at)) == 1  # then the writer decides
     said = " ".join(i.value for i in at.info)
-    assert f"Accepted {session.AUTO_ACCEPTS} lone suggestions" in said and "“aaaa" in said
+    assert f"Accepted {AUTO_ACCEPTS} lone suggestions" in said and "“aaaa" in said
     at.button(key="undo").click().run()  # one step takes the whole chain back
     assert story(at) == FIRST and workspace(at).cursor == path[1].id
     assert not at.info  # the message went with them, and undo stays undone:
@@ -924,9 +925,9 @@ def test_the_status_tells_how_far_a_long_story_has_been_read():
     from weave.search.beams import Progress
 
     reading = Progress(0, 0, 0, 512, 3.0, "", story_read=512, story_tokens=30_000)
-    assert present.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
+    assert messages.live_status(reading) == "Reading the story… 512 of 30,000 tokens"
     weaving = Progress(2, 1, 3, 40, 3.5, " the king")
-    assert present.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
+    assert messages.live_status(weaving).startswith("Weaving… depth 2, 1 found, 3 growing")
 
 
 ODD = 'Emoji 👩‍👩‍👧, e\u0301, עברית, NUL \x00, $x$ *y* quote " back \\ <b>&amp;</b>'
@@ -1058,7 +1059,7 @@ def test_a_story_continued_with_another_model_takes_its_section_but_the_writers_
     at = started()
     assert at.slider(key="cfg_cutoff").value == pytest.approx(0.05)  # [search]'s
     at.slider(key="cfg_max_depth").set_value(7).run()  # the writer's own
-    assert "cutoff" not in workspace(at).settings  # the model's default: not the writer's
+    assert "cutoff" not in workspace(at).settings.record  # the model's default: not the writer's
     backend.name_now = "SmolLM2-135M-Instruct"  # [models."SmolLM2-135M-Instruct"] cutoff 0.1
     at.run()
     assert not at.exception
@@ -1137,7 +1138,7 @@ def test_bars_show_each_suggestions_share_of_the_ranking_score(fake, score):
     assert not {"0%", "0.0%"} & set(bars(at))  # every listed row's figure reads as something
     assert shares[0] == max(shares)  # the best row first, then each opening's best
     assert_openings_first(ranked)
-    assert any(present.bar_caption(score) in c.value for c in at.caption)
+    assert any(messages.bar_caption(score) in c.value for c in at.caption)
 
 
 def test_few_suggestions_bring_the_hint_with_the_numbers(fake):

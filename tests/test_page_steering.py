@@ -27,7 +27,7 @@ def test_memory_set_search_reload_still_there(fake):
     calls = len(fake.calls)
     at.text_area(key=memory_key(at)).set_value("A dark tale.").run()
     assert not at.exception
-    assert workspace(at).steering.memory == "A dark tale."
+    assert workspace(at).settings.steering.memory == "A dark tale."
     assert len(fake.calls) > calls  # searched again: the old search was made without it
     assert "[memory · " in seen(at) and "A dark tale." in seen(at)
     offer = workspace(at).offers.latest(workspace(at).cursor)
@@ -50,13 +50,13 @@ def test_the_note_and_the_lorebook_are_edited_switched_off_and_deleted(fake):
     assert not at.exception
     ws = workspace(at)
     entry = LoreEntry(("bac", "cab"), "The bac is a cab.")
-    assert ws.steering == Steering(note="[Keep it dark.]", note_depth=2, lore=(entry,))
+    assert ws.settings.steering == Steering(note="[Keep it dark.]", note_depth=2, lore=(entry,))
     assert "Lorebook entries fired: bac." in [c.value for c in at.caption]
     at.toggle(key=f"st_on_{sid}_2_0").set_value(False).run()
-    assert workspace(at).steering.lore[0].enabled is False
+    assert workspace(at).settings.steering.lore[0].enabled is False
     assert "No lorebook entry fired." in [c.value for c in at.caption]
     at.button(key=f"st_delete_{sid}_2_0").click().run()
-    assert workspace(at).steering.lore == ()
+    assert workspace(at).settings.steering.lore == ()
     assert not at.exception
 
 
@@ -66,7 +66,7 @@ def test_another_tabs_memory_is_shown_not_overwritten(fake):
     one.text_area(key=memory_key(one)).set_value("A dark tale.").run()
     two.slider(key="cfg_max_depth").set_value(7).run()  # saves its settings
     assert not two.exception
-    assert workspace(two).steering.memory == "A dark tale."
+    assert workspace(two).settings.steering.memory == "A dark tale."
     boxes = [t.value for t in two.text_area if t.key and t.key.startswith("st_memory_")]
     assert boxes == ["A dark tale."]
     assert workspace(one).store.settings(one.query_params["story"])["steering"]["memory"] == (
@@ -102,7 +102,7 @@ def test_an_entry_past_a_cap_is_one_line_saying_the_cap(fake):
         next(b for b in at.button if b.label == "➕ Add entry").click().run()
         assert not at.exception
         assert [e.value for e in at.error] == [f"**Not added.** {line}"]
-        assert workspace(at).steering.lore == () and workspace(at).text == story
+        assert workspace(at).settings.steering.lore == () and workspace(at).text == story
     at.text_input(key=f"st_new_keys_{sid}_1").set_value("cab")
     at.text_area(key=f"st_new_text_{sid}_1").set_value("lore")
     next(b for b in at.button if b.label == "➕ Add entry").click().run()
@@ -111,4 +111,4 @@ def test_an_entry_past_a_cap_is_one_line_saying_the_cap(fake):
     assert [e.value for e in at.error] == [
         "**Not saved.** An entry holds at most 100 keys; this one has 101."
     ]
-    assert workspace(at).steering.lore == (LoreEntry(("cab",), "lore"),)
+    assert workspace(at).settings.steering.lore == (LoreEntry(("cab",), "lore"),)

@@ -16,21 +16,24 @@ from hypothesis import strategies as st
 from backends.base import Candidate, TokenAlternatives
 from tests.fake_backend import VOCAB, FakeBackend
 from weave.desk.alternatives import branch_text
+from weave.desk.spot import accepted_text
 from weave.search.beams import expand
 from weave.search.params import SearchParams
 from weave.search.tree import Suggestion
-from weave.view.present import (
-    Words,
-    accepted_text,
-    alternative_label,
+from weave.view.messages import (
     auto_accept_message,
     bar_caption,
-    bar_shares,
     cache_note,
-    editable_text,
     few_suggestions_hint,
     search_figures,
     search_status,
+    worth_text,
+)
+from weave.view.present import (
+    Words,
+    alternative_label,
+    bar_shares,
+    editable_text,
     share_text,
     shown_text,
     story_tokens_html,
@@ -38,7 +41,6 @@ from weave.view.present import (
     token_spans,
     typed_text,
     visible,
-    worth_text,
 )
 
 

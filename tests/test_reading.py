@@ -31,6 +31,7 @@ from scripts.screenshot import (
 from tests.background import ended
 from tests.llama_server import llama_server
 from weave.desk.session import Workspace
+from weave.desk.spot import Offer
 from weave.loom.store import LoomStore
 from weave.search.beams import expand
 from weave.search.params import SearchParams
@@ -110,6 +111,22 @@ def test_opening_another_story_stops_the_reading(tmp_path, whole_window):
     assert ws.start("The fox ran home.")
     ended(reading, timeout=60)
     assert reading.state() is None
+
+
+def test_while_the_story_is_read_the_door_says_how_far_and_refuses_look_ahead(
+    tmp_path, whole_window
+):
+    ws = opened(tmp_path, "The fox ran home.")
+    result = ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive).offer.result
+    ws.edit("The fox ran home. " + LONG)
+    assert ws.offers.show(whole_window, ws.spot, PARAMS, alive=alive).source == "reading"
+    state = ws.offers.reading_state()
+    assert state is not None and state.read < state.total
+    offer = Offer(ws.cursor, PARAMS, result)  # suggestions to look ahead from, here
+    assert not ws.offers.look_ahead(whole_window, ws.spot, offer, rows=3, alive=alive)
+    assert not ws.ahead.running()  # the story's own search comes first
+    ended(ws.offers.reading)
+    assert ws.offers.reading_state() is None
 
 
 def test_a_short_story_is_searched_at_once(tmp_path, whole_window):

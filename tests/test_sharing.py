@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -177,7 +178,7 @@ def test_a_reader_s_tab_moves_about_and_is_told_plainly_why_it_adds_nothing(grou
     assert len(ana.load(sid).nodes) == 3
     tab.undo()  # moving about is theirs
     assert tab.save_error is None and ben.load(sid).cursor == tab.cursor != ana.load(sid).cursor
-    tab.remember_settings({"cutoff": 0.5})  # their sliders: their own view
+    tab.set_settings(replace(tab.settings, record={"cutoff": 0.5}))  # their sliders: their own view
     assert tab.save_error is None and ana.settings(sid) == {}
     ana.share(sid, BEN, may_write=True)
     tab.open(sid)

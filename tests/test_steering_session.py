@@ -4,6 +4,8 @@ accept under memory (0 prefill tokens); alternatives index the story's own token
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from weave.desk.alternatives import branch_text
 from weave.desk.session import Workspace
 from weave.loom.store import LoomStore
@@ -23,7 +25,7 @@ PARAMS = SearchParams(cutoff=0.1, max_depth=4, max_suggestions=8, auto_stop=Fals
 def opened(tmp_path, steering: Steering) -> Workspace:
     ws = Workspace(LoomStore(tmp_path))
     assert ws.start(STORY)
-    ws.set_steering(steering)
+    ws.set_settings(replace(ws.settings, steering=steering))
     return ws
 
 
@@ -47,24 +49,28 @@ def test_accepting_under_memory_costs_no_prefill(tmp_path, fresh_mlx_backend):
 
 def test_steering_is_kept_with_the_story_and_each_search(tmp_path, mlx_backend):
     ws = opened(tmp_path, STEERING)
-    ws.remember_settings({"cutoff": 0.1})  # the page's search settings keep the steering
+    # the page's search settings keep the steering
+    ws.set_settings(replace(ws.settings, record={"cutoff": 0.1}))
     offer = ws.offers.suggest(mlx_backend, ws.spot, PARAMS)
     saved = ws.store.suggestions(ws.story_id, ws.cursor)
     assert search_steering(saved) == STEERING.in_force(STORY)  # the owl's entry did not fire
     assert [e.label for e in search_steering(saved).lore] == ["fox"]
     again = Workspace(ws.store)
-    assert again.open(ws.story_id) and again.steering == STEERING
+    assert again.open(ws.story_id) and again.settings.steering == STEERING
     model = mlx_backend.model_name
     assert again.offers.offer(again.spot, PARAMS, model=model).result.suggestions == (
         offer.result.suggestions
     )
-    again.set_steering(NOTED)  # made under other steering: not this one's
+    # made under other steering: not this one's
+    again.set_settings(replace(again.settings, steering=NOTED))
     assert again.offers.offer(again.spot, PARAMS, model=model) is None
     assert again.offers.show(mlx_backend, again.spot, PARAMS).source == "searched"
-    again.set_steering(STEERING)
+    again.set_settings(replace(again.settings, steering=STEERING))
     assert again.offers.offer(again.spot, PARAMS, model=model) is not None
     asleep = LoreEntry(("dragon",), "A dragon sleeps.")  # an entry that does not fire here
-    again.set_steering(Steering(STEERING.memory, lore=(*STEERING.lore, asleep)))
+    again.set_settings(
+        replace(again.settings, steering=Steering(STEERING.memory, lore=(*STEERING.lore, asleep)))
+    )
     assert again.offers.offer(again.spot, PARAMS, model=model) is not None
     assert Workspace(ws.store).open(ws.story_id)
     assert ws.store.settings(ws.story_id)["cutoff"] == 0.1

@@ -31,7 +31,8 @@ from weave.search.params import SearchParams
 from weave.story import bans_cli, steering_cli
 from weave.story.guard import Guard
 from weave.story.model_context import fitted_context, sent_ids
-from weave.view.present import bar_caption, bar_shares, share_text, worth_text
+from weave.view.messages import bar_caption, worth_text
+from weave.view.present import bar_shares, share_text
 
 EXIT_ERROR = 2
 MAX_STORY_BYTES = 4 << 20  # far more than any model's context holds (~1M tokens of text)

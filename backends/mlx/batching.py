@@ -31,13 +31,9 @@ from concurrent.futures import Future, InvalidStateError
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
-from backends.base import Cancelled, Candidate, Usage
+from backends.base import Cancelled, Candidate, Usage, always
 
 Context = tuple[int, ...]
-
-
-def always() -> bool:
-    return True
 
 
 @dataclass(frozen=True)

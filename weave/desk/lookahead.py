@@ -30,13 +30,14 @@ offer cache (`Offers`) is the one place a writer's suggestions come from.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from backends.base import Backend, Cancelled
+from backends.base import Backend, Cancelled, always
 from backends.errors import BackendError
+from weave.desk.background import Job, Wanted
 from weave.lru import LRU
 from weave.search.beams import Progress, SearchResult, expand
 from weave.search.params import SearchParams
@@ -73,10 +74,6 @@ class _Dropped(Exception):
     """The writer acted: the search in progress is no longer wanted."""
 
 
-def always() -> bool:
-    return True
-
-
 class LookAhead:
     """One tab's look-ahead: at most one run at a time, its finished searches kept.
 
@@ -87,9 +84,7 @@ class LookAhead:
     def __init__(self, rows: int, *, kept: int = KEPT) -> None:
         self.rows = rows
         self._done: LRU[Ahead, SearchResult] = LRU(kept)
-        self._lock = threading.Lock()
-        self._generation = 0  # a run goes on while it is the latest one started
-        self._thread: threading.Thread | None = None
+        self._job = Job("lloom-lookahead")  # its lock guards the fields below too
         self._planned: tuple[int, set[Ahead]] = (0, set())  # the latest run: its generation, plans
         self._resume_at = 0.0  # no forward begins before this (time.monotonic())
 
@@ -118,27 +113,17 @@ class LookAhead:
             window=backend.read_window, bans=bans, text=text,
         )  # fmt: skip
         self.hold(after)
-        with self._lock:
+        with self._job.lock:
             plans = [plan for plan in plans if plan not in self._done]
-            going = self.running() and self._planned[0] == self._generation
+            going = self.running() and self._planned[0] == self._job.generation
             if going and set(plans) <= self._planned[1]:
                 return  # asked again for what runs now (a page rerun): let it go on
-            self._generation += 1
-            generation = self._generation
+            if not plans:
+                self._job.cancel()
+                self._planned = (self._job.generation, set())
+                return
+            generation = self._job.start(partial(self._run, backend, plans), alive)
             self._planned = (generation, set(plans))
-        if not plans:
-            return
-
-        def wanted() -> bool:
-            return self._generation == generation and alive()
-
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(backend, plans, wanted),
-            name="lloom-lookahead",
-            daemon=True,
-        )
-        self._thread.start()
 
     def plans(
         self,
@@ -163,13 +148,12 @@ class LookAhead:
     def hold(self, seconds: float) -> None:
         """Begin no forward for `seconds` from now (a run in progress waits at its next
         depth, then goes on): the page is drawing."""
-        with self._lock:
+        with self._job.lock:
             self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
     def cancel(self) -> None:
         """Stop the run in progress at its next depth (finished searches stay)."""
-        with self._lock:
-            self._generation += 1
+        self._job.cancel()
 
     def take(
         self, model: str, context: Sequence[int], params: SearchParams, bans: Bans = NO_BANS
@@ -177,7 +161,7 @@ class LookAhead:
         """The finished search after `context` with `params` by `model` under `bans`, if
         look-ahead made it."""
         key = Ahead(model, tuple(context), params, bans)
-        with self._lock:
+        with self._job.lock:
             return self._done.get(key)
 
     def ready(
@@ -186,11 +170,10 @@ class LookAhead:
         return self.take(model, context, params, bans) is not None
 
     def running(self) -> bool:
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        return self._job.running()
 
     # -- the run ----------------------------------------------------------------------
-    def _run(self, backend: Backend, plans: list[Ahead], wanted: Callable[[], bool]) -> None:
+    def _run(self, backend: Backend, plans: list[Ahead], wanted: Wanted) -> None:
         def between_depths(_: Progress) -> None:
             if not self._held(wanted):
                 raise _Dropped
@@ -238,5 +221,5 @@ class LookAhead:
         return wanted()
 
     def _keep(self, plan: Ahead, result: SearchResult) -> None:
-        with self._lock:
+        with self._job.lock:
             self._done.put(plan, result)

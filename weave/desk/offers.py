@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backends.base import Backend, TokenAlternatives
+from backends.base import Backend, TokenAlternatives, always
 from backends.errors import BackendError
 from weave.desk.alternatives import Alternatives, Choice, alternatives_at, whole_words
 from weave.desk.library import Library
-from weave.desk.lookahead import LookAhead, always
+from weave.desk.lookahead import LookAhead
 from weave.desk.reading import Reading, ReadState
 from weave.desk.spot import Draw, Offer, Shown, Spot
 from weave.lru import LRU
@@ -33,7 +33,7 @@ from weave.search.codec import search_from_dict, search_steering, search_to_dict
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 from weave.search.rows import lone
-from weave.story.bans import Bans
+from weave.story.bans import Bans, Pruned
 from weave.story.context import Context
 from weave.story.model_context import Contexts, sent_ids
 from weave.story.steering import Steering
@@ -132,6 +132,11 @@ class Offers:
                 self.results.put(_key(spot, params), result)
         return None if result is None else Offer(spot.node_id, params, result)
 
+    def pruned(self, node_id: str) -> tuple[Pruned, ...]:
+        """What the node's latest search pruned (the bans panel lists it)."""
+        latest = self.latest(node_id)
+        return latest.result.pruned if latest is not None else ()
+
     def latest(self, node_id: str) -> Offer | None:
         """The node's latest search, whatever its parameters (shown while a new one fails)."""
         for (at, params, *_), result in reversed(self.results.items()):
@@ -197,21 +202,30 @@ class Offers:
 
     def look_ahead(
         self, backend: Backend, spot: Spot, offer: Offer, *, rows: int, alive=always, after=0.0
-    ) -> None:
+    ) -> bool:
         """While the writer reads `offer` at `spot`, search from its top `rows` exact
         suggestions as if each were accepted (`weave.desk.lookahead`, beginning `after`
         seconds from now), so that a search after accepting one finds its search made; a
-        move stops it (`settle`). Returns at once."""
+        move stops it (`settle`). Returns at once: False where it refuses, the story being
+        read (`reading_state`: its own search comes first, and look-ahead marks nothing)."""
+        if self.reading.running():
+            return False
         self.ahead.rows = rows
         if not rows or offer.node_id != spot.node_id:
-            return
+            return True
         try:
             ids = self._sent(backend, spot, offer.params)
         except (BackendError, ValueError):  # the writer's own next search says why
-            return
+            return True
         suggestions = offer.result.suggestions
         self.ahead.start(backend, ids, suggestions, offer.params, alive=alive, after=after,
                          bans=spot.bans, text=spot.loom.text(spot.node_id))  # fmt: skip
+        return True
+
+    def reading_state(self) -> ReadState | None:
+        """How far the story's background read has got while it runs (None: none runs)."""
+        state = self.reading.state()
+        return state if self.reading.running() else None
 
     def hold_look_ahead(self, seconds: float) -> None:
         """The page is drawing: look-ahead begins no forward for `seconds` (it goes on

@@ -14,12 +14,13 @@ Knows nothing of pages, nodes or stores: `weave.desk.offers.Offers` asks it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from backends.base import Backend, Cancelled
 from backends.errors import BackendError
+from weave.desk.background import Job, Wanted
 from weave.search.asking import MOST_ASKED
 
 
@@ -37,11 +38,9 @@ class Reading:
     """One tab's background read: at most one running, for one (model, context ids)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._job = Job("lloom-reading")  # its lock guards the fields below too
         self._key: tuple[str, tuple[int, ...]] | None = None
         self._state: ReadState | None = None
-        self._thread: threading.Thread | None = None
-        self._generation = 0
 
     def wait_for(
         self, backend: Backend, ids: Sequence[int], *, alive: Callable[[], bool]
@@ -52,7 +51,7 @@ class Reading:
         `alive()` False (the tab is gone) stops the reading too; it must be cheap and
         thread-safe. Raises the backend's `BackendError` (asking what is cached)."""
         key = (backend.model_name, tuple(ids))
-        with self._lock:
+        with self._job.lock:
             if key == self._key:
                 if self.running():
                     return self._state
@@ -64,23 +63,13 @@ class Reading:
         left = backend.unread(list(ids))
         if not left:
             return None
-        with self._lock:
-            self._generation += 1
-            generation = self._generation
+        with self._job.lock:
             self._key, self._state = key, ReadState(len(ids) - left, len(ids))
-
-            def wanted() -> bool:
-                return self._generation == generation and alive()
-
-            self._thread = threading.Thread(
-                target=self._read, args=(backend, key[1], wanted, generation),
-                name="lloom-reading", daemon=True,
-            )  # fmt: skip
-            self._thread.start()
+            self._job.start(partial(self._read, backend, key[1]), alive)
             return self._state
 
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._job.running()
 
     def state(self) -> ReadState | None:
         """The latest read's state (None: none, or it was forgotten)."""
@@ -88,14 +77,14 @@ class Reading:
 
     def cancel(self) -> None:
         """Stop the reading at its next chunk (the writer moved); what it read stays cached."""
-        with self._lock:
-            self._generation += 1
+        with self._job.lock:
+            self._job.cancel()
             if self.running():
                 self._key = self._state = None
 
-    def _read(self, backend: Backend, ids: tuple[int, ...], wanted, generation: int) -> None:
+    def _read(self, backend: Backend, ids: tuple[int, ...], wanted: Wanted) -> None:
         def report(read: int, total: int) -> None:
-            self._update(generation, ReadState(read, total))
+            self._update(wanted, ReadState(read, total))
 
         try:
             with backend.cancellable(wanted):
@@ -103,11 +92,11 @@ class Reading:
         except Cancelled:
             return
         except BackendError as e:
-            self._update(generation, ReadState(0, len(ids), error=str(e)))
+            self._update(wanted, ReadState(0, len(ids), error=str(e)))
             return
-        self._update(generation, ReadState(len(ids), len(ids)))
+        self._update(wanted, ReadState(len(ids), len(ids)))
 
-    def _update(self, generation: int, state: ReadState) -> None:
-        with self._lock:
-            if generation == self._generation:
+    def _update(self, run: Wanted, state: ReadState) -> None:
+        with self._job.lock:
+            if run.latest():
                 self._state = state

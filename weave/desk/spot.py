@@ -3,18 +3,21 @@
 A `Spot` is a node of a story (with the loom and the story's steering); an `Offer` is a
 search's suggestions for one node and a `Draw` a ramification's samples, each shown at
 that node and nowhere else; a `Piece` is one continuation to take (a suggestion or a
-sample) with what made it; a `Shown` is what `Offers.show` answers the page for a node.
+sample) with what made it, and `accepted_text` the rule of what taking it adds; a `Shown`
+is what `Offers.show` answers the page for a node.
 Values only: `weave.desk.offers` makes and keeps them, `weave.desk.session` takes them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from weave.desk.reading import ReadState
+from weave.loom.formats import without_surrogates
 from weave.loom.loom import Loom
-from weave.loom.provenance import Provenance, probability
+from weave.loom.provenance import Provenance, probability, taken
 from weave.search.beams import SearchResult, SearchStats
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
@@ -22,7 +25,6 @@ from weave.search.tree import Suggestion
 from weave.story.bans import Bans
 from weave.story.guard import Guard
 from weave.story.steering import Steering
-from weave.view.present import accepted_text
 
 SOURCES = ("searched", "ahead", "kept", "same", "earlier", "reading", "none")  # a `Shown`'s sources
 
@@ -44,6 +46,31 @@ class Piece:
     def text_as(self, shown: str | None, prefix_space: bool) -> str:
         """The text taken when the box showed `shown` (None: unchanged)."""
         return accepted_text(self.text, shown, prefix_space=prefix_space)
+
+    def grower(
+        self, shown: str | None, prefix_space: bool, made: str, stored: Callable[[str], str]
+    ) -> Callable[[Loom, str], Loom]:
+        """How to grow this piece, as the box showed it (`shown`), as node `made` at its
+        node (the stored node `stored` says it stands for): a move given the loom and how
+        ("accept" or "keep"). Its ids go with it only where its text is unchanged."""
+        text = self.text_as(None if shown is None else without_surrogates(shown), prefix_space)
+        exact, changed = text == self.text and self.exact, text != self.text
+        node = {"id": made, "kind": self.kind, "params": self.params, "score": self.score}
+        node |= {"token_ids": self.token_ids, "model": self.model} if exact else {}
+        return lambda loom, how: getattr(loom.at(stored(self.node_id)), how)(
+            text, **node, provenance=taken(self.provenance, how, changed=changed)
+        )
+
+
+def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
+    """The accept rule: what is appended when a suggestion of `text`, shown (and maybe
+    edited) as `shown`, is accepted (None: unchanged). The leading space a row leaves
+    off (`weave.view.present.shown_text`) comes back when `text` had one and "prefix
+    space" is on."""
+    if shown is None:
+        return text
+    space = " " if prefix_space and text.startswith(" ") else ""
+    return space + shown
 
 
 def _tag(node_id: str, params, stats: SearchStats) -> str:

@@ -182,7 +182,7 @@ def beam_score(node: TreeNode, score: Score) -> float:
 
 def without_prefix_space(text: str) -> str:
     """LLooM's prefix-space rule: a suggestion is shown, and compared, without one leading
-    space (accepting it puts the space back: `weave.view.present.accepted_text`)."""
+    space (accepting it puts the space back: `weave.desk.spot.accepted_text`)."""
     return text[1:] if text.startswith(" ") else text
 
 
