@@ -33,8 +33,9 @@ from weave.search.codec import search_from_dict, search_steering, search_to_dict
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, ramify
 from weave.search.rows import lone
-from weave.story.bans import Bans, Pruned
+from weave.story.bans import Bans
 from weave.story.context import Context
+from weave.story.guard import Pruned
 from weave.story.model_context import Contexts, sent_ids
 from weave.story.steering import Steering
 

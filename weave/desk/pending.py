@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from weave.loom.library import Library
+from weave.desk.library import Library
 from weave.loom.loom import Loom, NoSuchNode
 
 Move = Callable[[Loom], Loom]
