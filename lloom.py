@@ -309,30 +309,30 @@ def retry_backend() -> None:
 
 
 # -- the model's trouble --------------------------------------------------------------------
-def start_error_ui() -> None:
-    """The model's trouble, first on the start page, in words for a page without a story."""
+def backend_error_ui(meanwhile: str) -> bool:
+    """Why the model cannot be used, what the writer can do `meanwhile`, and a button to
+    try it again; False when it can be used."""
     reason = tab().backend_error
     if reason:
         st.error(
-            f"**The model cannot be used.** {md(reason)}\n\nYou can still open your "
-            "saved stories; to write with the model, fix the backend, then try again.",
+            f"**The model cannot be used.** {md(reason)}\n\n{meanwhile}, then try again.",
             icon="🔌",
         )
         st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
+    return bool(reason)
+
+
+def start_error_ui() -> None:
+    """The model's trouble, first on the start page, in words for a page without a story."""
+    backend_error_ui(
+        "You can still open your saved stories; to write with the model, fix the backend"
+    )
 
 
 def error_ui(ws: session.Workspace) -> None:
     """The model's trouble on the story page (the backend's, or the last search's), and
     what the workspace and its offers have to say (`notice`)."""
-    reason = tab().backend_error
-    if reason:
-        st.error(
-            f"**The model cannot be used.** {md(reason)}\n\nYour story is kept; "
-            "fix the backend, then try again.",
-            icon="🔌",
-        )
-        st.button("🔌 Try the backend again", on_click=retry_backend, key="retry_backend")
-    elif ws.offers.error:
+    if not backend_error_ui("Your story is kept; fix the backend") and ws.offers.error:
         st.error(
             f"**The model did not answer.** {md(ws.offers.error)}\n\nYour story and the last "
             "suggestions are kept; press *🔁 Again* to retry.",

@@ -104,19 +104,17 @@ def _lines(rules) -> str:
 
 
 def _import(ws: Workspace, key: str) -> None:
-    upload = st.session_state.get(key)
-    if upload is None:
-        return
-    try:
-        rules = parse_list(upload.getvalue())
+    def with_file(data: bytes) -> Bans:
         saved = ws.settings.bans
-        bans = Bans((*saved.rules, *rules), saved.no_repeat_words, saved.slop)
-    except ValueError as e:
-        tab().bans.import_error = f"{upload.name}: {str(e).removeprefix('bans: ')}"
-        return
-    tab().bans.import_error = None
-    _save(ws, bans)
-    tab().bans.rev += 1
+        try:
+            return Bans((*saved.rules, *parse_list(data)), saved.no_repeat_words, saved.slop)
+        except ValueError as e:
+            raise ValueError(str(e).removeprefix("bans: ")) from e
+
+    bans = tab().bans.uploaded(key, with_file)
+    if bans is not None:
+        _save(ws, bans)
+        tab().bans.rev += 1
 
 
 def _save(ws: Workspace, bans: Bans) -> None:

@@ -4,8 +4,9 @@ and `tab()` to reach it from any of the page's modules (`lloom`, `page.library`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
 
@@ -15,6 +16,8 @@ from weave.desk.partial import Offered
 
 if TYPE_CHECKING:
     from page.group import Live
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -27,6 +30,20 @@ class Panel:
     rev: int = 0  # the widgets' generation: new after the value changed elsewhere, or an
     # import, an added or a deleted entry changed it under them
     import_error: str | None = None  # why the last file could not be imported
+
+    def uploaded(self, key: str, read: Callable[[bytes], T]) -> T | None:
+        """The file the uploader `key` was just given, `read`; None when there is none, or
+        when it cannot be read (`import_error` then says why, with the file's name)."""
+        upload = st.session_state.get(key)
+        if upload is None:
+            return None
+        try:
+            value = read(upload.getvalue())
+        except ValueError as e:
+            self.import_error = f"{upload.name}: {e}"
+            return None
+        self.import_error = None
+        return value
 
 
 @dataclass

@@ -103,18 +103,15 @@ def _import_ui(ws: Workspace, rev: str) -> None:
 
 
 def _import(ws: Workspace, key: str) -> None:
-    upload = st.session_state.get(key)
-    if upload is None:
-        return
-    try:
-        entries = parse_lorebook(upload.getvalue())
-        steering = replace(ws.settings.steering, lore=(*ws.settings.steering.lore, *entries))
-    except ValueError as e:
-        tab().steering.import_error = f"{upload.name}: {e}"
-        return
-    tab().steering.import_error = None
-    _save(ws, steering)
-    _bump(ws)
+    def with_file(data: bytes) -> Steering:  # past a cap on the entries: a ValueError
+        return replace(
+            ws.settings.steering, lore=(*ws.settings.steering.lore, *parse_lorebook(data))
+        )
+
+    steering = tab().steering.uploaded(key, with_file)
+    if steering is not None:
+        _save(ws, steering)
+        _bump(ws)
 
 
 def _delete(ws: Workspace, i: int) -> None:

@@ -13,40 +13,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from weave.interop.foreign import (
-    ForeignNode,
-    ForeignTree,
-    epoch,
-    list_of,
-    node_id,
-    object_of,
-    others,
-    text_of,
-)
+from weave.interop import foreign
 
 NAME = "basemode-loom"
 NAMESPACE = "basemode-loom"
-_KNOWN = {"id", "parent_id", "text", "model", "strategy", "max_tokens", "temperature",
-          "created_at"}  # fmt: skip
+_KNOWN = {"id", "parent_id", "text", "model", "strategy", "max_tokens", "temperature", "created_at"}
 
 
 def detect(doc: Any) -> bool:
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    return (isinstance(nodes, list) and bool(nodes) and isinstance(nodes[0], dict)
-            and "parent_id" in nodes[0])  # fmt: skip
+    return (
+        isinstance(nodes, list)
+        and bool(nodes)
+        and isinstance(nodes[0], dict)
+        and "parent_id" in nodes[0]
+    )
 
 
-def read(doc: dict) -> ForeignTree:
-    items = [object_of(n, "a node") for n in list_of(doc["nodes"], "its nodes")]
+def read(doc: dict) -> foreign.ForeignTree:
+    items = [foreign.object_of(n, "a node") for n in foreign.list_of(doc["nodes"], "its nodes")]
     contexts = [n for n in items if n.get("kind") == "context"]
     nodes = [_node(n) for n in items if n.get("kind") != "context"]
-    rest = others(doc, {"nodes", "version"}) | ({"contexts": contexts} if contexts else {})
+    rest = foreign.others(doc, {"nodes", "version"}) | ({"contexts": contexts} if contexts else {})
     left_out = [f"{len(contexts)} context node(s)"] if contexts else []
-    return ForeignTree(NAME, nodes, current=_checked_out(nodes, items),
-                       extensions={NAMESPACE: rest} if rest else {}, left_out=left_out)  # fmt: skip
+    return foreign.ForeignTree(
+        NAME,
+        nodes,
+        current=_checked_out(nodes, items),
+        extensions={NAMESPACE: rest} if rest else {},
+        left_out=left_out,
+    )
 
 
-def _checked_out(nodes: list[ForeignNode], items: list[dict]) -> str | None:
+def _checked_out(nodes: list[foreign.ForeignNode], items: list[dict]) -> str | None:
     """The end of the path of checked-out children from the (first) root."""
     checked = {str(n.get("id")) for n in items if n.get("checked_out")}
     children: dict[str | None, list[str]] = {}
@@ -63,22 +62,28 @@ def _checked_out(nodes: list[ForeignNode], items: list[dict]) -> str | None:
     return at
 
 
-def _node(item: dict) -> ForeignNode:
-    key = node_id(item.get("id"), "a node's id")
+def _node(item: dict) -> foreign.ForeignNode:
+    key = foreign.node_id(item.get("id"), "a node's id")
     parent = item.get("parent_id")
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     meta = {"rating": metadata["rating"]} if type(metadata.get("rating")) is int else {}
     meta |= {"pruned": True} if metadata.get("hidden") is True else {}
     model = item.get("model")
-    parameters = {k: item[k] for k in ("strategy", "max_tokens", "temperature")
-                  if item.get(k) is not None}  # fmt: skip
+    parameters = {
+        k: item[k] for k in ("strategy", "max_tokens", "temperature") if item.get(k) is not None
+    }
     generation = ({"model": model} if isinstance(model, str) else {}) | (
-        {"parameters": parameters} if parameters else {})  # fmt: skip
-    rest = others(item, _KNOWN)
-    return ForeignNode(
-        key, None if parent is None else node_id(parent, f"node {key!r}: parent_id"),
-        text_of(item.get("text", ""), f"node {key!r}: text"),
+        {"parameters": parameters} if parameters else {}
+    )
+    rest = foreign.others(item, _KNOWN)
+    return foreign.ForeignNode(
+        key,
+        None if parent is None else foreign.node_id(parent, f"node {key!r}: parent_id"),
+        foreign.text_of(item.get("text", ""), f"node {key!r}: text"),
         author="human" if parent is None or not isinstance(model, str) else "model",
-        created=epoch(item.get("created_at")), bookmarked=metadata.get("bookmarked") is True,
-        meta=meta, generation=generation or None, extensions={NAMESPACE: rest} if rest else {},
-    )  # fmt: skip
+        created=foreign.epoch(item.get("created_at")),
+        bookmarked=metadata.get("bookmarked") is True,
+        meta=meta,
+        generation=generation or None,
+        extensions={NAMESPACE: rest} if rest else {},
+    )

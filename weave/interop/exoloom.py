@@ -11,17 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from weave.interop.foreign import (
-    ForeignNode,
-    ForeignTree,
-    author_of,
-    epoch,
-    list_of,
-    node_id,
-    object_of,
-    others,
-    text_of,
-)
+from weave.interop import foreign
 
 NAME = "ExoLoom"
 NAMESPACE = "exoloom"
@@ -33,24 +23,33 @@ def detect(doc: Any) -> bool:
     return isinstance(tree, dict) and isinstance(tree.get("nodes"), dict) and "rootNodeId" in tree
 
 
-def read(doc: dict) -> ForeignTree:
+def read(doc: dict) -> foreign.ForeignTree:
     tree = doc["tree"]
-    lens = object_of(doc.get("lens", {}), "its lens")
+    lens = foreign.object_of(doc.get("lens", {}), "its lens")
     labels = _bookmarks(lens.get("bookmarks", []))
-    pruned = set(map(str, list_of(lens.get("prunedNodes", []), "the lens's prunedNodes")))
-    items = object_of(tree["nodes"], "its nodes")
+    pruned = set(map(str, foreign.list_of(lens.get("prunedNodes", []), "the lens's prunedNodes")))
+    items = foreign.object_of(tree["nodes"], "its nodes")
     rank = {}
     for item in items.values():
         for i, child in enumerate(item.get("childrenIds") or () if isinstance(item, dict) else ()):
             rank.setdefault(str(child), i)
-    nodes = [_node(k, object_of(v, f"node {k!r}"), labels, pruned) for k, v in items.items()]
+    nodes = [
+        _node(k, foreign.object_of(v, f"node {k!r}"), labels, pruned) for k, v in items.items()
+    ]
     nodes.sort(key=lambda n: rank.get(n.id, -1))
-    rest = others(doc, {"tree", "lens"}) | others(tree, {"nodes", "rootNodeId"})
-    rest |= {"lens": others(lens, {"bookmarks", "prunedNodes"})} if others(
-        lens, {"bookmarks", "prunedNodes"}) else {}  # fmt: skip
+    rest = foreign.others(doc, {"tree", "lens"}) | foreign.others(tree, {"nodes", "rootNodeId"})
+    rest |= (
+        {"lens": foreign.others(lens, {"bookmarks", "prunedNodes"})}
+        if foreign.others(lens, {"bookmarks", "prunedNodes"})
+        else {}
+    )
     current = lens.get("currentNodeId", tree.get("currentNodeId"))
-    return ForeignTree(NAME, nodes, current=current if isinstance(current, str) else None,
-                       extensions={NAMESPACE: rest} if rest else {})  # fmt: skip
+    return foreign.ForeignTree(
+        NAME,
+        nodes,
+        current=current if isinstance(current, str) else None,
+        extensions={NAMESPACE: rest} if rest else {},
+    )
 
 
 def _bookmarks(value: Any) -> dict[str, str]:
@@ -58,25 +57,29 @@ def _bookmarks(value: Any) -> dict[str, str]:
     if isinstance(value, dict):
         return {str(k): v if isinstance(v, str) else "" for k, v in value.items()}
     marks = {}
-    for mark in list_of(value, "the lens's bookmarks"):
+    for mark in foreign.list_of(value, "the lens's bookmarks"):
         if isinstance(mark, dict):
             label = mark.get("label", mark.get("title", ""))
-            marks[node_id(mark.get("nodeId", mark.get("id")), "a bookmark")] = (
-                label if isinstance(label, str) else "")  # fmt: skip
+            marks[foreign.node_id(mark.get("nodeId", mark.get("id")), "a bookmark")] = (
+                label if isinstance(label, str) else ""
+            )
         else:
-            marks[node_id(mark, "a bookmark")] = ""
+            marks[foreign.node_id(mark, "a bookmark")] = ""
     return marks
 
 
-def _node(key: str, item: dict, labels: dict, pruned: set) -> ForeignNode:
+def _node(key: str, item: dict, labels: dict, pruned: set) -> foreign.ForeignNode:
     parent = item.get("parentId")
     meta = {"bookmarkLabel": labels[key]} if labels.get(key) else {}
     meta |= {"pruned": True} if key in pruned else {}
-    rest = others(item, _KNOWN)
-    return ForeignNode(
-        key, None if parent is None else node_id(parent, f"node {key!r}: parentId"),
-        text_of(item.get("content", item.get("text", "")), f"node {key!r}: content"),
-        author=author_of(item.get("author", item.get("role"))),
-        created=epoch(item.get("createdAt", item.get("timestamp"))), bookmarked=key in labels,
-        meta=meta, extensions={NAMESPACE: rest} if rest else {},
-    )  # fmt: skip
+    rest = foreign.others(item, _KNOWN)
+    return foreign.ForeignNode(
+        key,
+        None if parent is None else foreign.node_id(parent, f"node {key!r}: parentId"),
+        foreign.text_of(item.get("content", item.get("text", "")), f"node {key!r}: content"),
+        author=foreign.author_of(item.get("author", item.get("role"))),
+        created=foreign.epoch(item.get("createdAt", item.get("timestamp"))),
+        bookmarked=key in labels,
+        meta=meta,
+        extensions={NAMESPACE: rest} if rest else {},
+    )

@@ -18,15 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from weave.interop.foreign import (
-    ForeignNode,
-    ForeignTree,
-    epoch,
-    list_of,
-    node_id,
-    object_of,
-    others,
-)
+from weave.interop import foreign
 
 NAME = "MiniLoom"
 NAMESPACE = "miniloom"
@@ -39,15 +31,21 @@ def detect(doc: Any) -> bool:
     return isinstance(tree, dict) and isinstance(tree.get("nodeStore"), dict)
 
 
-def read(doc: dict) -> ForeignTree:
-    store = object_of(doc["loomTree"]["nodeStore"], "its nodeStore")
-    items = {node_id(k, "a node's key"): object_of(v, f"node {k!r}") for k, v in store.items()}
-    parents = {k: None if v.get("parent") is None else node_id(v["parent"], f"node {k!r}: parent")
-               for k, v in items.items()}  # fmt: skip
+def read(doc: dict) -> foreign.ForeignTree:
+    store = foreign.object_of(doc["loomTree"]["nodeStore"], "its nodeStore")
+    items = {
+        foreign.node_id(k, "a node's key"): foreign.object_of(v, f"node {k!r}")
+        for k, v in store.items()
+    }
+    parents = {
+        k: None if v.get("parent") is None else foreign.node_id(v["parent"], f"node {k!r}: parent")
+        for k, v in items.items()
+    }
     for key, parent in parents.items():
         if parent is not None and parent not in items:
-            raise ValueError(f"node {key!r} names a parent {parent!r} the file does not hold "
-                             "(an orphan)")  # fmt: skip
+            raise ValueError(
+                f"node {key!r} names a parent {parent!r} the file does not hold (an orphan)"
+            )
     rank = {}
     for item in items.values():
         for i, child in enumerate(item.get("children") or ()):
@@ -60,14 +58,17 @@ def read(doc: dict) -> ForeignTree:
         reached = {n.id for n in nodes}
         looped = next(k for k in items if k not in reached)
         raise ValueError(f"nodes {looped!r}… form a cycle: each is its own ancestor")
-    rewrites = sum(NAMESPACE in n.extensions and "parent" in n.extensions[NAMESPACE]
-                   for n in nodes)  # fmt: skip
+    rewrites = sum(NAMESPACE in n.extensions and "parent" in n.extensions[NAMESPACE] for n in nodes)
     focus = doc.get("focus")
     current = focus.get("id") if isinstance(focus, dict) else None
-    left_out = [f"{rewrites} rewrite(s) of a parent's text, which branch where their text "
-                "departs"] if rewrites else []  # fmt: skip
-    return ForeignTree(NAME, nodes, current=str(current) if current is not None else None,
-                       left_out=left_out)  # fmt: skip
+    left_out = (
+        [f"{rewrites} rewrite(s) of a parent's text, which branch where their text departs"]
+        if rewrites
+        else []
+    )
+    return foreign.ForeignTree(
+        NAME, nodes, current=str(current) if current is not None else None, left_out=left_out
+    )
 
 
 class _Step:
@@ -81,7 +82,7 @@ class _Step:
         self.text: str | None = text
 
 
-def _materialized(items: dict, parents: dict, children: dict) -> Iterator[ForeignNode]:
+def _materialized(items: dict, parents: dict, children: dict) -> Iterator[foreign.ForeignNode]:
     """Each node reached from a root, parents first: its patches applied to its parent's
     whole text, its own text what that adds to the whole text of the deepest ancestor it
     still starts with. Depth first, keeping the whole texts of the path only, and of those
@@ -124,9 +125,9 @@ def apply_patches(patches: Any, text: str, key: str) -> tuple[str, int]:
     characters no patch changed. Raises ValueError naming the node when a patch's text is
     not where it says."""
     kept = len(text)
-    for i, patch in enumerate(list_of(patches, f"node {key!r}: patch")):
-        patch = object_of(patch, f"node {key!r}: patch {i}")
-        diffs = [_diff(d, key) for d in list_of(patch.get("diffs"), f"node {key!r}: diffs")]
+    for i, patch in enumerate(foreign.list_of(patches, f"node {key!r}: patch")):
+        patch = foreign.object_of(patch, f"node {key!r}: patch {i}")
+        diffs = [_diff(d, key) for d in foreign.list_of(patch.get("diffs"), f"node {key!r}: diffs")]
         start = patch.get("start1")
         if type(start) is not int or start < 0:
             raise ValueError(f"node {key!r}: patch {i} has no start1")
@@ -134,8 +135,10 @@ def apply_patches(patches: Any, text: str, key: str) -> tuple[str, int]:
         after = "".join(t for op, t in diffs if op >= 0)
         if text[start : start + len(before)] != before:
             raise ValueError(f"node {key!r}: patch {i} does not apply to its parent's text")
-        same = next((k for k, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
-                    min(len(before), len(after)))  # fmt: skip
+        same = next(
+            (k for k, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+            min(len(before), len(after)),
+        )
         kept = min(kept, start + same)
         text = text[:start] + after + text[start + len(before) :]
     return text, kept
@@ -143,23 +146,32 @@ def apply_patches(patches: Any, text: str, key: str) -> tuple[str, int]:
 
 def _diff(diff: Any, key: str) -> tuple[int, str]:
     """One diff, written [op, text] or {"0": op, "1": text} (a JS Diff object as JSON)."""
-    op, text = (diff[0], diff[1]) if isinstance(diff, list) and len(diff) == 2 else (
-        (diff.get("0"), diff.get("1")) if isinstance(diff, dict) else (None, None))  # fmt: skip
+    op, text = (
+        (diff[0], diff[1])
+        if isinstance(diff, list) and len(diff) == 2
+        else ((diff.get("0"), diff.get("1")) if isinstance(diff, dict) else (None, None))
+    )
     if op not in (-1, 0, 1) or not isinstance(text, str):
         raise ValueError(f"node {key!r} has a diff that is not [-1|0|1, text]")
     return op, text
 
 
-def _node(key: str, item: dict, parent: str | None, text: str, *, moved_from) -> ForeignNode:
+def _node(
+    key: str, item: dict, parent: str | None, text: str, *, moved_from
+) -> foreign.ForeignNode:
     rating = item.get("rating")
     meta = {"rating": 1 if rating else -1} if isinstance(rating, bool) else {}
     summary = item.get("summary")
     meta |= {"note": summary} if isinstance(summary, str) and summary else {}
     model = item.get("model")
-    rest = others(item, _KNOWN) | ({"parent": moved_from} if moved_from != parent else {})
-    return ForeignNode(
-        key, parent, text, author=AUTHORS.get(item.get("type")),
-        created=epoch(item.get("timestamp")), meta=meta,
+    rest = foreign.others(item, _KNOWN) | ({"parent": moved_from} if moved_from != parent else {})
+    return foreign.ForeignNode(
+        key,
+        parent,
+        text,
+        author=AUTHORS.get(item.get("type")),
+        created=foreign.epoch(item.get("timestamp")),
+        meta=meta,
         generation={"model": model} if isinstance(model, str) and model else None,
         extensions={NAMESPACE: rest},
-    )  # fmt: skip
+    )
