@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from weave.bounds import bounded, check_bounds, one_of
+from weave.bounds import Bounded, bounded, one_of
 
 TIMEOUT_S = (0.1, 3600.0)  # a whole request's deadline: past an hour is a mistake (or 1e10)
 
 
 @dataclass(frozen=True)
-class MLXSettings:
+class MLXSettings(Bounded):
     model: str = ""
     cache_dir: str = "~/.cache/lloom"
     kv_cache_mb: int = bounded(1024, 0, 1 << 18, "MiB")  # 256 GiB at most
@@ -27,35 +27,23 @@ class MLXSettings:
     read_window: int | None = bounded(None, 0, 1 << 20, "tokens")
     kv_disk_mb: int = bounded(2048, 0, 1 << 20, "MiB")  # long stories' KV kept; 0: none
 
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
 
 @dataclass(frozen=True)
-class LlamaCppSettings:
+class LlamaCppSettings(Bounded):
     url: str = ""
     timeout: float = bounded(60.0, *TIMEOUT_S, "s")
 
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
 
 @dataclass(frozen=True)
-class VLLMSettings:
+class VLLMSettings(Bounded):
     url: str = ""
     model: str = ""
     timeout: float = bounded(60.0, *TIMEOUT_S, "s")
 
-    def __post_init__(self) -> None:
-        check_bounds(self)
-
 
 @dataclass(frozen=True)
-class OpenAISettings:
+class OpenAISettings(Bounded):
     model: str = "gpt-4o-mini"
     base_url: str = ""
     endpoint: str = one_of("auto", "auto", "chat", "completions")
     timeout: float = bounded(60.0, *TIMEOUT_S, "s")
-
-    def __post_init__(self) -> None:
-        check_bounds(self)

@@ -91,6 +91,13 @@ def shown(value: Any) -> str:
     return _SHOWN.repr(value)
 
 
+class Bounded:
+    """A dataclass whose bounded fields are checked as it is made (`check_bounds`)."""
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
 def check_bounds(values: Any) -> None:
     """Check every bounded field of the dataclass instance `values` (None passes where it is
     the field's default); raise ValueError naming the first field out of bounds."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from weave.backend_settings import LlamaCppSettings, MLXSettings, OpenAISettings, VLLMSettings
-from weave.bounds import Bound, bound_of, bounded, check_bounds, problem, shown
+from weave.bounds import Bound, Bounded, bound_of, bounded, problem, shown
 from weave.hosts import checked
 from weave.loom.store_sql import DATABASE_SCHEMES, is_database_url
 from weave.redaction import redacted
@@ -47,11 +47,8 @@ LOOKAHEAD_ROWS = {"mlx": 3, "llamacpp": 0, "vllm": 0, "openai": 0}
 
 
 @dataclass(frozen=True)
-class LookAheadSettings:
+class LookAheadSettings(Bounded):
     rows: int | None = bounded(None, 0, 10, "suggestions")  # None: the backend's default
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from weave.desk.reading import ReadState
 from weave.loom.formats import without_surrogates
 from weave.loom.loom import Loom
 from weave.loom.provenance import Provenance, probability, taken
-from weave.search.beams import SearchResult, SearchStats
+from weave.search.beams import SearchResult
 from weave.search.params import SearchParams
 from weave.search.ramify import RamifyParams, RamifyResult, Sample
 from weave.search.tree import Suggestion
@@ -73,61 +73,60 @@ def accepted_text(text: str, shown: str | None, *, prefix_space: bool) -> str:
     return space + shown
 
 
-def _tag(node_id: str, params, stats: SearchStats) -> str:
-    """A name for one run's widgets (a search's or a draw's) at a node, so that widgets of
-    another run never show its texts."""
-    return f"{abs(hash((node_id, params, stats.seconds, stats.model_tokens))):x}"
+class Run:
+    """What a search's `Offer` and a draw's `Draw` share: one run's results at a node."""
+
+    node_id: str
+    params: SearchParams | RamifyParams
+    result: SearchResult | RamifyResult
+
+    @property
+    def tag(self) -> str:
+        """A name for this run's widgets, so that widgets of another run never show its
+        texts."""
+        stats = self.result.stats
+        return f"{abs(hash((self.node_id, self.params, stats.seconds, stats.model_tokens))):x}"
+
+    def _piece(self, text: str, token_ids: tuple[int, ...], exact: bool, score: float, *,
+               how: str, kind: str = "accepted", **more: Any) -> Piece:  # fmt: skip
+        """A piece this run offered, with the provenance of what `how` made (`more`: its
+        rank, its seed)."""
+        stats = self.result.stats
+        made = Provenance(how, probability=probability(score), backend=stats.backend,
+                          model=stats.model, latency_ms=stats.seconds * 1000, **more)  # fmt: skip
+        return Piece(self.node_id, text, token_ids, exact, stats.model, asdict(self.params),
+                     score, kind=kind, provenance=made)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Offer:
+class Offer(Run):
     """A search's suggestions for one node: what the page shows there, and nowhere else."""
 
     node_id: str
     params: SearchParams
     result: SearchResult
 
-    @property
-    def tag(self) -> str:
-        """Names this search's widgets, so that another search's never show its texts."""
-        return _tag(self.node_id, self.params, self.result.stats)
-
     def piece(self, suggestion: Suggestion) -> Piece:
         rank = next((i for i, s in enumerate(self.result.suggestions, 1) if s == suggestion), None)
-        made = _made("suggestion", self.result.stats, suggestion.score, rank=rank)
         # A healed suggestion's ids begin inside the story: they are not its text's alone.
         exact = suggestion.exact and not suggestion.healed
-        return Piece(self.node_id, suggestion.text, suggestion.token_ids, exact,
-                     self.result.stats.model, asdict(self.params), suggestion.score,
-                     provenance=made)  # fmt: skip
+        return self._piece(suggestion.text, suggestion.token_ids, exact, suggestion.score,
+                           how="suggestion", rank=rank)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Draw:
+class Draw(Run):
     """A ramification's samples for one node (n8loom's ramify): shown there, and nowhere else."""
 
     node_id: str
     params: RamifyParams
     result: RamifyResult
 
-    @property
-    def tag(self) -> str:
-        return _tag(self.node_id, self.params, self.result.stats)
-
     def piece(self, sample: Sample) -> Piece:
         """A sample to take: its text is the detokenization of exactly its ids (a healed
         one's, less the typed text: its ids are then not its own text's)."""
-        made = _made("sampled", self.result.stats, sample.logprob, seed=self.params.seed)
-        return Piece(self.node_id, sample.text, sample.token_ids, not sample.healed,
-                     self.result.stats.model,
-                     asdict(self.params), sample.logprob, kind="sampled",
-                     provenance=made)  # fmt: skip
-
-
-def _made(how: str, stats: SearchStats, score: float, **more: Any) -> Provenance:
-    """The provenance of a piece a search or a draw (which cost `stats`) offered."""
-    return Provenance(how, probability=probability(score), backend=stats.backend,
-                      model=stats.model, latency_ms=stats.seconds * 1000, **more)  # fmt: skip
+        return self._piece(sample.text, sample.token_ids, not sample.healed, sample.logprob,
+                           how="sampled", kind="sampled", seed=self.params.seed)  # fmt: skip
 
 
 @dataclass(frozen=True)

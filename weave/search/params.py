@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, get_args
 
-from weave.bounds import bound_of, bounded, check_bounds, one_of, problem, shown
+from weave.bounds import Bounded, bound_of, bounded, one_of, problem, shown
 from weave.search.tree import Score
 
 MAX_CANDIDATES = 100  # the most candidates asked per beam: max_suggestions' upper bound
@@ -34,7 +34,7 @@ RULE_KNOBS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
-class SearchParams:
+class SearchParams(Bounded):
     """The knobs of one expansion. Each number carries its bounds (`weave.bounds`), which
     the page's sliders and the command line read: LLooM v0.3's page's, but for
     `max_suggestions`, which goes down to 1 (a script may want a few), and `multiplier`,
@@ -53,9 +53,6 @@ class SearchParams:
     score: Score = one_of("words", *get_args(Score))
     rule: Rule = one_of("relative", *get_args(Rule))
     use_chains: bool | None = None  # None or True: greedy chains where the backend offers them
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
     def under(self, rule: Rule) -> SearchParams:
         """These parameters under `rule`: as they are if they are its already, else with

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from backends.base import Backend, Candidate, Continuation
 from backends.errors import BackendError
-from weave.bounds import bounded, check_bounds
+from weave.bounds import Bounded, bounded
 from weave.search.beams import Progress, ProgressCallback, SearchStats, check_fits
 from weave.search.healing import Healing, heal, narrowed
 from weave.story.guard import Guard, Pruned
@@ -37,7 +37,7 @@ MAX_SAMPLE_TOKENS = 256
 
 
 @dataclass(frozen=True)
-class RamifyParams:
+class RamifyParams(Bounded):
     """The knobs of one ramification. Defaults suit the embedded SmolLM2-135M, tried on
     the three starting stories: at temperature 1.0 with min-p 0.1 its samples stay
     coherent and differ from each other (min-p 0.05 let odd words through at 1.0, and
@@ -49,9 +49,6 @@ class RamifyParams:
     min_p: float = bounded(0.1, 0.0, 1.0)
     max_tokens: int = bounded(24, 1, MAX_SAMPLE_TOKENS)
     seed: int | None = bounded(None, 0, 2**31 - 1)  # None: a new draw every time
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
 
 @dataclass(frozen=True)
